@@ -1,0 +1,160 @@
+"""Build recipes: how a context binary is built, so q9diff can rebuild it and patch it.
+
+One JSON schema, versioned (`q9diff.recipe/1`). Paths inside a recipe are relative to the
+recipe file. Every setting q9diff knows has a field in `Settings`; `None` means "not set",
+i.e. the compiler's default, which is exactly the state of a local build that forgot it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+SCHEMA = "q9diff.recipe/1"
+
+
+class RecipeError(ValueError):
+    """A recipe file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every compile setting q9diff knows, in the domain's own words."""
+
+    soc_model: int | None = None
+    dsp_arch: str | None = None  # "v73"
+    vtcm_mb: int | None = None
+    optimization_level: int | None = None
+    hvx_threads: int | None = None
+    dlbc: int | None = None
+    weights_packing: bool | None = None
+    weight_sharing: bool | None = None
+    perf_profile: str | None = None
+    precision: str | None = None  # "fp16" to let the compiler run float graphs in fp16
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str) -> Settings:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise RecipeError(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class GraphSource:
+    """One graph of a context: its source model and the graph name it should carry."""
+
+    name: str
+    model: str  # path to the ONNX (or DLC) file, relative to the recipe
+    encodings: str | None = None  # quantization encodings file, for the SDK backends
+
+
+@dataclass(frozen=True)
+class Part:
+    """One context binary: one part of a split model, holding one or more graphs."""
+
+    name: str
+    output: str  # file name of the .bin, relative to the output directory
+    graphs: tuple[GraphSource, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a set of context binaries is built."""
+
+    backend: str
+    parts: tuple[Part, ...]
+    settings: Settings = field(default_factory=Settings)
+    qairt_version: str | None = None
+    notes: str = ""
+    path: Path | None = None  # where it was loaded from; relative paths resolve against its folder
+
+    def model_path(self, graph: GraphSource) -> Path:
+        base = self.path.parent if self.path else Path.cwd()
+        return (base / graph.model).resolve()
+
+    def with_settings(self, **changes) -> Recipe:
+        return replace(self, settings=replace(self.settings, **changes))
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "backend": self.backend,
+            "qairt_version": self.qairt_version,
+            "settings": {k: v for k, v in asdict(self.settings).items() if v is not None},
+            "parts": [
+                {
+                    "name": p.name,
+                    "output": p.output,
+                    "graphs": [{k: v for k, v in asdict(g).items() if v is not None} for g in p.graphs],
+                }
+                for p in self.parts
+            ],
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str, path: Path | None = None) -> Recipe:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise RecipeError(f"{where}: not a q9diff recipe (expected \"schema\": \"{SCHEMA}\")")
+        try:
+            parts = tuple(
+                Part(
+                    name=p["name"],
+                    output=p["output"],
+                    graphs=tuple(GraphSource(**g) for g in p["graphs"]),
+                )
+                for p in data["parts"]
+            )
+        except (KeyError, TypeError) as exc:
+            raise RecipeError(f"{where}: malformed parts ({exc})") from None
+        if not parts:
+            raise RecipeError(f"{where}: a recipe needs at least one part")
+        return cls(
+            backend=str(data.get("backend", "ort-qnn")),
+            parts=parts,
+            settings=Settings.from_dict(data.get("settings", {}), where),
+            qairt_version=data.get("qairt_version"),
+            notes=str(data.get("notes", "")),
+            path=path,
+        )
+
+
+def load(path: str | os.PathLike) -> Recipe:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except OSError as exc:
+        raise RecipeError(f"{p}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise RecipeError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    return Recipe.from_dict(data, str(p), path=p.resolve())
+
+
+def dump(recipe: Recipe) -> str:
+    return json.dumps(recipe.to_dict(), indent=2) + "\n"
+
+
+def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
+    """Write a file so that readers see the old or the new content, never half of it."""
+    p = Path(path)
+    data = text.encode() if isinstance(text, str) else text
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if p.exists():
+            os.chmod(tmp, p.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
