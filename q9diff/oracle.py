@@ -1,0 +1,733 @@
+"""The oracle: Qualcomm's own reading of a context binary, through ``libQnnSystem.so``.
+
+Every format fact q9diff claims is checked against what this returns. The struct layouts
+below are written from the public QNN headers (``QnnSystemContext.h``,
+``QnnHtpSystemContext.h``, ``QnnTypes.h``, ``QnnSystemInterface.h``) for x86_64: natural
+alignment, 8-byte pointers, enums as u32. A crash inside Qualcomm's library must not take
+q9diff down, so callers that read untrusted files use :func:`read_binary_info_isolated`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import dataclasses
+import functools
+import importlib.util
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LIBRARY_NAME = "libQnnSystem.so"
+SDK_LIB_DIR = Path("lib") / "x86_64-linux-clang"
+SDK_ROOT_VARIABLES = ("QNN_SDK_ROOT", "QAIRT_SDK_ROOT")
+
+# Qnn_DataType_t (QnnTypes.h), named without the QNN_DATATYPE_ prefix.
+DATA_TYPES: dict[int, str] = {
+    0x0008: "INT_8",
+    0x0016: "INT_16",
+    0x0032: "INT_32",
+    0x0064: "INT_64",
+    0x0108: "UINT_8",
+    0x0116: "UINT_16",
+    0x0132: "UINT_32",
+    0x0164: "UINT_64",
+    0x0216: "FLOAT_16",
+    0x0226: "BFLOAT_16",
+    0x0232: "FLOAT_32",
+    0x0264: "FLOAT_64",
+    0x0304: "SFIXED_POINT_4",
+    0x0308: "SFIXED_POINT_8",
+    0x0316: "SFIXED_POINT_16",
+    0x0332: "SFIXED_POINT_32",
+    0x0404: "UFIXED_POINT_4",
+    0x0408: "UFIXED_POINT_8",
+    0x0416: "UFIXED_POINT_16",
+    0x0432: "UFIXED_POINT_32",
+    0x0508: "BOOL_8",
+    0x0608: "STRING",
+    0x7FFFFFFF: "UNDEFINED",
+}
+
+# Qnn_TensorType_t (QnnTypes.h), named without the QNN_TENSOR_TYPE_ prefix.
+TENSOR_TYPES: dict[int, str] = {
+    0: "APP_WRITE",
+    1: "APP_READ",
+    2: "APP_READWRITE",
+    3: "NATIVE",
+    4: "STATIC",
+    5: "NULL",
+    6: "UPDATEABLE_STATIC",
+    7: "UPDATEABLE_NATIVE",
+    8: "UPDATEABLE_APP_WRITE",
+    9: "UPDATEABLE_APP_READ",
+    10: "UPDATEABLE_APP_READWRITE",
+    11: "OPTIONAL_APP_WRITE",
+    12: "OPTIONAL_APP_READ",
+    13: "OPTIONAL_APP_READWRITE",
+    0x7FFFFFFF: "UNDEFINED",
+}
+
+# Qnn_QuantizationEncoding_t values this reader decodes (QnnTypes.h).
+_ENCODING_SCALE_OFFSET = 0
+_ENCODING_AXIS_SCALE_OFFSET = 1
+_ENCODING_BW_SCALE_OFFSET = 2
+_ENCODING_BW_AXIS_SCALE_OFFSET = 3
+
+
+class OracleUnavailable(RuntimeError):
+    """libQnnSystem.so cannot be found or loaded on this machine."""
+
+
+class OracleError(RuntimeError):
+    """libQnnSystem.so refused the file, or crashed while reading it."""
+
+
+# --- the model the oracle hands back -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One graph input or output as libQnnSystem reports it (Qnn_Tensor_t)."""
+
+    name: str
+    id: int
+    dtype: str
+    dims: tuple[int, ...]
+    scale: float | None
+    offset: int | None
+    tensor_type: str
+    data_format: int
+    axis: int | None = None
+    scales: tuple[float, ...] | None = None
+    offsets: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class GraphInfo:
+    """One graph (QnnSystemContext_GraphInfo_t) with its HTP graph blob info, None where absent."""
+
+    name: str
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    spill_fill_buffer_size: int | None
+    vtcm_size: int | None
+    optimization_level: int | None
+    htp_dlbc: int | None
+    num_hvx_threads: int | None
+    io_tensor_size: int | None
+    op_data_size: int | None
+    const_size: int | None
+    ddr_tensor_size: int | None
+    shared_weights_size: int | None
+    native_k_channel_size: int | None = None
+    native_v_channel_size: int | None = None
+    is_safe_share_io: int | None = None
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class BinaryInfo:
+    """The whole QnnSystemContext_BinaryInfo_t; soc_model and dsp_arch exist from version 3 on."""
+
+    build_id: str
+    core_api_version: str
+    backend_api_version: str
+    context_blob_version: str
+    context_blob_size: int
+    soc_model: int | None
+    dsp_arch: int | None
+    backend_id: int
+    graphs: tuple[GraphInfo, ...]
+    soc_version: str = ""
+    version: int | None = None
+
+
+# --- ctypes layouts (x86_64) ---------------------------------------------------------------
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("patch", ctypes.c_uint32)]
+
+
+class _ScaleOffset(ctypes.Structure):
+    _fields_ = [("scale", ctypes.c_float), ("offset", ctypes.c_int32)]
+
+
+class _AxisScaleOffset(ctypes.Structure):
+    _fields_ = [
+        ("axis", ctypes.c_int32),
+        ("num_scale_offsets", ctypes.c_uint32),
+        ("scale_offset", ctypes.POINTER(_ScaleOffset)),
+    ]
+
+
+class _BwScaleOffset(ctypes.Structure):
+    _fields_ = [("bitwidth", ctypes.c_uint32), ("scale", ctypes.c_float), ("offset", ctypes.c_int32)]
+
+
+class _BwAxisScaleOffset(ctypes.Structure):
+    _fields_ = [
+        ("bitwidth", ctypes.c_uint32),
+        ("axis", ctypes.c_int32),
+        ("num_elements", ctypes.c_uint32),
+        ("scales", ctypes.POINTER(ctypes.c_float)),
+        ("offsets", ctypes.POINTER(ctypes.c_int32)),
+    ]
+
+
+class _QuantizeEncoding(ctypes.Union):
+    # The header's union has more members (block, blockwise-expansion, vector, float-block,
+    # mapped variants); none is larger than the 32-byte bit-width axis encoding, which
+    # therefore fixes the union's size and alignment.
+    _fields_ = [
+        ("scale_offset", _ScaleOffset),
+        ("axis_scale_offset", _AxisScaleOffset),
+        ("bw_scale_offset", _BwScaleOffset),
+        ("bw_axis_scale_offset", _BwAxisScaleOffset),
+    ]
+
+
+class _QuantizeParams(ctypes.Structure):
+    _fields_ = [
+        ("encoding_definition", ctypes.c_uint32),
+        ("quantization_encoding", ctypes.c_uint32),
+        ("encoding", _QuantizeEncoding),
+    ]
+
+
+class _ClientBuffer(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("data_size", ctypes.c_uint32)]
+
+
+_TENSOR_V1_FIELDS = [
+    ("id", ctypes.c_uint32),
+    ("name", ctypes.c_char_p),
+    ("type", ctypes.c_uint32),
+    ("data_format", ctypes.c_uint32),
+    ("data_type", ctypes.c_uint32),
+    ("quantize_params", _QuantizeParams),
+    ("rank", ctypes.c_uint32),
+    ("dimensions", ctypes.POINTER(ctypes.c_uint32)),
+    ("mem_type", ctypes.c_uint32),
+    ("client_buf", _ClientBuffer),
+]
+
+
+class _TensorV1(ctypes.Structure):
+    _fields_ = _TENSOR_V1_FIELDS
+
+
+class _SparseParams(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("num_specified_elements", ctypes.c_uint32),
+        ("num_sparse_dimensions", ctypes.c_uint32),
+    ]
+
+
+class _TensorV2(ctypes.Structure):
+    # Version 2 starts with exactly the version 1 fields, so one reader serves both.
+    _fields_ = _TENSOR_V1_FIELDS + [
+        ("is_dynamic_dimensions", ctypes.POINTER(ctypes.c_uint8)),
+        ("sparse_params", _SparseParams),
+        ("is_produced", ctypes.c_uint8),
+    ]
+
+
+class _TensorVersions(ctypes.Union):
+    _fields_ = [("v1", _TensorV1), ("v2", _TensorV2)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("u", _TensorVersions)]
+
+
+_GRAPH_INFO_V1_FIELDS = [
+    ("graph_name", ctypes.c_char_p),
+    ("num_graph_inputs", ctypes.c_uint32),
+    ("graph_inputs", ctypes.POINTER(_Tensor)),
+    ("num_graph_outputs", ctypes.c_uint32),
+    ("graph_outputs", ctypes.POINTER(_Tensor)),
+]
+_GRAPH_INFO_V2_FIELDS = _GRAPH_INFO_V1_FIELDS + [
+    ("num_updateable_tensors", ctypes.c_uint32),
+    ("updateable_tensors", ctypes.POINTER(_Tensor)),
+]
+
+
+class _GraphInfoV1(ctypes.Structure):
+    _fields_ = _GRAPH_INFO_V1_FIELDS
+
+
+class _GraphInfoV2(ctypes.Structure):
+    _fields_ = _GRAPH_INFO_V2_FIELDS
+
+
+class _GraphInfoV3(ctypes.Structure):
+    _fields_ = _GRAPH_INFO_V2_FIELDS + [
+        ("graph_blob_info_size", ctypes.c_uint32),
+        ("graph_blob_info", ctypes.c_void_p),
+        ("start_op_index", ctypes.c_uint32),
+        ("end_op_index", ctypes.c_uint32),
+    ]
+
+
+class _GraphInfoVersions(ctypes.Union):
+    _fields_ = [("v1", _GraphInfoV1), ("v2", _GraphInfoV2), ("v3", _GraphInfoV3)]
+
+
+class _GraphInfo(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("u", _GraphInfoVersions)]
+
+
+_BINARY_INFO_HEAD = [
+    ("backend_id", ctypes.c_uint32),
+    ("build_id", ctypes.c_char_p),
+    ("core_api_version", _Version),
+    ("backend_api_version", _Version),
+    ("soc_version", ctypes.c_char_p),
+]
+_BINARY_INFO_V1_FIELDS = _BINARY_INFO_HEAD + [
+    ("hw_info_blob_version", _Version),
+    ("context_blob_version", _Version),
+    ("hw_info_blob_size", ctypes.c_uint32),
+    ("hw_info_blob", ctypes.c_void_p),
+    ("context_blob_size", ctypes.c_uint64),
+    ("num_context_tensors", ctypes.c_uint32),
+    ("context_tensors", ctypes.POINTER(_Tensor)),
+    ("num_graphs", ctypes.c_uint32),
+    ("graphs", ctypes.POINTER(_GraphInfo)),
+]
+
+
+class _BinaryInfoV1(ctypes.Structure):
+    _fields_ = _BINARY_INFO_V1_FIELDS
+
+
+class _BinaryInfoV2(ctypes.Structure):
+    _fields_ = _BINARY_INFO_V1_FIELDS + [("platform_info", ctypes.c_void_p)]
+
+
+class _BinaryInfoV3(ctypes.Structure):
+    # Version 3 drops the hardware info blob and adds context metadata and socModel.
+    _fields_ = _BINARY_INFO_HEAD + [
+        ("context_blob_version", _Version),
+        ("context_blob_size", ctypes.c_uint64),
+        ("num_context_tensors", ctypes.c_uint32),
+        ("context_tensors", ctypes.POINTER(_Tensor)),
+        ("num_graphs", ctypes.c_uint32),
+        ("graphs", ctypes.POINTER(_GraphInfo)),
+        ("platform_info", ctypes.c_void_p),
+        ("context_metadata_size", ctypes.c_uint32),
+        ("context_metadata", ctypes.c_void_p),
+        ("soc_model", ctypes.c_uint32),
+    ]
+
+
+class _BinaryInfoVersions(ctypes.Union):
+    _fields_ = [("v1", _BinaryInfoV1), ("v2", _BinaryInfoV2), ("v3", _BinaryInfoV3)]
+
+
+class _BinaryInfo(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("u", _BinaryInfoVersions)]
+
+
+_ErrorHandle = ctypes.c_uint64
+_CreateFn = ctypes.CFUNCTYPE(_ErrorHandle, ctypes.POINTER(ctypes.c_void_p))
+_GetBinaryInfoFn = ctypes.CFUNCTYPE(
+    _ErrorHandle,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint64,
+    ctypes.POINTER(ctypes.POINTER(_BinaryInfo)),
+    # Qnn_ContextBinarySize_t: u32 in old headers, u64 now; a u64 slot serves both.
+    ctypes.POINTER(ctypes.c_uint64),
+)
+_GetMetadataFn = ctypes.CFUNCTYPE(
+    _ErrorHandle,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint64,
+    ctypes.POINTER(ctypes.POINTER(_BinaryInfo)),
+)
+_FreeFn = ctypes.CFUNCTYPE(_ErrorHandle, ctypes.c_void_p)
+
+
+class _SystemFunctions(ctypes.Structure):
+    # Only the leading entries of the function table; the rest (tensor, log, dlc, profile) are unused.
+    _fields_ = [
+        ("system_context_create", _CreateFn),
+        ("system_context_get_binary_info", _GetBinaryInfoFn),
+        ("system_context_get_metadata", _GetMetadataFn),
+        ("system_context_free", _FreeFn),
+    ]
+
+
+class _SystemInterface(ctypes.Structure):
+    _fields_ = [
+        ("backend_id", ctypes.c_uint32),
+        ("provider_name", ctypes.c_char_p),
+        ("system_api_version", _Version),
+        ("functions", _SystemFunctions),
+    ]
+
+
+# QnnHtpSystemContext graph blob info as libQnnSystem hands it over (GraphInfo v3
+# graphBlobInfo): a version-1 record {u32 version, u64 spillFillBufferSize, u32 vtcmSize
+# (bytes, not MB as the header says), u32 optimizationLevel, u8 htpDlbc, u64 numHvxThreads},
+# then a version-2 record {u32 version, u64 nativeKChannelSize, u64 nativeVChannelSize,
+# u32 isSafeShareIO, u64 ioTensorSize, opDataSize, constSize, ddrTensorSize, sharedWeightsSize}.
+# 112 bytes in QAIRT 2.51 (FORMAT_FACTS section 2); vtcmSize checked in tests/test_oracle.py.
+_GRAPH_BLOB_V1 = struct.Struct("<I4xQIIB7xQ")
+_GRAPH_BLOB_V2 = struct.Struct("<I4xQQI4xQQQQQ")
+
+# QnnHtpSystemContext context blob info (BinaryInfo v3 contextMetadata): {u32 version, u32 dspArch}.
+_CONTEXT_METADATA_V1 = struct.Struct("<II")
+
+
+# --- finding and loading the library -------------------------------------------------------
+
+
+def find_library(lib: str | Path | None = None) -> Path:
+    """Where libQnnSystem.so is: *lib*, else in $QNN_SDK_ROOT / $QAIRT_SDK_ROOT, else in onnxruntime-qnn."""
+    if lib is not None:
+        path = Path(lib)
+        if not path.is_file():
+            raise OracleUnavailable(f"{path}: no such file, so libQnnSystem cannot be loaded from it.")
+        return path
+    for variable in SDK_ROOT_VARIABLES:
+        root = os.environ.get(variable)
+        if root and (Path(root) / SDK_LIB_DIR / LIBRARY_NAME).is_file():
+            return Path(root) / SDK_LIB_DIR / LIBRARY_NAME
+    spec = importlib.util.find_spec("onnxruntime_qnn")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(location) / LIBRARY_NAME).is_file():
+            return Path(location) / LIBRARY_NAME
+    raise OracleUnavailable(
+        f"{LIBRARY_NAME} not found: set QNN_SDK_ROOT or QAIRT_SDK_ROOT, or install onnxruntime-qnn."
+    )
+
+
+@functools.cache
+def _system_interface(path: Path) -> tuple[ctypes.CDLL, _SystemInterface]:
+    try:
+        library = ctypes.CDLL(str(path))
+        get_providers = library.QnnSystemInterface_getProviders
+    except (OSError, AttributeError) as exc:
+        raise OracleUnavailable(f"{path}: cannot be loaded as libQnnSystem ({exc}).") from exc
+    get_providers.restype = _ErrorHandle
+    get_providers.argtypes = [
+        ctypes.POINTER(ctypes.POINTER(ctypes.POINTER(_SystemInterface))),
+        ctypes.POINTER(ctypes.c_uint32),
+    ]
+    providers = ctypes.POINTER(ctypes.POINTER(_SystemInterface))()
+    count = ctypes.c_uint32(0)
+    error = get_providers(ctypes.byref(providers), ctypes.byref(count))
+    if error or count.value == 0:
+        raise OracleUnavailable(
+            f"{path}: QnnSystemInterface_getProviders returned no provider (error {error})."
+        )
+    interface = providers[0].contents
+    functions = interface.functions
+    if not (functions.system_context_create and functions.system_context_free):
+        raise OracleUnavailable(f"{path}: its system interface has no systemContextCreate/Free.")
+    return library, interface
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _text(value: bytes | None) -> str:
+    return value.decode("utf-8", "replace") if value else ""
+
+
+def _version(value: _Version) -> str:
+    return f"{value.major}.{value.minor}.{value.patch}"
+
+
+def _tensor(raw: _Tensor) -> TensorInfo:
+    t = raw.u.v1
+    dims = tuple(t.dimensions[i] for i in range(t.rank)) if t.dimensions else ()
+    params = t.quantize_params
+    encoding = params.quantization_encoding
+    scale = offset = axis = scales = offsets = None
+    if encoding == _ENCODING_SCALE_OFFSET:
+        scale, offset = params.encoding.scale_offset.scale, params.encoding.scale_offset.offset
+    elif encoding == _ENCODING_BW_SCALE_OFFSET:
+        scale, offset = params.encoding.bw_scale_offset.scale, params.encoding.bw_scale_offset.offset
+    elif encoding == _ENCODING_AXIS_SCALE_OFFSET:
+        per_axis = params.encoding.axis_scale_offset
+        pairs = [per_axis.scale_offset[i] for i in range(per_axis.num_scale_offsets)]
+        axis = per_axis.axis
+        scales = tuple(p.scale for p in pairs)
+        offsets = tuple(p.offset for p in pairs)
+    elif encoding == _ENCODING_BW_AXIS_SCALE_OFFSET:
+        per_axis = params.encoding.bw_axis_scale_offset
+        count = per_axis.num_elements
+        axis = per_axis.axis
+        scales = tuple(per_axis.scales[i] for i in range(count)) if per_axis.scales else ()
+        # A NULL offsets array means symmetric quantization: every offset is 0.
+        offsets = tuple(per_axis.offsets[i] for i in range(count)) if per_axis.offsets else (0,) * count
+    return TensorInfo(
+        name=_text(t.name),
+        id=t.id,
+        dtype=DATA_TYPES.get(t.data_type, f"0x{t.data_type:04X}"),
+        dims=dims,
+        scale=scale,
+        offset=offset,
+        tensor_type=TENSOR_TYPES.get(t.type, str(t.type)),
+        data_format=t.data_format,
+        axis=axis,
+        scales=scales,
+        offsets=offsets,
+    )
+
+
+def _tensors(array: Any, count: int) -> tuple[TensorInfo, ...]:
+    return tuple(_tensor(array[i]) for i in range(count)) if array else ()
+
+
+def _graph_blob_info(blob: bytes) -> dict[str, int]:
+    fields: dict[str, int] = {}
+    if len(blob) >= _GRAPH_BLOB_V1.size and int.from_bytes(blob[:4], "little") == 1:
+        _, spill_fill, vtcm, level, dlbc, hvx = _GRAPH_BLOB_V1.unpack_from(blob)
+        fields.update(
+            spill_fill_buffer_size=spill_fill,
+            vtcm_size=vtcm,
+            optimization_level=level,
+            htp_dlbc=dlbc,
+            num_hvx_threads=hvx,
+        )
+        start = _GRAPH_BLOB_V1.size
+        if (
+            len(blob) >= start + _GRAPH_BLOB_V2.size
+            and int.from_bytes(blob[start : start + 4], "little") == 2
+        ):
+            _, native_k, native_v, safe_io, io, op_data, const, ddr, shared = _GRAPH_BLOB_V2.unpack_from(
+                blob, start
+            )
+            fields.update(
+                native_k_channel_size=native_k,
+                native_v_channel_size=native_v,
+                is_safe_share_io=safe_io,
+                io_tensor_size=io,
+                op_data_size=op_data,
+                const_size=const,
+                ddr_tensor_size=ddr,
+                shared_weights_size=shared,
+            )
+    return fields
+
+
+_GRAPH_BLOB_NAMES = (
+    "spill_fill_buffer_size",
+    "vtcm_size",
+    "optimization_level",
+    "htp_dlbc",
+    "num_hvx_threads",
+    "io_tensor_size",
+    "op_data_size",
+    "const_size",
+    "ddr_tensor_size",
+    "shared_weights_size",
+    "native_k_channel_size",
+    "native_v_channel_size",
+    "is_safe_share_io",
+)
+
+
+def _graph(raw: _GraphInfo, path: Path) -> GraphInfo:
+    if raw.version not in (1, 2, 3):
+        raise OracleError(f"{path}: libQnnSystem returned GraphInfo version {raw.version}, not 1, 2 or 3")
+    g = raw.u.v3 if raw.version == 3 else raw.u.v2 if raw.version == 2 else raw.u.v1
+    blob_fields: dict[str, int] = {}
+    if raw.version == 3 and g.graph_blob_info and g.graph_blob_info_size:
+        blob_fields = _graph_blob_info(ctypes.string_at(g.graph_blob_info, g.graph_blob_info_size))
+    return GraphInfo(
+        name=_text(g.graph_name),
+        inputs=_tensors(g.graph_inputs, g.num_graph_inputs),
+        outputs=_tensors(g.graph_outputs, g.num_graph_outputs),
+        version=raw.version,
+        **{name: blob_fields.get(name) for name in _GRAPH_BLOB_NAMES},
+    )
+
+
+def _binary_info(raw: _BinaryInfo, path: Path) -> BinaryInfo:
+    if raw.version not in (1, 2, 3):
+        raise OracleError(f"{path}: libQnnSystem returned BinaryInfo version {raw.version}, not 1, 2 or 3")
+    b = raw.u.v3 if raw.version == 3 else raw.u.v2 if raw.version == 2 else raw.u.v1
+    soc_model = dsp_arch = None
+    if raw.version == 3:
+        soc_model = b.soc_model
+        if b.context_metadata and b.context_metadata_size >= _CONTEXT_METADATA_V1.size:
+            metadata = ctypes.string_at(b.context_metadata, b.context_metadata_size)
+            metadata_version, arch = _CONTEXT_METADATA_V1.unpack_from(metadata)
+            dsp_arch = arch if metadata_version == 1 else None
+    graphs = tuple(_graph(b.graphs[i], path) for i in range(b.num_graphs)) if b.graphs else ()
+    return BinaryInfo(
+        build_id=_text(b.build_id),
+        core_api_version=_version(b.core_api_version),
+        backend_api_version=_version(b.backend_api_version),
+        context_blob_version=_version(b.context_blob_version),
+        context_blob_size=b.context_blob_size,
+        soc_model=soc_model,
+        dsp_arch=dsp_arch,
+        backend_id=b.backend_id,
+        graphs=graphs,
+        soc_version=_text(b.soc_version),
+        version=raw.version,
+    )
+
+
+def read_binary_info(path: str | Path, lib: str | Path | None = None) -> BinaryInfo:
+    """Qualcomm's BinaryInfo for the context binary at *path*, read in this process."""
+    path = Path(path)
+    _, interface = _system_interface(find_library(lib))
+    functions = interface.functions
+    buffer = bytearray(path.read_bytes())
+    if not buffer:
+        raise OracleError(f"{path}: empty file, not a context binary")
+    data = (ctypes.c_uint8 * len(buffer)).from_buffer(buffer)
+    handle = ctypes.c_void_p()
+    error = functions.system_context_create(ctypes.byref(handle))
+    if error:
+        raise OracleError(f"{path}: libQnnSystem could not create a system context (error {error & 0xFFFF})")
+    try:
+        raw = ctypes.POINTER(_BinaryInfo)()
+        if functions.system_context_get_binary_info:
+            size = ctypes.c_uint64(0)
+            error = functions.system_context_get_binary_info(
+                handle, ctypes.addressof(data), len(buffer), ctypes.byref(raw), ctypes.byref(size)
+            )
+        else:
+            error = functions.system_context_get_metadata(
+                handle, ctypes.addressof(data), len(buffer), ctypes.byref(raw)
+            )
+        if error or not raw:
+            raise OracleError(f"{path}: libQnnSystem could not read it (error {error & 0xFFFF})")
+        return _binary_info(raw.contents, path)
+    finally:
+        functions.system_context_free(handle)
+
+
+# --- JSON, and the isolated reader ---------------------------------------------------------
+
+
+def to_dict(info: BinaryInfo) -> dict[str, Any]:
+    """*info* as plain JSON-ready data (tuples become lists)."""
+    return dataclasses.asdict(info)
+
+
+def _tuple_or_none(values: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+def _tensor_from_dict(data: dict[str, Any]) -> TensorInfo:
+    return TensorInfo(
+        **{
+            **data,
+            "dims": tuple(data["dims"]),
+            "scales": _tuple_or_none(data.get("scales")),
+            "offsets": _tuple_or_none(data.get("offsets")),
+        }
+    )
+
+
+def from_dict(data: dict[str, Any]) -> BinaryInfo:
+    """The inverse of :func:`to_dict`."""
+    graphs = tuple(
+        GraphInfo(
+            **{
+                **graph,
+                "inputs": tuple(_tensor_from_dict(t) for t in graph["inputs"]),
+                "outputs": tuple(_tensor_from_dict(t) for t in graph["outputs"]),
+            }
+        )
+        for graph in data["graphs"]
+    )
+    return BinaryInfo(**{**data, "graphs": graphs})
+
+
+# Exit codes of `python -m q9diff.oracle`, so the parent can tell refusal from absence.
+_EXIT_ORACLE_ERROR = 2
+_EXIT_UNAVAILABLE = 3
+
+
+def read_binary_info_isolated(
+    path: str | Path, lib: str | Path | None = None, timeout: float = 60
+) -> BinaryInfo:
+    """Like :func:`read_binary_info`, but in a child process, so a crash in libQnnSystem is an OracleError."""
+    command = [sys.executable, "-m", "q9diff.oracle", "--json", str(path)]
+    if lib is not None:
+        command += ["--lib", str(lib)]
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    try:
+        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as exc:
+        raise OracleError(f"{path}: libQnnSystem did not answer within {timeout} s") from exc
+    message = (child.stderr.strip().splitlines() or [""])[-1]
+    if child.returncode == _EXIT_UNAVAILABLE:
+        raise OracleUnavailable(message)
+    if child.returncode == _EXIT_ORACLE_ERROR:
+        raise OracleError(message)
+    if child.returncode < 0:
+        name = signal.Signals(-child.returncode).name
+        raise OracleError(f"{path}: libQnnSystem crashed while reading it ({name})")
+    if child.returncode != 0:
+        raise OracleError(f"{path}: the oracle process failed (exit {child.returncode}): {message}")
+    try:
+        return from_dict(json.loads(child.stdout))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise OracleError(f"{path}: the oracle process printed no BinaryInfo JSON ({exc})") from exc
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Keep anything the native library prints off stdout, which carries the JSON."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m q9diff.oracle",
+        description="Print libQnnSystem's BinaryInfo for a context binary as JSON.",
+    )
+    parser.add_argument("path", help="a QNN context binary")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON (the only output form; kept explicit)"
+    )
+    parser.add_argument("--lib", help="path of libQnnSystem.so")
+    args = parser.parse_args(argv)
+    try:
+        with _stdout_to_stderr():
+            info = read_binary_info(args.path, args.lib)
+    except OracleUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return _EXIT_UNAVAILABLE
+    except (OracleError, OSError) as exc:
+        print(exc, file=sys.stderr)
+        return _EXIT_ORACLE_ERROR
+    print(json.dumps(to_dict(info), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
