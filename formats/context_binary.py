@@ -1,0 +1,139 @@
+"""Byte layout of a QNN HTP context binary (QAIRT 2.48-2.51), as construct definitions and slot maps.
+
+Nothing here runs logic; `q9diff.binary` walks the file with these definitions. Every fact names
+its evidence: "oracle" means the value was checked against libQnnSystem.so (tests/test_parser.py
+compares every field on every fixture), "fixtures" means byte walks over all of fixtures/ left
+no gap and no overlap.
+"""
+
+from construct import Bytes, Const, Int32ub, Int32ul, Int64ul, Padding, Struct
+
+# File header, 40 bytes. Evidence: every fixture; sizes equal the oracle's contextBlobSize.
+FILE_MAGIC = b"\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x01"
+FileHeader = Struct(
+    "magic" / Const(FILE_MAGIC),  # four big-endian u32 2, 3, 0, 1 in every QAIRT 2.47-2.51 file
+    "metadata_size" / Int64ul,  # FlatBuffer of the BinaryInfo, starts at 0x28
+    "blob_offset" / Int64ul,  # 0x1000 in every file seen
+    "blob_size" / Int64ul,  # == oracle contextBlobSize
+)
+FILE_HEADER_SIZE = FileHeader.sizeof()
+METADATA_OFFSET = 0x28
+
+# Context blob header, 32 bytes; version == oracle contextBlobVersion. Evidence: fixtures.
+BlobHeader = Struct(
+    "major" / Int64ul,
+    "minor" / Int64ul,
+    "patch" / Int64ul,
+    "directory_size" / Int64ul,  # FlatBuffer of the record directory at blob + 0x20
+)
+BLOB_HEADER_SIZE = BlobHeader.sizeof()
+
+# Per-graph HTP blob info inside metadata GraphInfo v3 slot 2 (raw 112 bytes). Layout from the
+# public QnnHtpSystemContext.h field order; every value equals the oracle's.
+GraphBlobInfo = Struct(
+    "version1" / Int32ul,
+    Padding(4),
+    "spill_fill_buffer_size" / Int64ul,
+    "vtcm_size" / Int32ul,  # bytes
+    "optimization_level" / Int32ul,
+    "htp_dlbc" / Bytes(1),
+    Padding(7),
+    "num_hvx_threads" / Int64ul,
+    "version2" / Int32ul,
+    Padding(4),
+    "native_k_channel_size" / Int64ul,
+    "native_v_channel_size" / Int64ul,
+    "is_safe_share_io" / Int32ul,
+    Padding(4),
+    "io_tensor_size" / Int64ul,
+    "op_data_size" / Int64ul,
+    "const_size" / Int64ul,
+    "ddr_tensor_size" / Int64ul,
+    "shared_weights_size" / Int64ul,
+)
+GRAPH_BLOB_INFO_SIZE = GraphBlobInfo.sizeof()  # 112
+
+ApiVersion = Struct("major" / Int32ul, "minor" / Int32ul, "patch" / Int32ul)
+ContextMetadata = Struct("version" / Int32ul, "dsp_arch" / Int32ul)  # metadata slot 15
+
+# The metadata root table holds one slot: the versioned BinaryInfo wrapper. Evidence: oracle.
+METADATA_ROOT_SLOT = 0
+# FlatBuffer slot maps of the metadata (mirrors QnnSystemContext_BinaryInfo_t). Evidence: oracle.
+BINARY_INFO_SLOTS = {
+    "backend_id": 0,
+    "build_id": 1,
+    "core_api_version": 2,
+    "backend_api_version": 3,
+    "soc_version": 4,
+    "context_blob_version": 5,
+    "num_graphs": 9,
+    "graphs": 10,
+    "context_blob_size": 11,
+    "context_metadata": 15,
+    "soc_model": 16,
+}
+# Versioned structs are wrapper tables {0: version, 1: union type, 2: body}; newer bodies nest the
+# older one in slot 0 (GraphInfo v3 -> v2 -> v1).
+WRAPPER_SLOTS = {"version": 0, "type": 1, "body": 2}
+GRAPH_V1_SLOTS = {"name": 0, "num_inputs": 1, "inputs": 2, "num_outputs": 3, "outputs": 4}
+GRAPH_V3_SLOTS = {"v2": 0, "blob_info": 2}
+GRAPH_V2_SLOTS = {"v1": 0}
+TENSOR_SLOTS = {
+    "id": 0,
+    "type": 1,
+    "data_format": 2,
+    "data_type": 3,
+    "encoding_definition": 4,
+    "quantization_encoding": 5,
+    "rank": 6,
+    "dims": 7,
+    "name": 9,
+    "quantization_type": 14,
+    "quantization": 15,
+}
+SCALE_OFFSET_SLOTS = {"scale": 0, "offset": 1}
+QUANT_SCALE_OFFSET = 1  # union type of the scale/offset table
+
+# Record directory FlatBuffer at blob + 0x20. Evidence: fixtures (records tile the blob).
+DIRECTORY_SLOTS = {"first_offset": 0, "total_size": 1, "records": 2}
+RECORD_SLOTS = {"name": 0, "size": 1, "align": 2, "offset": 4}
+
+# Pickles: arrays of u32 words (tag scheme of the public HTP/core/pickle_header_tags.h).
+BARREL_MAGIC = 0x3790FA5C  # a record holding several pickles
+PICKLE_MAGIC = 0x7309F72B  # one compiled graph
+PickleStart = Struct("magic" / Int32ul, "header_words" / Int32ul)  # low 16 bits: header length in words
+# A header record: descriptor word = tag << 16 | length in words (descriptor included).
+TAG_END = b"Zz"
+TAG_OPTIONS = b"Op"
+TAG_SIZE = b"Sz"
+TAG_MEMORY = b"Mm"
+TAG_CONTENTS = b"Tc"
+TAG_VERSION = b"Vr"
+HEADER_TAG_NAMES = {
+    b"Id": "ident",
+    b"Sz": "sizes",
+    b"Vr": "build_id",
+    b"Op": "options",
+    b"Mm": "memory",
+    b"Tc": "contents",
+    b"Mu": "multi",
+    b"Zz": "end",
+}
+INNER_PICKLE_OFFSET = 0x3000  # Tc word 1 x 64 in every barrel seen (I)
+# Aux records after the inner header: marker = tag << 16 | (~tag & 0xFFFF), then a payload length word.
+AUX_TAG_NAMES = {
+    b"Co": "op_types",
+    b"Ct": "tensor_types",
+    b"KS": "shared_weights_ref",
+    b"KA": "allocations",
+    b"GV": "graph_version",
+}
+ALLOCATOR_MAGIC = 0xFA0000FA  # the allocator / graph I/O block before the op list
+OP_MARKER_XOR = 0x1303EE71  # op record starts with op_index ^ this (public serialize_defs.h)
+OP_LIST_END = 0xBEEFF00D
+WEIGHTS_DESCRIPTOR_MAGIC = 0x71C43C9B  # public const_extent_shared.h
+WEIGHTS_DESCRIPTOR_SIZE = 0x1000
+PAGE = 0x1000
+
+# An AR and CL in AI Hub graph names, e.g. prompt_ar32_cl128_1_of_2.
+BIG_ENDIAN_WORD = Int32ub
