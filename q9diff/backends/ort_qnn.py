@@ -1,0 +1,277 @@
+"""Compile backend "ort-qnn": ONNX Runtime's QNN execution provider (pip `onnxruntime-qnn`).
+
+It needs no Qualcomm SDK, which makes it the backend for fixtures and quick local rebuilds.
+Each part is compiled in a child Python process (`python -m q9diff.backends.ort_qnn JOB.json`) so
+that a crash inside Qualcomm's libraries ends that child, not q9diff.
+
+How the EP writes files (measured with onnxruntime-qnn 2.7.0 / QAIRT 2.51): with
+`ep.context_embed_mode=0` every session writes its `ep.context_file_path` (an EPContext .onnx)
+and the context binary `<stem of the first session's context file>_qnn.bin` beside it. With
+`ep.share_ep_contexts=1` on every session of a part and `ep.stop_share_ep_contexts=1` on the
+last, all graphs land in ONE context and the .bin appears when the last session is created.
+Graph names are chosen by the EP (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`, the
+hash from the model), so two identical models cannot share a context. The EPContext .onnx
+files point at the EP's file name, which we rename, so they are deleted; `graph_names` keeps
+what they said.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from q9diff.backends import BackendUnavailable
+from q9diff.recipe import Part, Recipe, Settings
+
+EP_NAME = "QNNExecutionProvider"
+
+# Settings → QNN EP provider option. Values are strings, as the EP takes them.
+_EP_OPTION = {
+    "soc_model": ("soc_model", str),
+    "dsp_arch": ("htp_arch", lambda v: str(v).lower().lstrip("v")),
+    "vtcm_mb": ("vtcm_mb", str),
+    "optimization_level": ("htp_graph_finalization_optimization_mode", str),
+    "perf_profile": ("htp_performance_mode", lambda v: str(v).lower()),
+    "precision": ("enable_htp_fp16_precision", lambda v: {"fp16": "1"}[str(v).lower()]),
+}
+# Settings the EP has no option for; they need a backend that writes htp_backend_ext_config.json.
+_NOT_EXPRESSIBLE = ("hvx_threads", "dlbc", "weights_packing")
+
+
+def ep_options(settings: Settings) -> dict[str, str]:
+    """The QNN EP provider options that express `settings`; unset settings are left out."""
+    for name in _NOT_EXPRESSIBLE:
+        if getattr(settings, name) is not None:
+            raise BackendUnavailable(
+                f"setting {name} cannot be expressed as an ONNX Runtime QNN EP option; "
+                "use the qairt or qnn-cli backend"
+            )
+    options = {}
+    for setting, (option, convert) in _EP_OPTION.items():
+        value = getattr(settings, setting)
+        if value is None:
+            continue
+        try:
+            options[option] = convert(value)
+        except KeyError:
+            raise BackendUnavailable(f"precision {value!r} has no QNN EP option; only 'fp16' does") from None
+    return options
+
+
+@dataclass(frozen=True)
+class CompiledPart:
+    """What the child reports about one compiled part."""
+
+    output: Path
+    graph_names: tuple[str, ...]  # EP-chosen graph names, in the order of the part's graphs
+    qairt_version: str
+
+
+class OrtQnnBackend:
+    """CompileBackend over onnxruntime-qnn; `pythons` maps a QAIRT version ("2.48") to an interpreter
+    that has the matching onnxruntime-qnn, for recipes that name another version than ours."""
+
+    name = "ort-qnn"
+
+    def __init__(self, pythons: dict[str, str] | None = None, timeout_s: float = 3600) -> None:
+        self.pythons = dict(pythons or {})
+        self.timeout_s = timeout_s
+        self.compiled: list[CompiledPart] = []  # filled by compile(), for callers that want graph names
+
+    def missing(self) -> str | None:
+        if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+            here = f"{platform.system()} {platform.machine()}"
+            return f"onnxruntime-qnn's HTP compiler runs on Linux x86_64 only, this is {here}."
+        for module in ("onnxruntime", "onnxruntime_qnn"):
+            if importlib.util.find_spec(module) is None:
+                return (
+                    f"Python module {module} is not installed; "
+                    "pip install onnxruntime-qnn (Python 3.11, Linux x86_64)."
+                )
+        return None
+
+    def _python_for(self, qairt_version: str | None) -> str:
+        if qairt_version:
+            for version, python in self.pythons.items():
+                if _same_version(version, qairt_version):
+                    return python
+        return sys.executable
+
+    def compile(self, recipe: Recipe, out_dir: Path) -> list[Path]:
+        options = ep_options(recipe.settings)
+        problem = self.missing() if self._python_for(recipe.qairt_version) == sys.executable else None
+        if problem:
+            raise BackendUnavailable(problem)
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.compiled = []
+        outputs = []
+        for part in recipe.parts:
+            compiled = self._compile_part(recipe, part, options, out_dir)
+            self.compiled.append(compiled)
+            outputs.append(compiled.output)
+        return outputs
+
+    def _compile_part(
+        self, recipe: Recipe, part: Part, options: dict[str, str], out_dir: Path
+    ) -> CompiledPart:
+        if len(part.graphs) > 1 and not recipe.settings.weight_sharing:
+            raise BackendUnavailable(
+                f"part {part.name} has {len(part.graphs)} graphs; the QNN EP puts several graphs in one "
+                "context only with shared EP contexts, set weight_sharing true (or make one part per graph)"
+            )
+        models = [str(recipe.model_path(g)) for g in part.graphs]
+        for model in models:
+            if not Path(model).is_file():
+                raise BackendUnavailable(f"part {part.name}: model {model} not found")
+        python = self._python_for(recipe.qairt_version)
+        # A fresh directory inside out_dir: the EP refuses existing outputs, and the final move is atomic.
+        work = Path(tempfile.mkdtemp(prefix=f".{part.name}.", dir=out_dir))
+        try:
+            names = [g.name for g in part.graphs]
+            job = {"models": models, "names": names, "options": options, "work_dir": str(work)}
+            (work / "job.json").write_text(json.dumps(job))
+            result = _run_child(python, work / "job.json", self.timeout_s, part.name)
+            if recipe.qairt_version and not _same_version(recipe.qairt_version, result["qairt_version"]):
+                raise BackendUnavailable(
+                    f"recipe asks for QAIRT {recipe.qairt_version} but {python} has onnxruntime-qnn with "
+                    f"QAIRT {result['qairt_version']}; pass an interpreter for {recipe.qairt_version}"
+                )
+            target = out_dir / part.output
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(work / result["bin"], target)
+            return CompiledPart(target, tuple(result["graph_names"]), result["qairt_version"])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _same_version(a: str, b: str) -> bool:
+    """QAIRT versions agree on as many dotted fields as both give ("2.51" == "2.51.0.260929")."""
+    fa, fb = str(a).split("."), str(b).split(".")
+    n = min(len(fa), len(fb))
+    return fa[:n] == fb[:n]
+
+
+def _run_child(python: str, job: Path, timeout_s: float, part: str) -> dict:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # so the child imports this q9diff
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    try:
+        proc = subprocess.run(
+            [python, "-m", "q9diff.backends.ort_qnn", str(job)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+        )
+    except FileNotFoundError:
+        raise BackendUnavailable(f"interpreter {python} not found") from None
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"ort-qnn: compiling part {part} took longer than {timeout_s:.0f} s") from None
+    result_file = job.with_name("result.json")
+    if proc.returncode == 0 and result_file.is_file():
+        return json.loads(result_file.read_text())
+    if proc.returncode < 0:
+        raise RuntimeError(f"ort-qnn: compiler process for part {part} crashed (signal {-proc.returncode})")
+    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and "LIBNATIVE" not in ln]
+    last = lines[-1] if lines else f"exit code {proc.returncode}"
+    if "ModuleNotFoundError" in last:
+        raise BackendUnavailable(f"{python}: {last}")
+    raise RuntimeError(f"ort-qnn: compiling part {part} failed: {last}")
+
+
+# ---- child side: runs in a separate interpreter, imports ONNX Runtime only here ----
+
+
+def _session_options(ort, ctx_file: Path, share: bool, last: bool):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.add_session_config_entry("ep.context_enable", "1")
+    so.add_session_config_entry("ep.context_file_path", str(ctx_file))
+    so.add_session_config_entry("ep.context_embed_mode", "0")
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    if share:
+        so.add_session_config_entry("ep.share_ep_contexts", "1")
+        if last:
+            so.add_session_config_entry("ep.stop_share_ep_contexts", "1")
+    return so
+
+
+def _stable_model_path(model: Path, graph_name: str, folder: Path) -> str:
+    """A relative path to `model` that depends only on the recipe's graph name.
+
+    The EP names a graph after a hash of the model path string exactly as given, and that name is
+    stored in the binary; loading `<graph name>.onnx` from inside `folder` makes the bytes the same
+    wherever the model and the build directory live. The model's siblings are linked too, so
+    external data files still resolve.
+    """
+    folder.mkdir()
+    for sibling in model.parent.iterdir():
+        if sibling.name != model.name:
+            (folder / sibling.name).symlink_to(sibling.resolve())
+    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in graph_name)
+    (folder / f"{stem}.onnx").symlink_to(model.resolve())
+    os.chdir(folder)
+    return f"{stem}.onnx"
+
+
+def _child(job_path: Path) -> None:
+    import onnx
+    import onnxruntime as ort
+    import onnxruntime_qnn as oq
+
+    ort.set_default_logger_severity(3)
+    job = json.loads(job_path.read_text())
+    work = Path(job["work_dir"])
+    options = {"backend_type": "htp", **job["options"]}
+    plugin = hasattr(ort, "register_execution_provider_library") and hasattr(oq, "get_library_path")
+    devices = []
+    if plugin:
+        ort.register_execution_provider_library(EP_NAME, oq.get_library_path())
+        devices = [d for d in ort.get_ep_devices() if d.ep_name == EP_NAME]
+        npu = [d for d in devices if d.device.type == ort.OrtHardwareDeviceType.NPU]
+        devices = (npu or devices)[:1]
+    models = job["models"]
+    share = len(models) > 1
+    ctx_files = []
+    for i, (model, name) in enumerate(zip(models, job["names"], strict=True)):
+        ctx_file = work / f"graph{i}_ctx.onnx"
+        so = _session_options(ort, ctx_file, share, i == len(models) - 1)
+        model_arg = _stable_model_path(Path(model), name, work / f"graph{i}")
+        if plugin:
+            so.add_provider_for_devices(devices, options)
+            ort.InferenceSession(model_arg, so)
+        else:
+            classic = {**options, "backend_path": oq.get_qnn_htp_path()}
+            ort.InferenceSession(model_arg, so, providers=[(EP_NAME, classic)])
+        ctx_files.append(ctx_file)
+    bins = sorted(p.name for p in work.glob("*.bin"))
+    if len(bins) != 1:
+        raise SystemExit(f"expected one context binary, the EP wrote {bins or 'none'}")
+    names, sdk_version = [], "unknown"
+    for ctx_file in ctx_files:
+        nodes = [n for n in onnx.load(str(ctx_file)).graph.node if n.op_type == "EPContext"]
+        if len(nodes) != 1:
+            raise SystemExit(f"{len(nodes)} EPContext nodes for one model: the EP split the graph")
+        names.append(nodes[0].name)
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in nodes[0].attribute}
+        sdk_version = attrs.get("ep_sdk_version", b"vunknown").decode().lstrip("v")  # "2.51.0.260929181845"
+        ctx_file.unlink()
+    package_info = getattr(oq, "build_and_package_info", None)
+    qairt_version = getattr(package_info, "qnn_version", None) or sdk_version
+    result = {"bin": bins[0], "graph_names": names, "qairt_version": qairt_version}
+    job_path.with_name("result.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m q9diff.backends.ort_qnn JOB.json")
+    _child(Path(sys.argv[1]))
