@@ -1,0 +1,216 @@
+"""The command line: the only layer that prints and exits."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from q9diff.binary import open_binary
+from q9diff.errors import FormatError
+from q9diff.recipe import RecipeError
+from q9diff.summary import inspect_summary, unknown_bytes
+from q9diff.tables import soc_name
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, help="Forensics for QNN HTP context binaries.")
+console = Console(width=100, highlight=False)
+
+
+def _fail(msg: str) -> None:
+    print(f"q9diff: error: {msg}", file=sys.stderr)
+    raise typer.Exit(2)
+
+
+def _arch(v: int | None) -> str:
+    return f"v{v}" if v else "not recorded"
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@app.command()
+def inspect(
+    file: Path,
+    as_json: bool = typer.Option(False, "--json", help="print the q9diff.inspect/1 JSON"),
+    oracle: bool = typer.Option(False, "--oracle", help="also read libQnnSystem's BinaryInfo and flag disagreements"),
+    meta: Path = typer.Option(None, "--meta", help="a qnn-context-binary-utility JSON as a second metadata source"),
+) -> None:
+    """Show what a context binary holds: build, target, graphs, settings and every byte's region."""
+    try:
+        cb = open_binary(file)
+        summary = inspect_summary(cb)
+    except FormatError as exc:
+        _fail(str(exc))
+    disagreements = []
+    if oracle:
+        from q9diff.crosscheck import compare_with_oracle
+
+        try:
+            disagreements = compare_with_oracle(cb)
+        except Exception as exc:  # the oracle reports its own one-line errors
+            _fail(f"{file}: oracle: {exc}")
+        summary["oracle_disagreements"] = disagreements
+    if meta is not None:
+        from q9diff.crosscheck import compare_with_utility_json
+
+        try:
+            summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
+        except (OSError, ValueError) as exc:
+            _fail(f"{meta}: {exc}")
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    _print_inspect(cb, summary)
+
+
+def _print_inspect(cb, s: dict) -> None:
+    console.print(f"[bold]{s['path']}[/bold]  {_human(s['size'])} ({s['size']} bytes)")
+    console.print(
+        f"QAIRT build {s['build_id']} · core API {s['core_api_version']} · backend API {s['backend_api_version']}"
+        f" · blob {s['context_blob_version']}"
+    )
+    console.print(
+        f"Target: soc_model {s['soc_model']} ({soc_name(s['soc_model'])}), dsp_arch {_arch(s['dsp_arch'])}"
+        + ("  [bold red]generic target: loads everywhere, may compute wrong on device[/]" if s["soc_model"] == 0 else "")
+    )
+    for g in s["graphs"]:
+        o = g["options"]
+        console.print(
+            f"\n[bold]graph {g['name']}[/bold]: {len(g['inputs'])} inputs, {len(g['outputs'])} outputs, {len(g['ops'])} ops"
+        )
+        console.print(
+            f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')} · vtcm_size {g['vtcm_size']}"
+            f" · O {o.get('O', '?')} (optimizationLevel {g['optimization_level']}) · hvx_threads {g['num_hvx_threads']}"
+            f" · dlbc {g['htp_dlbc']}"
+        )
+        console.print(
+            f"  spill_fill {g['spill_fill_buffer_size']} · const {g['const_size']} · shared weights"
+            f" {g['shared_weights_size']} · io {g['io_tensor_size']} · op data {g['op_data_size']}"
+        )
+    t = Table(title="regions", show_lines=False)
+    t.add_column("region")
+    t.add_column("offset", justify="right")
+    t.add_column("size", justify="right")
+    t.add_column("%", justify="right")
+    for r in s["regions"]:
+        t.add_row(r["name"], f"{r['offset']:#x}", str(r["size"]), f"{100 * r['size'] / s['size']:.1f}")
+    console.print(t)
+    unk = unknown_bytes(cb)
+    console.print(f"named: {s['size'] - unk} bytes ({100 * (s['size'] - unk) / s['size']:.1f}%), unknown: {unk}")
+    for d in s.get("oracle_disagreements", []):
+        console.print(f"[red]oracle disagrees[/]: {d}")
+    if "oracle_disagreements" in s and not s["oracle_disagreements"]:
+        console.print("oracle (libQnnSystem) agrees on every field")
+
+
+def _open_pair(a: Path, b: Path):
+    from q9diff.diff import diff
+
+    try:
+        return diff(open_binary(a), open_binary(b))
+    except FormatError as exc:
+        _fail(str(exc))
+
+
+@app.command("diff")
+def diff_cmd(
+    candidate: Path,
+    reference: Path,
+    as_json: bool = typer.Option(False, "--json", help="print the q9diff.diff/1 JSON"),
+) -> None:
+    """Why CANDIDATE differs from the known-good REFERENCE, and what to change. Exit 0 same, 1 different."""
+    res = _open_pair(candidate, reference)
+    from q9diff.diff import to_json
+
+    if as_json:
+        print(json.dumps(to_json(res), indent=2, default=str))
+    else:
+        _print_diff(res)
+    raise typer.Exit(0 if res.identical else 1)
+
+
+@app.command()
+def suggest(candidate: Path, reference: Path) -> None:
+    """Print the config changes that make CANDIDATE's build match REFERENCE's."""
+    res = _open_pair(candidate, reference)
+    _print_suggestions(res.suggestions)
+    raise typer.Exit(0 if res.identical else 1)
+
+
+def _print_suggestions(suggestions: list[dict]) -> None:
+    if not suggestions:
+        console.print("No setting to change.")
+    for s in suggestions:
+        t = s["targets"]
+        console.print(f"[bold]{s['setting']} = {s['value']}[/bold]")
+        console.print(f"  qairt:                  {t['qairt']}")
+        for k, v in t["htp_backend_ext_config"].items():
+            console.print(f"  htp_backend_ext_config: {k} = {json.dumps(v)}")
+        for k, v in t.get("ort_qnn", {}).items():
+            console.print(f"  ONNX Runtime QNN EP:    {k}={v}")
+        console.print(f"  qnn-context-binary-generator: {t['qnn_cli']}")
+
+
+def _print_diff(res) -> None:
+    a, b = res.a, res.b
+    roots = [c for c in res.causes if c.role == "root"]
+    if res.identical:
+        console.print("Identical: no difference in any byte.")
+        return
+    if roots:
+        text = ", ".join(f"{c.name} {c.a} → {c.b}" for c in roots)
+        extra = ""
+        soc = next((c for c in roots if c.name == "soc_model"), None)
+        if soc is not None:
+            extra = f" (compiled for {soc_name(soc.a)}, reference for {soc_name(soc.b)})"
+        console.print(f"[bold]Root cause: {text}{extra}[/bold]")
+    else:
+        console.print("[bold]No setting differs; only effects or data.[/bold]")
+    if a.soc_model == 0 or soc_name(a.soc_model).startswith("unknown"):
+        console.print("[bold red]The candidate targets a generic SoC (soc_model 0): it loads without error and can"
+                      " still compute garbage on the device. Set soc_model.[/]")
+    console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
+    t = Table(title="causes")
+    for col in ("cause", "role", "candidate", "reference", "bytes", "evidence"):
+        t.add_column(col, overflow="fold")
+    for c in res.causes:
+        t.add_row(c.name, c.role, _cell(c.a), _cell(c.b), "" if c.bytes is None else str(c.bytes), "; ".join(c.evidence))
+    console.print(t)
+    console.print("[bold]Fix[/bold]")
+    _print_suggestions(res.suggestions)
+    rt = Table(title="regions (every byte of both files)")
+    for col in ("region", "candidate", "reference", "delta", "changed"):
+        rt.add_column(col, justify="right" if col != "region" else "left")
+    for r in res.regions:
+        if r["delta"] or r["changed_bytes"]:
+            rt.add_row(r["name"], str(r["a_size"]), str(r["b_size"]), f"{r['delta']:+d}", str(r["changed_bytes"]))
+    rt.add_row("total", str(a.size), str(b.size), f"{b.size - a.size:+d}", str(sum(r["changed_bytes"] for r in res.regions)))
+    console.print(rt)
+
+
+def _cell(v) -> str:
+    s = str(v)
+    return s if len(s) <= 30 else s[:27] + "..."
+
+
+COMMANDS = {"inspect", "diff", "suggest", "--help", "-h"}
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv and argv[0] not in COMMANDS:
+        argv = ["diff", *argv]
+    try:
+        app(args=argv, prog_name="q9diff")
+    except (FormatError, RecipeError) as exc:
+        print(f"q9diff: error: {exc}", file=sys.stderr)
+        sys.exit(2)

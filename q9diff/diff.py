@@ -1,0 +1,192 @@
+"""Compare two context binaries (candidate a, known-good reference b) into a tree of findings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from deepdiff import DeepDiff
+
+from q9diff.binary import ContextBinary
+from q9diff.rules import FIX_TARGETS, RULES
+from q9diff.summary import inspect_summary
+
+SCHEMA = "q9diff.diff/1"
+SETTING_OPTIONS = {"soc_type", "arch", "min_arch", "vtcm_size", "O", "hvx_threads", "enable_dlbc"}
+
+
+@dataclass(frozen=True)
+class Cause:
+    name: str
+    role: str
+    a: object
+    b: object
+    bytes: int | None
+    evidence: tuple[str, ...]
+
+
+@dataclass
+class DiffResult:
+    a: ContextBinary
+    b: ContextBinary
+    regions: list[dict] = field(default_factory=list)
+    causes: list[Cause] = field(default_factory=list)
+    suggestions: list[dict] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return self.a.size == self.b.size and all(r["changed_bytes"] == 0 and r["delta"] == 0 for r in self.regions)
+
+
+def _one(values):
+    """A per-graph value as one value when all graphs agree, else the tuple."""
+    vals = tuple(values)
+    return vals[0] if len(set(vals)) == 1 else vals
+
+
+def observe(cb: ContextBinary) -> dict:
+    graphs = cb.graphs
+    opts = [cb.options(i) for i in range(len(graphs))]
+    return {
+        "soc_model": cb.soc_model,
+        "dsp_arch": cb.dsp_arch,
+        "vtcm_size": _one(g.vtcm_size for g in graphs),
+        "optimization_level": _one(g.optimization_level for g in graphs),
+        "num_hvx_threads": _one(g.num_hvx_threads for g in graphs),
+        "htp_dlbc": _one(g.htp_dlbc for g in graphs),
+        "weight_sharing": any(r.name.startswith("WEIGHTS/") for r in cb.records),
+        "io_dtypes": tuple(sorted(Counter(t.dtype for g in graphs for t in g.inputs + g.outputs).items())),
+        "num_graphs": len(graphs),
+        "build_id": cb.build_id,
+        "io_signature": tuple(sorted((t.name, t.dims) for g in graphs for t in g.inputs + g.outputs)),
+        "soc_type": _one(o.get("soc_type") for o in opts),
+        "spill_fill_buffer_size": _one(g.spill_fill_buffer_size for g in graphs),
+        "const_size": _one(g.const_size for g in graphs),
+        "op_kinds": tuple(tuple(op.kind for op in cb.ops(i)) for i in range(len(graphs))),
+        "other_options": tuple(
+            tuple(sorted((k, v) for k, v in o.items() if k not in SETTING_OPTIONS)) for o in opts
+        ),
+    }
+
+
+def _region_rows(a: ContextBinary, b: ContextBinary) -> list[dict]:
+    """Bloaty-style: every byte of both files in exactly one row, rows keyed by region name."""
+    ra, rb = _group(a), _group(b)
+    rows = []
+    for name in list(ra) + [n for n in rb if n not in ra]:
+        la, lb = ra.get(name, []), rb.get(name, [])
+        sa, sb = sum(r.size for r in la), sum(r.size for r in lb)
+        changed = 0
+        for x, y in zip(la, lb):
+            changed += _changed_bytes(a, x, b, y)
+        changed += abs(sum(r.size for r in la[len(lb) :]) - sum(r.size for r in lb[len(la) :]))
+        rows.append({"name": name, "a_size": sa, "b_size": sb, "delta": sb - sa, "changed_bytes": changed})
+    return rows
+
+
+def _group(cb: ContextBinary) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for r in cb.regions:
+        out.setdefault(r.name, []).append(r)
+    return out
+
+
+def _changed_bytes(a: ContextBinary, ra, b: ContextBinary, rb) -> int:
+    """Bytes that differ between two mapped regions, compared in 1 MiB blocks with numpy."""
+    n, changed, step = min(ra.size, rb.size), 0, 1 << 20
+    for s in range(0, n, step):
+        k = min(step, n - s)
+        xa = np.frombuffer(a._buf, dtype=np.uint8, count=k, offset=ra.offset + s)
+        xb = np.frombuffer(b._buf, dtype=np.uint8, count=k, offset=rb.offset + s)
+        changed += int(np.count_nonzero(xa != xb))
+    return changed + abs(ra.size - rb.size)
+
+
+def _region_bytes(rows: list[dict], *needles: str) -> int:
+    return sum(max(r["changed_bytes"], abs(r["delta"])) for r in rows if any(n in r["name"] for n in needles))
+
+
+def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
+    res = DiffResult(a, b, regions=_region_rows(a, b))
+    oa, ob = observe(a), observe(b)
+    changed = {str(k) for k in DeepDiff(oa, ob).affected_root_keys}
+    roots = {r.name for r in RULES if r.role == "root" and r.getter in changed}
+    for rule in RULES:
+        if rule.getter not in changed:
+            continue
+        role = rule.role
+        if role == "root" and any(e in roots for e in rule.explained_by):
+            continue
+        if rule.name == "graph_structure" and "quantization" in roots:
+            continue
+        va, vb = oa[rule.getter], ob[rule.getter]
+        evidence = [f"{rule.getter}: {_short(va)} -> {_short(vb)}"]
+        nbytes = None
+        if rule.name == "const_size":
+            nbytes = _region_bytes(res.regions, "const_pool", "WEIGHTS/")
+        if rule.name in ("schedule", "compiler_options", "soc_type"):
+            role = "effect"
+        if rule.name == "compiler_options":
+            keys = sorted({k for ga, gb in zip(va, vb) for k, _ in set(ga) ^ set(gb)})
+            va, vb = len(keys), len(keys)
+            evidence = [f"options that differ: {', '.join(keys[:12])}" + (" ..." if len(keys) > 12 else "")]
+        if rule.name == "schedule":
+            nbytes = _region_bytes(res.regions, "op_list", "allocator")
+            evidence.append(f"op counts {[len(x) for x in va]} -> {[len(x) for x in vb]}")
+        res.causes.append(Cause(rule.name, role, _jsonable(va), _jsonable(vb), nbytes, tuple(evidence)))
+    if oa["soc_model"] == 0 or ob["soc_model"] == 0:
+        for c in res.causes:
+            if c.name == "soc_model":
+                res.causes.remove(c)
+                res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + ("soc_model 0: generic target",)))
+                break
+    res.suggestions = suggestions(res.causes, b)
+    return res
+
+
+def _short(v) -> str:
+    s = repr(v)
+    return s if len(s) < 80 else s[:77] + "..."
+
+
+def _jsonable(v):
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
+    """For each root cause, the change that makes the candidate's build match the reference."""
+    out = []
+    for c in causes:
+        if c.role != "root" or c.name not in FIX_TARGETS:
+            continue
+        value = c.b
+        if c.name == "vtcm_size" and isinstance(value, int):
+            value = value // (1024 * 1024)
+        t = FIX_TARGETS[c.name]
+        targets = {"qairt": t["qairt"].format(v=value)}
+        ext_value = f"v{value}" if c.name == "dsp_arch" else value
+        targets["htp_backend_ext_config"] = {t["htp_backend_ext_config"]: ext_value}
+        if "ort_qnn" in t:
+            targets["ort_qnn"] = {t["ort_qnn"]: str(value)}
+        targets["qnn_cli"] = f"--config_file wrapper -> backend extension JSON {t['htp_backend_ext_config']} = {ext_value}"
+        out.append({"setting": c.name, "value": value, "targets": targets})
+    return out
+
+
+def to_json(res: DiffResult) -> dict:
+    return {
+        "schema": SCHEMA,
+        "a": inspect_summary(res.a),
+        "b": inspect_summary(res.b),
+        "identical": res.identical,
+        "size_delta": res.b.size - res.a.size,
+        "regions": res.regions,
+        "causes": [
+            {"name": c.name, "role": c.role, "a": c.a, "b": c.b, "bytes": c.bytes, "evidence": list(c.evidence)}
+            for c in res.causes
+        ],
+        "suggestions": res.suggestions,
+    }

@@ -1,0 +1,69 @@
+"""Attribution rules as data: which observed difference is a root cause (a setting someone chose)
+and which is an effect of another, and where each setting is set in a user's configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # canonical cause name
+    role: str  # "root" or "effect"
+    getter: str  # name of the observation in q9diff.diff.observe()
+    explained_by: tuple[str, ...] = ()  # an effect is not reported as its own root when one of these is a root
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("soc_model", "root", "soc_model"),
+    Rule("dsp_arch", "root", "dsp_arch"),
+    Rule("vtcm_size", "root", "vtcm_size"),
+    Rule("optimization_level", "root", "optimization_level"),
+    Rule("hvx_threads", "root", "num_hvx_threads"),
+    Rule("dlbc", "root", "htp_dlbc"),
+    Rule("weight_sharing", "root", "weight_sharing"),
+    Rule("quantization", "root", "io_dtypes"),
+    Rule("graph_set", "root", "num_graphs"),
+    Rule("sdk_version", "root", "build_id"),
+    Rule("graph_structure", "root", "io_signature", explained_by=("quantization", "graph_set")),
+    Rule("soc_type", "effect", "soc_type", explained_by=("soc_model", "dsp_arch")),
+    Rule("spill_fill", "effect", "spill_fill_buffer_size"),
+    Rule("const_size", "effect", "const_size"),
+    Rule("schedule", "effect", "op_kinds"),
+    Rule("compiler_options", "effect", "other_options"),
+)
+
+# Where each root-cause setting is set: (qairt API, htp_backend_ext_config JSON path, ORT QNN EP option,
+# qnn-context-binary-generator note). `{v}` is the reference's value.
+FIX_TARGETS: dict[str, dict[str, str]] = {
+    "soc_model": {
+        "qairt": "HtpDeviceConfig(soc_model={v})",
+        "htp_backend_ext_config": "devices[0].soc_model",
+        "ort_qnn": "soc_model",
+    },
+    "dsp_arch": {
+        "qairt": 'HtpDeviceConfig(dsp_arch="v{v}")',
+        "htp_backend_ext_config": "devices[0].dsp_arch",
+        "ort_qnn": "htp_arch",
+    },
+    "vtcm_size": {
+        "qairt": "HtpGraphConfig(vtcm_size_in_mb={v})",
+        "htp_backend_ext_config": "graphs[0].vtcm_mb",
+        "ort_qnn": "vtcm_mb",
+    },
+    "optimization_level": {
+        "qairt": "HtpGraphConfig(optimization_type={v})",
+        "htp_backend_ext_config": "graphs[0].O",
+        "ort_qnn": "htp_graph_finalization_optimization_mode",
+    },
+    "hvx_threads": {
+        "qairt": "HtpGraphConfig(hvx_threads={v})",
+        "htp_backend_ext_config": "graphs[0].hvx_threads",
+    },
+    "dlbc": {"qairt": "HtpGraphConfig(dlbc={v})", "htp_backend_ext_config": "graphs[0].dlbc"},
+    "weight_sharing": {
+        "qairt": "HtpContextConfig(weight_sharing_enabled={v})",
+        "htp_backend_ext_config": "context.weight_sharing_enabled",
+        "ort_qnn": "ep.share_ep_contexts (session option)",
+    },
+}

@@ -1,0 +1,45 @@
+"""The inspect summary: one JSON-ready view of a ContextBinary, shared by inspect and diff."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from q9diff.binary import ContextBinary
+
+SCHEMA = "q9diff.inspect/1"
+BLOB_INFO_FIELDS = (
+    "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
+    "op_data_size const_size ddr_tensor_size shared_weights_size"
+).split()
+
+
+def _tensor(t) -> dict:
+    return {"name": t.name, "dtype": t.dtype, "dims": list(t.dims), "scale": t.scale, "offset": t.offset}
+
+
+def inspect_summary(cb: ContextBinary) -> dict:
+    graphs = []
+    for i, g in enumerate(cb.graphs):
+        d = {"name": g.name, "inputs": [_tensor(t) for t in g.inputs], "outputs": [_tensor(t) for t in g.outputs]}
+        d.update({k: getattr(g, k) for k in BLOB_INFO_FIELDS})
+        d["options"] = cb.options(i)
+        d["ops"] = [op.kind for op in cb.ops(i)]
+        graphs.append(d)
+    return {
+        "schema": SCHEMA,
+        "path": cb.path,
+        "size": cb.size,
+        "build_id": cb.build_id,
+        "core_api_version": cb.core_api_version,
+        "backend_api_version": cb.backend_api_version,
+        "context_blob_version": cb.context_blob_version,
+        "soc_model": cb.soc_model,
+        "dsp_arch": cb.dsp_arch,
+        "records": [asdict(r) for r in cb.records],
+        "graphs": graphs,
+        "regions": [{"name": r.name, "offset": r.offset, "size": r.size} for r in cb.regions],
+    }
+
+
+def unknown_bytes(cb: ContextBinary) -> int:
+    return sum(r.size for r in cb.regions if r.leaf == "unknown")
