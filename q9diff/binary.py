@@ -22,6 +22,12 @@ from q9diff.options import decode_options
 from q9diff.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
 
+BLOB_INFO_FIELDS = (
+    "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
+    "op_data_size const_size ddr_tensor_size shared_weights_size"
+).split()
+
+
 @dataclass(frozen=True)
 class Tensor:
     name: str
@@ -114,7 +120,9 @@ class ContextBinary:
             with open(p, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 if size < F.FILE_HEADER_SIZE:
-                    raise FormatError(p, 0, f"a {F.FILE_HEADER_SIZE}-byte context binary header (file has {size} bytes)")
+                    raise FormatError(
+                        p, 0, f"a {F.FILE_HEADER_SIZE}-byte context binary header (file has {size} bytes)"
+                    )
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
             raise FormatError(p, None, f"a readable file ({exc.strerror})") from None
@@ -128,17 +136,25 @@ class ContextBinary:
             raise FormatError(path, 0, "the QNN context binary magic 00000002 00000003 00000000 00000001")
         h = F.FileHeader.parse(bytes(buf[: F.FILE_HEADER_SIZE]))
         if F.METADATA_OFFSET + h.metadata_size > min(h.blob_offset, self.size):
-            raise FormatError(path, 0x10, f"a metadata size that fits before the blob (got {h.metadata_size})")
+            raise FormatError(
+                path, 0x10, f"a metadata size that fits before the blob (got {h.metadata_size})"
+            )
         if h.blob_offset + h.blob_size > self.size:
             raise FormatError(
-                path, 0x20, f"a context blob of {h.blob_size} bytes at {h.blob_offset:#x} (file has {self.size})"
+                path,
+                0x20,
+                f"a context blob of {h.blob_size} bytes at {h.blob_offset:#x} (file has {self.size})",
             )
         self.header = h
         self.blob_offset, self.blob_size = h.blob_offset, h.blob_size
         top = flatbuf.root(buf, F.METADATA_OFFSET, h.metadata_size, path)
         meta = top.table(F.METADATA_ROOT_SLOT)
         s = F.BINARY_INFO_SLOTS
-        if meta is not None and meta.scalar(F.WRAPPER_SLOTS["version"], "I") is not None and meta.has(F.WRAPPER_SLOTS["body"]):
+        if (
+            meta is not None
+            and meta.scalar(F.WRAPPER_SLOTS["version"], "I") is not None
+            and meta.has(F.WRAPPER_SLOTS["body"])
+        ):
             self.binary_info_version = meta.scalar(F.WRAPPER_SLOTS["version"], "I")
             info = meta.table(F.WRAPPER_SLOTS["body"])
         else:
@@ -176,13 +192,7 @@ class ContextBinary:
         g = F.GRAPH_V1_SLOTS
         kwargs = {}
         if blob is not None:
-            kwargs = {
-                k: int(blob[k]) if k != "htp_dlbc" else blob[k][0]
-                for k in (
-                    "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
-                    "op_data_size const_size ddr_tensor_size shared_weights_size"
-                ).split()
-            }
+            kwargs = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in BLOB_INFO_FIELDS}
         return Graph(
             name=v1.string(g["name"]) or "",
             inputs=tuple(self._tensor(t) for t in v1.tables(g["inputs"])),
@@ -240,8 +250,14 @@ class ContextBinary:
             s = F.RECORD_SLOTS
             offset, size = r.scalar(s["offset"], "Q", 0), r.scalar(s["size"], "Q", 0)
             if offset + size > self.blob_size:
-                raise FormatError(self.path, r.pos, f"a record inside the blob (offset {offset}, size {size})")
-            out.append(Record(r.string(s["name"]) or "", self.blob_offset + offset, size, r.scalar(s["align"], "Q", 0)))
+                raise FormatError(
+                    self.path, r.pos, f"a record inside the blob (offset {offset}, size {size})"
+                )
+            out.append(
+                Record(
+                    r.string(s["name"]) or "", self.blob_offset + offset, size, r.scalar(s["align"], "Q", 0)
+                )
+            )
         return tuple(sorted(out, key=lambda rec: rec.offset))
 
     def pickle_record(self, graph_index: int) -> Record | None:
@@ -297,10 +313,14 @@ class ContextBinary:
             if inner != p:
                 regions.append(Region(f"{pre}/inner/start", inner, 8))
             ihdr, iend = self._header_records(inner + 8, end)
-            regions += [Region(f"{pre}/inner/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in ihdr]
+            regions += [
+                Region(f"{pre}/inner/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in ihdr
+            ]
             for t, o, n in ihdr:
                 if t == F.TAG_OPTIONS:
-                    options_text = bytes(self._buf[o + 4 : o + n]).split(b"\x00", 1)[0].decode("ascii", "replace")
+                    options_text = (
+                        bytes(self._buf[o + 4 : o + n]).split(b"\x00", 1)[0].decode("ascii", "replace")
+                    )
             sizes = next(((o, n) for t, o, n in ihdr if t == F.TAG_SIZE), None)
             pos, op_types = iend, []
             while pos + 8 <= end:  # aux records: marker tag<<16 | ~tag, then payload length in words
@@ -381,7 +401,13 @@ class ContextBinary:
             if r.offset < pos or r.end > end:
                 raise FormatError(self.path, r.offset, f"region {r.name} inside {pos:#x}..{end:#x}")
             if r.offset > pos:
-                out.append(Region(f"{pre}/{'padding' if self._is_zero(pos, r.offset) else 'unknown'}", pos, r.offset - pos))
+                out.append(
+                    Region(
+                        f"{pre}/{'padding' if self._is_zero(pos, r.offset) else 'unknown'}",
+                        pos,
+                        r.offset - pos,
+                    )
+                )
             out.append(r)
             pos = r.end
         if pos < end:
@@ -429,7 +455,10 @@ class ContextBinary:
     def _weights_regions(self, rec: Record) -> list[Region]:
         """WEIGHTS/0: a 16-byte descriptor header and the weights name, padding to +0x100, then the pool."""
         head = min(0x100, rec.size)
-        return [Region(f"{rec.name}/header", rec.offset, head), Region(f"{rec.name}/pool", rec.offset + head, rec.size - head)]
+        return [
+            Region(f"{rec.name}/header", rec.offset, head),
+            Region(f"{rec.name}/pool", rec.offset + head, rec.size - head),
+        ]
 
 
 def _clean(r: Region) -> Region:

@@ -16,7 +16,12 @@ from q9diff.recipe import RecipeError
 from q9diff.summary import inspect_summary, unknown_bytes
 from q9diff.tables import soc_name
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, help="Forensics for QNN HTP context binaries.")
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help="Forensics for QNN HTP context binaries.",
+)
 console = Console(width=100, highlight=False)
 
 
@@ -41,8 +46,12 @@ def _human(n: int) -> str:
 def inspect(
     file: Path,
     as_json: bool = typer.Option(False, "--json", help="print the q9diff.inspect/1 JSON"),
-    oracle: bool = typer.Option(False, "--oracle", help="also read libQnnSystem's BinaryInfo and flag disagreements"),
-    meta: Path = typer.Option(None, "--meta", help="a qnn-context-binary-utility JSON as a second metadata source"),
+    oracle: bool = typer.Option(
+        False, "--oracle", help="also read libQnnSystem's BinaryInfo and flag disagreements"
+    ),
+    meta: Path = typer.Option(
+        None, "--meta", help="a qnn-context-binary-utility JSON as a second metadata source"
+    ),
 ) -> None:
     """Show what a context binary holds: build, target, graphs, settings and every byte's region."""
     try:
@@ -75,21 +84,28 @@ def inspect(
 def _print_inspect(cb, s: dict) -> None:
     console.print(f"[bold]{s['path']}[/bold]  {_human(s['size'])} ({s['size']} bytes)")
     console.print(
-        f"QAIRT build {s['build_id']} · core API {s['core_api_version']} · backend API {s['backend_api_version']}"
+        f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"
+        f" · backend API {s['backend_api_version']}"
         f" · blob {s['context_blob_version']}"
     )
     console.print(
         f"Target: soc_model {s['soc_model']} ({soc_name(s['soc_model'])}), dsp_arch {_arch(s['dsp_arch'])}"
-        + ("  [bold red]generic target: loads everywhere, may compute wrong on device[/]" if s["soc_model"] == 0 else "")
+        + (
+            "  [bold red]generic target: loads everywhere, may compute wrong on device[/]"
+            if s["soc_model"] == 0
+            else ""
+        )
     )
     for g in s["graphs"]:
         o = g["options"]
         console.print(
-            f"\n[bold]graph {g['name']}[/bold]: {len(g['inputs'])} inputs, {len(g['outputs'])} outputs, {len(g['ops'])} ops"
+            f"\n[bold]graph {g['name']}[/bold]: {len(g['inputs'])} inputs, {len(g['outputs'])} outputs,"
+            f" {len(g['ops'])} ops"
         )
         console.print(
             f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')} · vtcm_size {g['vtcm_size']}"
-            f" · O {o.get('O', '?')} (optimizationLevel {g['optimization_level']}) · hvx_threads {g['num_hvx_threads']}"
+            f" · O {o.get('O', '?')} (optimizationLevel {g['optimization_level']})"
+            f" · hvx_threads {g['num_hvx_threads']}"
             f" · dlbc {g['htp_dlbc']}"
         )
         console.print(
@@ -105,7 +121,9 @@ def _print_inspect(cb, s: dict) -> None:
         t.add_row(r["name"], f"{r['offset']:#x}", str(r["size"]), f"{100 * r['size'] / s['size']:.1f}")
     console.print(t)
     unk = unknown_bytes(cb)
-    console.print(f"named: {s['size'] - unk} bytes ({100 * (s['size'] - unk) / s['size']:.1f}%), unknown: {unk}")
+    console.print(
+        f"named: {s['size'] - unk} bytes ({100 * (s['size'] - unk) / s['size']:.1f}%), unknown: {unk}"
+    )
     for d in s.get("oracle_disagreements", []):
         console.print(f"[red]oracle disagrees[/]: {d}")
     if "oracle_disagreements" in s and not s["oracle_disagreements"]:
@@ -176,14 +194,23 @@ def _print_diff(res) -> None:
     else:
         console.print("[bold]No setting differs; only effects or data.[/bold]")
     if a.soc_model == 0 or soc_name(a.soc_model).startswith("unknown"):
-        console.print("[bold red]The candidate targets a generic SoC (soc_model 0): it loads without error and can"
-                      " still compute garbage on the device. Set soc_model.[/]")
+        console.print(
+            "[bold red]The candidate targets a generic SoC (soc_model 0): it loads without error and can"
+            " still compute garbage on the device. Set soc_model.[/]"
+        )
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
     t = Table(title="causes")
     for col in ("cause", "role", "candidate", "reference", "bytes", "evidence"):
         t.add_column(col, overflow="fold")
     for c in res.causes:
-        t.add_row(c.name, c.role, _cell(c.a), _cell(c.b), "" if c.bytes is None else str(c.bytes), "; ".join(c.evidence))
+        t.add_row(
+            c.name,
+            c.role,
+            _cell(c.a),
+            _cell(c.b),
+            "" if c.bytes is None else str(c.bytes),
+            "; ".join(c.evidence),
+        )
     console.print(t)
     console.print("[bold]Fix[/bold]")
     _print_suggestions(res.suggestions)
@@ -192,8 +219,16 @@ def _print_diff(res) -> None:
         rt.add_column(col, justify="right" if col != "region" else "left")
     for r in res.regions:
         if r["delta"] or r["changed_bytes"]:
-            rt.add_row(r["name"], str(r["a_size"]), str(r["b_size"]), f"{r['delta']:+d}", str(r["changed_bytes"]))
-    rt.add_row("total", str(a.size), str(b.size), f"{b.size - a.size:+d}", str(sum(r["changed_bytes"] for r in res.regions)))
+            rt.add_row(
+                r["name"], str(r["a_size"]), str(r["b_size"]), f"{r['delta']:+d}", str(r["changed_bytes"])
+            )
+    rt.add_row(
+        "total",
+        str(a.size),
+        str(b.size),
+        f"{b.size - a.size:+d}",
+        str(sum(r["changed_bytes"] for r in res.regions)),
+    )
     console.print(rt)
 
 

@@ -1,4 +1,4 @@
-"""Compare the parser's view with the official metadata (libQnnSystem, or a qnn-context-binary-utility JSON)."""
+"""Compare the parser's view with official metadata: libQnnSystem, or a qnn-context-binary-utility JSON."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from pathlib import Path
 from q9diff.binary import ContextBinary
 from q9diff.summary import BLOB_INFO_FIELDS
 
-TOP_FIELDS = ("build_id", "core_api_version", "backend_api_version", "context_blob_version", "soc_model", "dsp_arch")
+TOP_FIELDS = (
+    "build_id",
+    "core_api_version",
+    "backend_api_version",
+    "context_blob_version",
+    "soc_model",
+    "dsp_arch",
+)
 TENSOR_FIELDS = ("name", "id", "dtype", "dims", "scale", "offset", "tensor_type")
 
 

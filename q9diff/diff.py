@@ -36,7 +36,9 @@ class DiffResult:
 
     @property
     def identical(self) -> bool:
-        return self.a.size == self.b.size and all(r["changed_bytes"] == 0 and r["delta"] == 0 for r in self.regions)
+        return self.a.size == self.b.size and all(
+            r["changed_bytes"] == 0 and r["delta"] == 0 for r in self.regions
+        )
 
 
 def _one(values):
@@ -139,7 +141,9 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
         for c in res.causes:
             if c.name == "soc_model":
                 res.causes.remove(c)
-                res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + ("soc_model 0: generic target",)))
+                res.causes.insert(
+                    0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + ("soc_model 0: generic target",))
+                )
                 break
     res.suggestions = suggestions(res.causes, b)
     return res
@@ -171,7 +175,9 @@ def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
         targets["htp_backend_ext_config"] = {t["htp_backend_ext_config"]: ext_value}
         if "ort_qnn" in t:
             targets["ort_qnn"] = {t["ort_qnn"]: str(value)}
-        targets["qnn_cli"] = f"--config_file wrapper -> backend extension JSON {t['htp_backend_ext_config']} = {ext_value}"
+        targets["qnn_cli"] = (
+            f"--config_file wrapper -> backend extension JSON {t['htp_backend_ext_config']} = {ext_value}"
+        )
         out.append({"setting": c.name, "value": value, "targets": targets})
     return out
 
@@ -185,7 +191,14 @@ def to_json(res: DiffResult) -> dict:
         "size_delta": res.b.size - res.a.size,
         "regions": res.regions,
         "causes": [
-            {"name": c.name, "role": c.role, "a": c.a, "b": c.b, "bytes": c.bytes, "evidence": list(c.evidence)}
+            {
+                "name": c.name,
+                "role": c.role,
+                "a": c.a,
+                "b": c.b,
+                "bytes": c.bytes,
+                "evidence": list(c.evidence),
+            }
             for c in res.causes
         ],
         "suggestions": res.suggestions,

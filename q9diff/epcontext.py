@@ -12,7 +12,9 @@ def extract(path: Path) -> ContextBinary:
     try:
         import onnx
     except ImportError:
-        raise FormatError(str(path), None, "the onnx package to read an EPContext model (pip install q9diff[ort])") from None
+        raise FormatError(
+            str(path), None, "the onnx package to read an EPContext model (pip install q9diff[ort])"
+        ) from None
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # onnx raises several unrelated types for a bad protobuf

@@ -40,7 +40,9 @@ class Settings:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise RecipeError(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+            raise RecipeError(
+                f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
         return cls(**data)
 
 
@@ -100,7 +102,7 @@ class Recipe:
     @classmethod
     def from_dict(cls, data: dict, where: str, path: Path | None = None) -> Recipe:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise RecipeError(f"{where}: not a q9diff recipe (expected \"schema\": \"{SCHEMA}\")")
+            raise RecipeError(f'{where}: not a q9diff recipe (expected "schema": "{SCHEMA}")')
         try:
             parts = tuple(
                 Part(

@@ -11,7 +11,9 @@ class Rule:
     name: str  # canonical cause name
     role: str  # "root" or "effect"
     getter: str  # name of the observation in q9diff.diff.observe()
-    explained_by: tuple[str, ...] = ()  # an effect is not reported as its own root when one of these is a root
+    explained_by: tuple[
+        str, ...
+    ] = ()  # an effect is not reported as its own root when one of these is a root
 
 
 RULES: tuple[Rule, ...] = (

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from q9diff.binary import ContextBinary
+from q9diff.binary import BLOB_INFO_FIELDS, ContextBinary
 
 SCHEMA = "q9diff.inspect/1"
-BLOB_INFO_FIELDS = (
-    "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
-    "op_data_size const_size ddr_tensor_size shared_weights_size"
-).split()
 
 
 def _tensor(t) -> dict:
@@ -20,7 +16,11 @@ def _tensor(t) -> dict:
 def inspect_summary(cb: ContextBinary) -> dict:
     graphs = []
     for i, g in enumerate(cb.graphs):
-        d = {"name": g.name, "inputs": [_tensor(t) for t in g.inputs], "outputs": [_tensor(t) for t in g.outputs]}
+        d = {
+            "name": g.name,
+            "inputs": [_tensor(t) for t in g.inputs],
+            "outputs": [_tensor(t) for t in g.outputs],
+        }
         d.update({k: getattr(g, k) for k in BLOB_INFO_FIELDS})
         d["options"] = cb.options(i)
         d["ops"] = [op.kind for op in cb.ops(i)]
