@@ -21,7 +21,6 @@ from q9diff.formats import context_binary as F
 from q9diff.options import decode_options
 from q9diff.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
-
 BLOB_INFO_FIELDS = (
     "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
     "op_data_size const_size ddr_tensor_size shared_weights_size"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from pathlib import Path
 
 import typer
+from construct import ConstructError
 from rich.console import Console
 from rich.table import Table
 
@@ -59,6 +61,8 @@ def inspect(
         summary = inspect_summary(cb)
     except FormatError as exc:
         _fail(str(exc))
+    except (ValueError, IndexError, struct.error, ConstructError) as exc:
+        _fail(f"{file}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
     disagreements = []
     if oracle:
         from q9diff.crosscheck import compare_with_oracle
@@ -137,6 +141,8 @@ def _open_pair(a: Path, b: Path):
         return diff(open_binary(a), open_binary(b))
     except FormatError as exc:
         _fail(str(exc))
+    except (ValueError, IndexError, struct.error, ConstructError) as exc:
+        _fail(f"{a} / {b}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
 
 
 @app.command("diff")

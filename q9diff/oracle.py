@@ -30,7 +30,7 @@ SDK_LIB_DIR = Path("lib") / "x86_64-linux-clang"
 SDK_ROOT_VARIABLES = ("QNN_SDK_ROOT", "QAIRT_SDK_ROOT")
 
 # Qnn_DataType_t (QnnTypes.h), named without the QNN_DATATYPE_ prefix.
-DATA_TYPES: dict[int, str] = {
+DATATYPE_NAMES: dict[int, str] = {
     0x0008: "INT_8",
     0x0016: "INT_16",
     0x0032: "INT_32",
@@ -55,6 +55,7 @@ DATA_TYPES: dict[int, str] = {
     0x0608: "STRING",
     0x7FFFFFFF: "UNDEFINED",
 }
+DATA_TYPES = DATATYPE_NAMES  # the earlier name, kept for callers that used it
 
 # Qnn_TensorType_t (QnnTypes.h), named without the QNN_TENSOR_TYPE_ prefix.
 TENSOR_TYPES: dict[int, str] = {
@@ -479,7 +480,7 @@ def _tensor(raw: _Tensor) -> TensorInfo:
     return TensorInfo(
         name=_text(t.name),
         id=t.id,
-        dtype=DATA_TYPES.get(t.data_type, f"0x{t.data_type:04X}"),
+        dtype=DATATYPE_NAMES.get(t.data_type, f"0x{t.data_type:04X}"),
         dims=dims,
         scale=scale,
         offset=offset,

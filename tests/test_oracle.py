@@ -19,8 +19,11 @@ from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize 
 from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config  # noqa: E402
 
 from q9diff.oracle import (  # noqa: E402
+    DATATYPE_NAMES,
     BinaryInfo,
     OracleError,
+    OracleUnavailable,
+    find_library,
     from_dict,
     read_binary_info,
     read_binary_info_isolated,
@@ -138,3 +141,16 @@ def test_a_file_that_is_not_a_context_binary_is_an_oracle_error(tmp_path: Path) 
 
     with pytest.raises(OracleError, match=r"notes\.txt: libQnnSystem could not read it \(error \d+\)"):
         read_binary_info_isolated(not_binary)
+
+
+def test_datatype_names_follow_qnn_types_without_the_prefix() -> None:
+    assert DATATYPE_NAMES[0x0232] == "FLOAT_32"
+    assert DATATYPE_NAMES[0x0416] == "UFIXED_POINT_16"
+    assert DATATYPE_NAMES[0x0032] == "INT_32"
+    assert not any(name.startswith("QNN_DATATYPE_") for name in DATATYPE_NAMES.values())
+
+
+def test_find_library_prefers_the_explicit_path_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    assert find_library().name == "libQnnSystem.so"
+    with pytest.raises(OracleUnavailable):
+        find_library(tmp_path / "libQnnSystem.so")

@@ -1,0 +1,26 @@
+"""Shared fixtures: the committed real compiler outputs under fixtures/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def all_bins() -> list[Path]:
+    return sorted(FIXTURES.rglob("*.bin"))
+
+
+def oracle_of(path: Path) -> dict:
+    return json.loads(path.with_name(path.name[: -len(".bin")] + ".oracle.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    if not all_bins():
+        pytest.fail("fixtures/ holds no .bin: run scripts/make_fixtures.py")
+    return FIXTURES

@@ -1,0 +1,57 @@
+"""The command line as a user runs it: real fixtures in, exit codes and one-line errors out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import all_bins
+
+
+def q9diff(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_inspect_json_shape(fixtures_dir):
+    path = all_bins()[0]
+    r = q9diff("inspect", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["schema"] == "q9diff.inspect/1"
+    assert s["size"] == path.stat().st_size == sum(x["size"] for x in s["regions"])
+    g = s["graphs"][0]
+    for key in ("name", "inputs", "outputs", "spill_fill_buffer_size", "vtcm_size", "options", "ops"):
+        assert key in g
+    assert {"name", "dtype", "dims", "scale", "offset"} <= set(g["inputs"][0])
+
+
+def test_inspect_oracle_agrees(fixtures_dir):
+    r = q9diff("inspect", str(all_bins()[0]), "--oracle")
+    assert r.returncode == 0, r.stderr
+    assert "oracle (libQnnSystem) agrees on every field" in r.stdout
+
+
+def test_bad_inputs_give_one_line_and_exit_2(tmp_path, fixtures_dir):
+    good = all_bins()[0].read_bytes()
+    cases = {
+        "text.bin": b"hello, not a context binary\n" * 10,
+        "empty.bin": b"",
+        "truncated.bin": good[: len(good) // 2],
+        "huge_length.bin": good[:0x20] + (2**62).to_bytes(8, "little") + good[0x28:],
+        "bad_meta.bin": good[:0x28] + b"\xff" * 64 + good[0x28 + 64 :],
+    }
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        for cmd in (["inspect", str(p)], [str(p), str(all_bins()[0])]):
+            r = q9diff(*cmd)
+            assert r.returncode == 2, (name, r.stdout, r.stderr)
+            lines = r.stderr.strip().splitlines()
+            assert len(lines) == 1 and str(p) in lines[0] and "Traceback" not in r.stderr, (name, r.stderr)
+    assert q9diff("inspect", str(tmp_path / "missing.bin")).returncode == 2
