@@ -93,6 +93,11 @@ TENSOR_SLOTS = {
 }
 SCALE_OFFSET_SLOTS = {"scale": 0, "offset": 1}
 QUANT_SCALE_OFFSET = 1  # union type of the scale/offset table
+# Qnn_QuantizationEncoding_t (public QnnTypes.h): 0 scale/offset, 2 bit-width scale/offset carry one
+# scale and offset; an unquantized tensor says UNDEFINED (0x7FFFFFFF). Evidence: oracle, fp32 I/O.
+ENCODING_SCALE_OFFSET = 0
+DEFINITION_UNDEFINED = 0x7FFFFFFF  # slot 4 of an unquantized (float) tensor
+SCALAR_ENCODINGS = (0, 2)
 
 # Record directory FlatBuffer at blob + 0x20. Evidence: fixtures (records tile the blob).
 DIRECTORY_SLOTS = {"first_offset": 0, "total_size": 1, "records": 2}

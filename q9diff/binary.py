@@ -203,7 +203,13 @@ class ContextBinary:
         t = wrapper.table(F.WRAPPER_SLOTS["body"]) or wrapper
         s = F.TENSOR_SLOTS
         scale = offset = None
-        if t.scalar(s["quantization_type"], "B") == F.QUANT_SCALE_OFFSET:
+        encoding = t.scalar(s["quantization_encoding"], "I", F.ENCODING_SCALE_OFFSET)
+        defined = t.scalar(s["encoding_definition"], "I", 0) != F.DEFINITION_UNDEFINED
+        if (
+            defined
+            and encoding in F.SCALAR_ENCODINGS
+            and t.scalar(s["quantization_type"], "B") == F.QUANT_SCALE_OFFSET
+        ):
             q = t.table(s["quantization"])
             if q is not None:
                 scale = q.scalar(F.SCALE_OFFSET_SLOTS["scale"], "f", 0.0)
