@@ -152,6 +152,8 @@ def diff_cmd(
     as_json: bool = typer.Option(False, "--json", help="print the q9diff.diff/1 JSON"),
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change. Exit 0 same, 1 different."""
+    if candidate.is_dir() or reference.is_dir():
+        _set_diff(candidate, reference, as_json)
     res = _open_pair(candidate, reference)
     from q9diff.diff import to_json
 
@@ -168,6 +170,36 @@ def suggest(candidate: Path, reference: Path) -> None:
     res = _open_pair(candidate, reference)
     _print_suggestions(res.suggestions)
     raise typer.Exit(0 if res.identical else 1)
+
+
+def _set_diff(a: Path, b: Path, as_json: bool) -> None:
+    from q9diff.diff import diff_sets, set_to_json
+
+    try:
+        sd = diff_sets(a, b)
+    except FormatError as exc:
+        _fail(str(exc))
+    except (OSError, ValueError) as exc:
+        _fail(f"{a} / {b}: {exc}")
+    if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
+        _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
+    data = set_to_json(sd)
+    if as_json:
+        print(json.dumps(data, indent=2, default=str))
+        raise typer.Exit(0 if sd.identical else 1)
+    roots = [c for c in data["causes"] if c["role"] == "root"]
+    verdict = ", ".join(f"{c['name']} {c['a']} → {c['b']}" for c in roots) or "none"
+    console.print(f"[bold]Root causes over the set: {verdict}[/bold]")
+    console.print(
+        f"set: {len(sd.pairs) + len(sd.unpaired_a)} vs {len(sd.pairs) + len(sd.unpaired_b)} parts,"
+        f" {data['a_total']} → {data['b_total']} bytes ({data['size_delta']:+d})"
+    )
+    for pa, pb, r in sd.pairs:
+        console.rule(f"{pa.name} vs {pb.name}")
+        _print_diff(r)
+    for p in sd.unpaired_a + sd.unpaired_b:
+        console.print(f"[red]unpaired part[/]: {p}")
+    raise typer.Exit(0 if sd.identical else 1)
 
 
 def _print_suggestions(suggestions: list[dict]) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from deepdiff import DeepDiff
@@ -202,4 +205,90 @@ def to_json(res: DiffResult) -> dict:
             for c in res.causes
         ],
         "suggestions": res.suggestions,
+    }
+
+
+def bins_of(path: Path) -> list[Path]:
+    """The context binaries of a directory or a Genie bundle, in part order."""
+    cfg = path / "genie_config.json" if path.is_dir() else path
+    if cfg.name == "genie_config.json" and cfg.exists() and not (path.is_dir() and list(path.glob("*.bin"))):
+        import json
+
+        data = json.loads(cfg.read_text())
+        bins = data.get("dialog", {}).get("engine", {}).get("model", {}).get("binary", {}).get("ctx-bins", [])
+        return [(cfg.parent / b).resolve() for b in bins]
+    return sorted(path.glob("*.bin"), key=_part_key)
+
+
+def _part_key(p: Path):
+    m = re.search(r"(\d+)_of_(\d+)", p.name)
+    return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
+
+
+@dataclass
+class SetDiff:
+    """Two sets of parts paired part by part; a different number of parts is itself a finding."""
+
+    pairs: list[tuple[Path, Path, DiffResult]]
+    unpaired_a: list[Path]
+    unpaired_b: list[Path]
+
+    @property
+    def identical(self) -> bool:
+        return not self.unpaired_a and not self.unpaired_b and all(r.identical for _, _, r in self.pairs)
+
+    @property
+    def split_cause(self) -> Cause | None:
+        na, nb = len(self.pairs) + len(self.unpaired_a), len(self.pairs) + len(self.unpaired_b)
+        if na == nb:
+            return None
+        return Cause("split", "root", na, nb, None, (f"{na} parts vs {nb} parts",))
+
+
+def diff_sets(a: Path, b: Path) -> SetDiff:
+    from q9diff.binary import open_binary
+
+    la, lb = bins_of(a), bins_of(b)
+    names_b = {p.name: p for p in lb}
+    pairs, ua = [], []
+    for i, pa in enumerate(la):
+        pb = names_b.get(pa.name) or (
+            lb[i] if i < len(lb) and lb[i].name not in {x.name for x in la} else None
+        )
+        if pb is None:
+            ua.append(pa)
+            continue
+        pairs.append((pa, pb, diff(open_binary(pa), open_binary(pb))))
+    used = {pb for _, pb, _ in pairs}
+    return SetDiff(pairs, ua, [p for p in lb if p not in used])
+
+
+def set_to_json(sd: SetDiff) -> dict:
+    parts = [dict(to_json(r), part=pa.name) for pa, _, r in sd.pairs]
+    causes, seen = [], set()
+    if sd.split_cause:
+        c = sd.split_cause
+        causes.append(
+            {"name": c.name, "role": c.role, "a": c.a, "b": c.b, "bytes": None, "evidence": list(c.evidence)}
+        )
+    for p in parts:
+        for c in p["causes"]:
+            key = (c["name"], json.dumps(c["a"], default=str), json.dumps(c["b"], default=str))
+            if key not in seen:
+                seen.add(key)
+                causes.append(c)
+    sugg = {json.dumps(s, sort_keys=True, default=str): s for p in parts for s in p["suggestions"]}
+    a_total = sum(r.a.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_a)
+    b_total = sum(r.b.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_b)
+    return {
+        "schema": "q9diff.setdiff/1",
+        "identical": sd.identical,
+        "a_total": a_total,
+        "b_total": b_total,
+        "size_delta": b_total - a_total,
+        "unpaired_a": [str(p) for p in sd.unpaired_a],
+        "unpaired_b": [str(p) for p in sd.unpaired_b],
+        "causes": causes,
+        "suggestions": list(sugg.values()),
+        "parts": parts,
     }
