@@ -150,6 +150,7 @@ def diff_cmd(
     candidate: Path,
     reference: Path,
     as_json: bool = typer.Option(False, "--json", help="print the q9diff.diff/1 JSON"),
+    html_out: Path = typer.Option(None, "--html", help="write a self-contained HTML report to this file"),
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change. Exit 0 same, 1 different."""
     if candidate.is_dir() or reference.is_dir():
@@ -157,6 +158,11 @@ def diff_cmd(
     res = _open_pair(candidate, reference)
     from q9diff.diff import to_json
 
+    if html_out is not None:
+        from q9diff.html import render
+        from q9diff.recipe import write_atomic
+
+        write_atomic(html_out, render(res))
     if as_json:
         print(json.dumps(to_json(res), indent=2, default=str))
     else:
