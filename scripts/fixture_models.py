@@ -1,0 +1,346 @@
+"""Seeded ONNX models for q9diff's fixtures, built with onnx.helper and numpy only.
+
+`qwen_mini_parts` builds a tiny decoder with Qwen2.5's architecture (Gather embedding, RMSNorm, GQA
+attention with RoPE and q/k/v biases, SwiGLU MLP, KV cache, LM head), split into two parts like an
+LLM export, with the tensor names and layouts Genie expects (docs/QNN_FACTS.md, "Genie runs here").
+Part 1 ends in `hidden_states` [1, AR, hidden]; part 2 starts from it. The prompt (AR=32) and token
+(AR=1) graphs of a part share the same weights, so the compiler can share them in one context.
+
+`mlp_model` and `spill_fill_model` are small models for one-setting-at-a-time variants. Every model is
+a pure function of its arguments and seed; quantization (w8a16, QNN QDQ config) uses a seeded
+calibration set, so rebuilding gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 9
+MASKED = -1000.0  # Genie's mask value for "do not attend"
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    hidden: int = 128
+    layers: int = 4
+    q_heads: int = 4
+    kv_heads: int = 2
+    head_dim: int = 32
+    intermediate: int = 256
+    vocab: int = 2048
+    context: int = 128  # CL
+    rope_theta: float = 10000.0
+    rms_eps: float = 1e-6
+    seed: int = 2025
+
+    @property
+    def pos_dim(self) -> int:
+        return self.head_dim // 2
+
+
+class _Graph:
+    """A small builder: nodes, initializers and fresh tensor names."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.count = 0
+        self.prefix = prefix
+
+    def name(self, hint: str) -> str:
+        self.count += 1
+        return f"{self.prefix}{hint}_{self.count}"
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], hint: str | None = None, **attrs) -> str:
+        out = self.name(hint or op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def op_to(self, op_type: str, inputs: list[str], output: str, **attrs) -> str:
+        self.nodes.append(helper.make_node(op_type, inputs, [output], name=output, **attrs))
+        return output
+
+    def shape(self, dims: list[int]) -> str:
+        return self.const(self.name("shape"), np.array(dims, dtype=np.int64))
+
+
+def _decoder_weights(cfg: DecoderConfig) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(cfg.seed)
+    d, kvd, inter = cfg.hidden, cfg.kv_heads * cfg.head_dim, cfg.intermediate
+
+    def w(*shape: int, std: float = 0.05) -> np.ndarray:
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    weights = {"embed_tokens": w(cfg.vocab, d, std=0.5)}
+    for layer in range(cfg.layers):
+        p = f"layers.{layer}."
+        weights |= {
+            p + "input_layernorm": (1.0 + w(d, std=0.1)),
+            p + "q_proj.weight": w(d, cfg.q_heads * cfg.head_dim, std=d**-0.5),
+            p + "q_proj.bias": w(cfg.q_heads * cfg.head_dim, std=0.02),
+            p + "k_proj.weight": w(d, kvd, std=d**-0.5),
+            p + "k_proj.bias": w(kvd, std=0.02),
+            p + "v_proj.weight": w(d, kvd, std=d**-0.5),
+            p + "v_proj.bias": w(kvd, std=0.02),
+            p + "o_proj.weight": w(cfg.q_heads * cfg.head_dim, d, std=(cfg.q_heads * cfg.head_dim) ** -0.5),
+            p + "post_attention_layernorm": (1.0 + w(d, std=0.1)),
+            p + "gate_proj.weight": w(d, inter, std=d**-0.5),
+            p + "up_proj.weight": w(d, inter, std=d**-0.5),
+            p + "down_proj.weight": w(inter, d, std=inter**-0.5),
+        }
+    weights["norm"] = 1.0 + w(d, std=0.1)
+    weights["lm_head"] = w(d, cfg.vocab, std=d**-0.5)
+    return weights
+
+
+def _rms_norm(g: _Graph, x: str, weight: str, cfg: DecoderConfig) -> str:
+    sq = g.op("Mul", [x, x], "sq")
+    mean = g.op("ReduceMean", [sq], "mean", axes=[-1], keepdims=1)
+    eps = g.const(g.name("eps"), np.array(cfg.rms_eps, dtype=np.float32))
+    rstd = g.op("Reciprocal", [g.op("Sqrt", [g.op("Add", [mean, eps])])], "rstd")
+    return g.op("Mul", [g.op("Mul", [x, rstd]), weight], "rms")
+
+
+def _rope(g: _Graph, x: str, cos: str, sin: str, cfg: DecoderConfig) -> str:
+    """Rotate-half RoPE on [heads, 1, AR, head_dim] with cos/sin [1, 1, AR, head_dim/2]."""
+    half = cfg.pos_dim
+    axes = g.const(g.name("ax"), np.array([3], np.int64))
+    s0 = g.const(g.name("s0"), np.array([0], np.int64))
+    s1 = g.const(g.name("s1"), np.array([half], np.int64))
+    e1 = g.const(g.name("e1"), np.array([cfg.head_dim], np.int64))
+    x1 = g.op("Slice", [x, s0, s1, axes], "x1")
+    x2 = g.op("Slice", [x, s1, e1, axes], "x2")
+    a = g.op("Sub", [g.op("Mul", [x1, cos]), g.op("Mul", [x2, sin])], "rot_a")
+    b = g.op("Add", [g.op("Mul", [x2, cos]), g.op("Mul", [x1, sin])], "rot_b")
+    return g.op("Concat", [a, b], "rope", axis=3)
+
+
+def _layer(g: _Graph, x: str, layer: int, ar: int, cfg: DecoderConfig) -> str:
+    p = f"layers.{layer}."
+    qh, kvh, hd = cfg.q_heads, cfg.kv_heads, cfg.head_dim
+    h = _rms_norm(g, x, p + "input_layernorm", cfg)
+    q = g.op("Add", [g.op("MatMul", [h, p + "q_proj.weight"]), p + "q_proj.bias"], "q")
+    k = g.op("Add", [g.op("MatMul", [h, p + "k_proj.weight"]), p + "k_proj.bias"], "k")
+    v = g.op("Add", [g.op("MatMul", [h, p + "v_proj.weight"]), p + "v_proj.bias"], "v")
+    q = g.op("Transpose", [g.op("Reshape", [q, g.shape([1, ar, qh, hd])])], "q_t", perm=[2, 0, 1, 3])
+    k = g.op("Transpose", [g.op("Reshape", [k, g.shape([1, ar, kvh, hd])])], "k_t", perm=[2, 0, 1, 3])
+    v_new = g.op_to(
+        "Transpose",
+        [g.op("Reshape", [v, g.shape([1, ar, kvh, hd])])],
+        f"past_value_{layer}_out",
+        perm=[2, 0, 1, 3],
+    )
+    q = _rope(g, q, "position_ids_cos", "position_ids_sin", cfg)
+    k = _rope(g, k, "position_ids_cos", "position_ids_sin", cfg)
+    k_new = g.op_to("Transpose", [k], f"past_key_{layer}_out", perm=[0, 1, 3, 2])  # [KVH, 1, hd, AR]
+    keys = g.op("Concat", [f"past_key_{layer}_in", k_new], "keys", axis=3)  # [KVH, 1, hd, CL]
+    values = g.op("Concat", [f"past_value_{layer}_in", v_new], "values", axis=2)  # [KVH, 1, CL, hd]
+    group = qh // kvh
+    keys = g.op(
+        "Reshape", [g.op("Tile", [keys, g.shape([1, group, 1, 1])]), g.shape([qh, 1, hd, cfg.context])]
+    )
+    values = g.op(
+        "Reshape", [g.op("Tile", [values, g.shape([1, group, 1, 1])]), g.shape([qh, 1, cfg.context, hd])]
+    )
+    scale = g.const(g.name("scale"), np.array(hd**-0.5, dtype=np.float32))
+    scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, keys]), scale]), "attention_mask"], "scores")
+    attn = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), values], "attn")  # [QH, 1, AR, hd]
+    attn = g.op("Reshape", [g.op("Transpose", [attn], perm=[1, 2, 0, 3]), g.shape([1, ar, qh * hd])])
+    x = g.op("Add", [x, g.op("MatMul", [attn, p + "o_proj.weight"])], "attn_res")
+    h = _rms_norm(g, x, p + "post_attention_layernorm", cfg)
+    gate = g.op("MatMul", [h, p + "gate_proj.weight"], "gate")
+    up = g.op("MatMul", [h, p + "up_proj.weight"], "up")
+    act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up], "swiglu")
+    return g.op("Add", [x, g.op("MatMul", [act, p + "down_proj.weight"])], "mlp_res")
+
+
+def _kv_io(cfg: DecoderConfig, layer: int, ar: int) -> tuple[list, list]:
+    kvh, hd, past = cfg.kv_heads, cfg.head_dim, cfg.context - ar
+    f = TensorProto.FLOAT
+    ins = [
+        helper.make_tensor_value_info(f"past_key_{layer}_in", f, [kvh, 1, hd, past]),
+        helper.make_tensor_value_info(f"past_value_{layer}_in", f, [kvh, 1, past, hd]),
+    ]
+    outs = [
+        helper.make_tensor_value_info(f"past_key_{layer}_out", f, [kvh, 1, hd, ar]),
+        helper.make_tensor_value_info(f"past_value_{layer}_out", f, [kvh, 1, ar, hd]),
+    ]
+    return ins, outs
+
+
+def decoder_part(cfg: DecoderConfig, part: int, n_parts: int, ar: int) -> onnx.ModelProto:
+    """Part `part` (1-based) of `n_parts` for AR tokens per call: float32, Genie's names."""
+    weights = _decoder_weights(cfg)
+    per_part = cfg.layers // n_parts
+    layers = range((part - 1) * per_part, part * per_part)
+    f = TensorProto.FLOAT
+    g = _Graph()
+    inputs, outputs = [], []
+    if part == 1:
+        inputs.append(helper.make_tensor_value_info("input_ids", TensorProto.INT32, [1, ar]))
+        x = g.op("Gather", ["embed_tokens", "input_ids"], "embed", axis=0)
+        used = {"embed_tokens"}
+    else:
+        inputs.append(helper.make_tensor_value_info("hidden_states", f, [1, ar, cfg.hidden]))
+        x, used = "hidden_states", set()
+    inputs += [
+        helper.make_tensor_value_info("attention_mask", f, [1, 1, ar, cfg.context]),
+        helper.make_tensor_value_info("position_ids_cos", f, [1, 1, ar, cfg.pos_dim]),
+        helper.make_tensor_value_info("position_ids_sin", f, [1, 1, ar, cfg.pos_dim]),
+    ]
+    for layer in layers:
+        ins, outs = _kv_io(cfg, layer, ar)
+        inputs += ins
+        outputs += outs
+        x = _layer(g, x, layer, ar, cfg)
+        used |= {k for k in weights if k.startswith(f"layers.{layer}.")}
+    if part == n_parts:
+        x = _rms_norm(g, x, "norm", cfg)
+        g.op_to("Reshape", [g.op("MatMul", [x, "lm_head"]), g.shape([1, 1, ar, cfg.vocab])], "logits")
+        outputs.insert(0, helper.make_tensor_value_info("logits", f, [1, 1, ar, cfg.vocab]))
+        used |= {"norm", "lm_head"}
+    else:
+        g.op_to("Identity", [x], "hidden_states")
+        outputs.insert(0, helper.make_tensor_value_info("hidden_states", f, [1, ar, cfg.hidden]))
+    inits = [numpy_helper.from_array(weights[k], k) for k in sorted(used)] + g.inits
+    graph = helper.make_graph(g.nodes, f"qwen_mini_part_{part}_of_{n_parts}_ar{ar}", inputs, outputs, inits)
+    return _model(graph)
+
+
+def _model(graph: onnx.GraphProto) -> onnx.ModelProto:
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="q9diff-fixtures"
+    )
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)
+    return model
+
+
+def rope_tables(cfg: DecoderConfig, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cos/sin [1, 1, AR, pos_dim] the way Genie builds them: inv_freq_i = theta^(-i/pos_dim)."""
+    inv_freq = cfg.rope_theta ** (-np.arange(cfg.pos_dim, dtype=np.float64) / cfg.pos_dim)
+    angles = positions[:, None].astype(np.float64) * inv_freq[None, :]
+    return (
+        np.cos(angles).astype(np.float32)[None, None],
+        np.sin(angles).astype(np.float32)[None, None],
+    )
+
+
+def decoder_calibration(
+    cfg: DecoderConfig, part: int, ar: int, count: int = 4
+) -> list[dict[str, np.ndarray]]:
+    """Seeded calibration inputs: random prompts at random positions with a causal mask."""
+    rng = np.random.default_rng(cfg.seed + 1000 * part + ar)
+    per_part = cfg.layers // 2
+    samples = []
+    for _ in range(count):
+        start = int(rng.integers(0, cfg.context - ar + 1))
+        positions = np.arange(start, start + ar)
+        cos, sin = rope_tables(cfg, positions)
+        mask = np.full((1, 1, ar, cfg.context), MASKED, np.float32)
+        past = cfg.context - ar
+        mask[..., past - start : past] = 0.0  # filled past slots
+        for i in range(ar):
+            mask[0, 0, i, past : past + i + 1] = 0.0  # causal over the new tokens
+        sample = {"attention_mask": mask, "position_ids_cos": cos, "position_ids_sin": sin}
+        if part == 1:
+            sample["input_ids"] = rng.integers(0, cfg.vocab, (1, ar), dtype=np.int32)
+        else:
+            sample["hidden_states"] = (rng.standard_normal((1, ar, cfg.hidden)) * 0.5).astype(np.float32)
+        for layer in range((part - 1) * per_part, part * per_part):
+            kv = (cfg.kv_heads, 1)
+            sample[f"past_key_{layer}_in"] = rng.standard_normal((*kv, cfg.head_dim, past)).astype(np.float32)
+            sample[f"past_value_{layer}_in"] = (rng.standard_normal((*kv, past, cfg.head_dim)) * 0.5).astype(
+                np.float32
+            )
+        samples.append(sample)
+    return samples
+
+
+def kv_overrides(cfg: DecoderConfig, part: int, limit: float = 8.0) -> dict[str, list[dict]]:
+    """One fixed range for each KV cache `_in`/`_out` pair, so both carry the same quantization."""
+    per_part = cfg.layers // 2
+    rng = [{"rmin": np.array(-limit, np.float32), "rmax": np.array(limit, np.float32)}]
+    out = {}
+    for layer in range((part - 1) * per_part, part * per_part):
+        for kind in ("key", "value"):
+            out[f"past_{kind}_{layer}_in"] = rng
+            out[f"past_{kind}_{layer}_out"] = rng
+    return out
+
+
+def mlp_model(seq: int = 16, width: int = 256, hidden: int = 512, seed: int = 7) -> onnx.ModelProto:
+    """A small two-layer ReLU MLP block with a residual: x [1, seq, width] → y."""
+    rng = np.random.default_rng(seed)
+    g = _Graph()
+    g.const("w1", (rng.standard_normal((width, hidden)) * width**-0.5).astype(np.float32))
+    g.const("b1", (rng.standard_normal(hidden) * 0.02).astype(np.float32))
+    g.const("w2", (rng.standard_normal((hidden, width)) * hidden**-0.5).astype(np.float32))
+    h = g.op("Relu", [g.op("Add", [g.op("MatMul", ["x", "w1"]), "b1"])], "h")
+    g.op_to("Add", ["x", g.op("MatMul", [h, "w2"])], "y")
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        g.nodes,
+        f"mlp_seq{seq}",
+        [helper.make_tensor_value_info("x", f, [1, seq, width])],
+        [helper.make_tensor_value_info("y", f, [1, seq, width])],
+        g.inits,
+    )
+    return _model(graph)
+
+
+def spill_fill_model(
+    seq: int = 4096, width: int = 128, hidden: int = 1024, seed: int = 11
+) -> onnx.ModelProto:
+    """Wide activations and small weights: the [seq, hidden] intermediate does not fit in VTCM."""
+    return mlp_model(seq=seq, width=width, hidden=hidden, seed=seed)
+
+
+def mlp_calibration(model: onnx.ModelProto, seed: int, count: int = 4) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    return [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(count)]
+
+
+def quantize_w8a16(
+    model: onnx.ModelProto,
+    calibration: list[dict[str, np.ndarray]],
+    out_path: Path,
+    overrides: dict[str, list[dict]] | None = None,
+) -> Path:
+    """w8a16 QDQ with ONNX Runtime's QNN config; int32 inputs (input_ids) stay unquantized."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.items = iter(calibration)
+
+        def get_next(self):
+            return next(self.items, None)
+
+    out_path = Path(out_path)
+    float_path = out_path.with_name(out_path.stem + ".float.tmp.onnx")
+    onnx.save(model, float_path)
+    try:
+        config = get_qnn_qdq_config(
+            model,
+            Reader(),
+            activation_type=QuantType.QUInt16,
+            weight_type=QuantType.QUInt8,
+            init_overrides=overrides,
+        )
+        quantize(str(float_path), str(out_path), config)
+    finally:
+        float_path.unlink(missing_ok=True)
+    return out_path
