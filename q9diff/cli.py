@@ -171,11 +171,91 @@ def diff_cmd(
 
 
 @app.command()
-def suggest(candidate: Path, reference: Path) -> None:
-    """Print the config changes that make CANDIDATE's build match REFERENCE's."""
-    res = _open_pair(candidate, reference)
-    _print_suggestions(res.suggestions)
-    raise typer.Exit(0 if res.identical else 1)
+def suggest(
+    candidate: Path,
+    reference: Path,
+    apply: list[Path] = typer.Option(
+        None, "--apply", help="recipe / htp_backend_ext_config.json files to fix"
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="show the edits, write nothing"),
+    recompile_: bool = typer.Option(False, "--recompile", help="rebuild from the fixed recipe and re-diff"),
+    out: Path = typer.Option(None, "--out", help="where --recompile writes the new binaries"),
+) -> None:
+    """Print (and with --apply, make) the config changes that make CANDIDATE's build match REFERENCE's."""
+    if candidate.is_dir() or reference.is_dir():
+        from q9diff.diff import diff_sets, set_to_json
+
+        try:
+            data = set_to_json(diff_sets(candidate, reference))
+        except FormatError as exc:
+            _fail(str(exc))
+        suggestions, identical = data["suggestions"], data["identical"]
+    else:
+        res = _open_pair(candidate, reference)
+        suggestions, identical = res.suggestions, res.identical
+    _print_suggestions(suggestions)
+    if not apply:
+        raise typer.Exit(0 if identical else 1)
+    from q9diff.apply import ApplyError, plan, write
+
+    edits = []
+    for f in apply:
+        try:
+            edits.append(plan(f, suggestions))
+        except ApplyError as exc:
+            _fail(str(exc))
+    for e in edits:
+        console.print(e.unified or f"{e.path}: already matches", markup=False)
+        if not dry_run:
+            write(e)
+    if dry_run:
+        console.print("--dry-run: nothing written")
+        raise typer.Exit(1)
+    if recompile_:
+        recipes = [e.path for e in edits if '"q9diff.recipe/1"' in e.after]
+        if not recipes:
+            _fail("--recompile needs a q9diff recipe among the --apply files")
+        _recompile_and_check(recipes[0], out or Path("q9diff-out"), reference)
+
+
+def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
+    from q9diff.backends import BackendUnavailable, compile_backend
+    from q9diff.diff import diff_sets, set_to_json
+    from q9diff.recipe import load
+
+    r = load(recipe_path)
+    try:
+        built = compile_backend(r.backend).compile(r, out)
+    except (BackendUnavailable, RuntimeError) as exc:
+        _fail(f"{recipe_path}: recompile failed: {exc}")
+    console.print(f"rebuilt {len(built)} binaries into {out}")
+    data = set_to_json(diff_sets(out, reference if reference.is_dir() else reference.parent))
+    roots = [c["name"] for c in data["causes"] if c["role"] == "root"]
+    console.print(f"new vs reference: {data['a_total']} vs {data['b_total']} bytes")
+    if data["identical"]:
+        console.print("[bold green]Gap closed: the rebuilt binaries are byte-identical to the reference.[/]")
+        raise typer.Exit(0)
+    console.print(f"Gap not closed; root causes left: {', '.join(roots) or 'none (data only)'}")
+    raise typer.Exit(1)
+
+
+@app.command()
+def recompile(
+    recipe: Path,
+    out: Path = typer.Option(Path("q9diff-out"), "--out", help="output directory"),
+    backend: str = typer.Option(None, "--backend", help="ort-qnn (default), qairt or qnn-cli"),
+) -> None:
+    """Rebuild the context binaries a recipe describes."""
+    from q9diff.backends import BackendUnavailable, compile_backend
+    from q9diff.recipe import load
+
+    r = load(recipe)
+    try:
+        built = compile_backend(backend or r.backend).compile(r, out)
+    except (BackendUnavailable, RuntimeError) as exc:
+        _fail(f"{recipe}: {exc}")
+    for b in built:
+        console.print(str(b))
 
 
 def _set_diff(a: Path, b: Path, as_json: bool) -> None:
@@ -281,7 +361,7 @@ def _cell(v) -> str:
     return s if len(s) <= 30 else s[:27] + "..."
 
 
-COMMANDS = {"inspect", "diff", "suggest", "--help", "-h"}
+COMMANDS = {"inspect", "diff", "suggest", "recompile", "--help", "-h"}
 
 
 def main() -> None:
