@@ -372,7 +372,7 @@ class ContextBinary:
         if end - start < 8:
             return [], start
         words = self._words(start, end - (end - start) % 4)
-        idx = words ^ np.uint32(F.OP_MARKER_XOR)
+        idx = (words ^ np.uint32(F.OP_MARKER_XOR)) & np.uint32(F.OP_INDEX_MASK)
         cands = np.flatnonzero(idx < min(len(words), 1 << 20))
         stops = np.flatnonzero(words == np.uint32(F.OP_LIST_END))
         ops, want = [], 0
