@@ -135,7 +135,7 @@ AUX_TAG_NAMES = {
 }
 ALLOCATOR_MAGIC = 0xFA0000FA  # the allocator / graph I/O block before the op list
 OP_MARKER_XOR = 0x1303EE71  # op record starts with op_index ^ this (public serialize_defs.h)
-# The marker's top bit is a flag (set on some ops of fixtures/qwen-mini/*/genie/part_1_of_2_prompt.bin, op 766).
+# The marker's top bit is a flag: set on op 766 of fixtures/qwen-mini/*/genie/part_1_of_2_prompt.bin.
 OP_INDEX_MASK = 0x7FFFFFFF
 OP_LIST_END = 0xBEEFF00D
 WEIGHTS_DESCRIPTOR_MAGIC = 0x71C43C9B  # public const_extent_shared.h
