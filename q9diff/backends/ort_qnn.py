@@ -99,9 +99,15 @@ class OrtQnnBackend:
         return None
 
     def _python_for(self, qairt_version: str | None) -> str:
+        """The interpreter for a recipe's QAIRT version: `pythons`, else env Q9DIFF_PYTHON_2_48, else ours."""
         if qairt_version:
             for version, python in self.pythons.items():
                 if _same_version(version, qairt_version):
+                    return python
+            fields = str(qairt_version).split(".")
+            if len(fields) >= 2 and not _same_version(qairt_version, _our_qairt() or qairt_version):
+                python = os.environ.get(f"Q9DIFF_PYTHON_{fields[0]}_{fields[1]}")
+                if python:
                     return python
         return sys.executable
 
@@ -151,6 +157,15 @@ class OrtQnnBackend:
             return CompiledPart(target, tuple(result["graph_names"]), result["qairt_version"])
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _our_qairt() -> str | None:
+    """The QAIRT version of this interpreter's onnxruntime-qnn, without loading Qualcomm's libraries."""
+    try:
+        from onnxruntime_qnn import build_and_package_info
+    except ImportError:
+        return None
+    return getattr(build_and_package_info, "qnn_version", None)
 
 
 def _same_version(a: str, b: str) -> bool:
