@@ -279,7 +279,7 @@ def kv_overrides(cfg: DecoderConfig, part: int, limit: float = 8.0) -> dict[str,
     return out
 
 
-def mlp_model(seq: int = 16, width: int = 256, hidden: int = 512, seed: int = 7) -> onnx.ModelProto:
+def mlp_model(seq: int = 16, width: int = 128, hidden: int = 256, seed: int = 7) -> onnx.ModelProto:
     """A small two-layer ReLU MLP block with a residual: x [1, seq, width] → y."""
     rng = np.random.default_rng(seed)
     g = _Graph()
