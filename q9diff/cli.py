@@ -317,7 +317,7 @@ def _print_diff(res) -> None:
         console.print(f"[bold]Root cause: {text}{extra}[/bold]")
     else:
         console.print("[bold]No setting differs; only effects or data.[/bold]")
-    if a.soc_model == 0 or soc_name(a.soc_model).startswith("unknown"):
+    if any(c.name == "soc_model" and c.a == 0 for c in roots):
         console.print(
             "[bold red]The candidate targets a generic SoC (soc_model 0): it loads without error and can"
             " still compute garbage on the device. Set soc_model.[/]"
@@ -333,7 +333,7 @@ def _print_diff(res) -> None:
             _cell(c.a),
             _cell(c.b),
             "" if c.bytes is None else str(c.bytes),
-            "; ".join(c.evidence),
+            "; ".join(c.evidence)[:160],
         )
     console.print(t)
     console.print("[bold]Fix[/bold]")

@@ -14,9 +14,19 @@ from deepdiff import DeepDiff
 from q9diff.binary import ContextBinary
 from q9diff.rules import FIX_TARGETS, RULES
 from q9diff.summary import inspect_summary
+from q9diff.tables import requested_soc_model
 
 SCHEMA = "q9diff.diff/1"
-SETTING_OPTIONS = {"soc_type", "arch", "min_arch", "vtcm_size", "O", "hvx_threads", "enable_dlbc"}
+SETTING_OPTIONS = {
+    "soc_type",
+    "arch",
+    "min_arch",
+    "vtcm_size",
+    "O",
+    "hvx_threads",
+    "enable_dlbc",
+    "relaxed_precision_flag",
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,7 @@ def observe(cb: ContextBinary) -> dict:
     graphs = cb.graphs
     opts = [cb.options(i) for i in range(len(graphs))]
     return {
-        "soc_model": cb.soc_model,
+        "soc_model": requested_soc_model(cb.soc_model, cb.dsp_arch, opts[0] if opts else {}),
         "dsp_arch": cb.dsp_arch,
         "vtcm_size": _one(g.vtcm_size for g in graphs),
         "optimization_level": _one(g.optimization_level for g in graphs),
@@ -127,6 +137,8 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
             continue
         va, vb = oa[rule.getter], ob[rule.getter]
         evidence = [f"{rule.getter}: {_short(va)} -> {_short(vb)}"]
+        if rule.name in ("graph_structure", "quantization"):
+            evidence = [f"{rule.getter} differs ({len(va)} vs {len(vb)} entries)"]
         nbytes = None
         if rule.name == "const_size":
             nbytes = _region_bytes(res.regions, "const_pool", "WEIGHTS/")
@@ -138,18 +150,28 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
             evidence = [f"options that differ: {', '.join(keys[:12])}" + (" ..." if len(keys) > 12 else "")]
         if rule.name == "schedule":
             nbytes = _region_bytes(res.regions, "op_list", "allocator")
-            evidence.append(f"op counts {[len(x) for x in va]} -> {[len(x) for x in vb]}")
+            evidence = [_op_list_change(ga, gb) for ga, gb in zip(va, vb)]
+            va, vb = [len(x) for x in va], [len(x) for x in vb]
         res.causes.append(Cause(rule.name, role, _jsonable(va), _jsonable(vb), nbytes, tuple(evidence)))
     if oa["soc_model"] == 0 or ob["soc_model"] == 0:
         for c in res.causes:
             if c.name == "soc_model":
                 res.causes.remove(c)
-                res.causes.insert(
-                    0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + ("soc_model 0: generic target",))
-                )
+                note = "soc_model 0: generic target"
+                if c.a == 0 and a.soc_model:
+                    note += f" (metadata records {a.soc_model}, options relaxed_precision_flag=false)"
+                res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + (note,)))
                 break
     res.suggestions = suggestions(res.causes, b)
     return res
+
+
+def _op_list_change(a: tuple[str, ...], b: tuple[str, ...]) -> str:
+    ca, cb = Counter(a), Counter(b)
+    added, removed = sum((cb - ca).values()), sum((ca - cb).values())
+    if not added and not removed:
+        return f"{len(a)} ops, same kinds, re-ordered"
+    return f"{len(a)} -> {len(b)} ops: {added} added, {removed} removed (by kind)"
 
 
 def _short(v) -> str:

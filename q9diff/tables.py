@@ -91,3 +91,24 @@ def soc_name(soc_model: int | None) -> str:
         return "not recorded"
     soc = SOCS.get(soc_model)
     return soc.name if soc else f"soc_model {soc_model} (not in q9diff's table)"
+
+
+# soc_model 0 (generic target) with a dsp_arch: the compiler picks a default SoC for the arch and
+# records it in the metadata. What still tells such a build from an explicit one is the options
+# string: `relaxed_precision_flag=false` (true in every explicit-SoC build). Evidence:
+# fixtures/variants/soc_0.bin vs soc_43.bin (identical but for that option and ROOT), and
+# fixtures/qwen-mini/local vs reference.
+GENERIC_DEFAULT_SOC: dict[int, int] = {73: 43}
+GENERIC_SIGNATURE_OPTION = ("relaxed_precision_flag", "false")
+
+
+def requested_soc_model(soc_model: int | None, dsp_arch: int | None, options: dict[str, str]) -> int | None:
+    """The soc_model the build asked for: 0 when the bytes carry the generic-target signature."""
+    key, value = GENERIC_SIGNATURE_OPTION
+    if (
+        dsp_arch in GENERIC_DEFAULT_SOC
+        and soc_model == GENERIC_DEFAULT_SOC[dsp_arch]
+        and options.get(key) == value
+    ):
+        return 0
+    return soc_model
