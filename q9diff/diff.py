@@ -12,11 +12,12 @@ import numpy as np
 from deepdiff import DeepDiff
 
 from q9diff.binary import ContextBinary
-from q9diff.rules import FIX_TARGETS, RULES
+from q9diff.rules import FIX_TARGETS, ROOT_SETTINGS, RULES
 from q9diff.summary import inspect_summary
 from q9diff.tables import requested_soc_model
 
 SCHEMA = "q9diff.diff/1"
+FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
 SETTING_OPTIONS = {
     "soc_type",
     "arch",
@@ -71,7 +72,11 @@ def observe(cb: ContextBinary) -> dict:
         "num_hvx_threads": _one(g.num_hvx_threads for g in graphs),
         "htp_dlbc": _one(g.htp_dlbc for g in graphs),
         "weight_sharing": any(r.name.startswith("WEIGHTS/") for r in cb.records),
-        "io_dtypes": tuple(sorted(Counter(t.dtype for g in graphs for t in g.inputs + g.outputs).items())),
+        # I/O dtypes, and whether the compiler picked float (fp16) kernels: the kernel names carry it.
+        "precision": (
+            tuple(sorted({t.dtype for g in graphs for t in g.inputs + g.outputs})),
+            any(FP16_KERNEL in op.kind for i in range(len(graphs)) for op in cb.ops(i)),
+        ),
         "num_graphs": len(graphs),
         "build_id": cb.build_id,
         "io_signature": tuple(sorted((t.name, t.dims) for g in graphs for t in g.inputs + g.outputs)),
@@ -153,6 +158,16 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
             evidence = [_op_list_change(ga, gb) for ga, gb in zip(va, vb)]
             va, vb = [len(x) for x in va], [len(x) for x in vb]
         res.causes.append(Cause(rule.name, role, _jsonable(va), _jsonable(vb), nbytes, tuple(evidence)))
+    if not roots & set(ROOT_SETTINGS) and "graph_structure" not in roots:
+        weights = _region_bytes(res.regions, "const_pool", "WEIGHTS/")
+        if weights or oa["op_kinds"] != ob["op_kinds"]:
+            evidence = (
+                f"{weights} bytes of weights differ",
+                "op lists differ" if "op_kinds" in changed else "",
+            )
+            res.causes.insert(
+                0, Cause("graph_structure", "root", None, None, weights, tuple(e for e in evidence if e))
+            )
     if oa["soc_model"] == 0 or ob["soc_model"] == 0:
         for c in res.causes:
             if c.name == "soc_model":

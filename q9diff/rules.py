@@ -16,6 +16,21 @@ class Rule:
     ] = ()  # an effect is not reported as its own root when one of these is a root
 
 
+# Settings that change the compiled graph body (schedule, tiling, constants) as a consequence: when
+# none of them differs and the op list or the weights still do, the model itself differs.
+ROOT_SETTINGS = (
+    "soc_model",
+    "dsp_arch",
+    "vtcm_size",
+    "optimization_level",
+    "hvx_threads",
+    "dlbc",
+    "quantization",
+    "graph_set",
+    "sdk_version",
+    "weight_sharing",
+)
+
 RULES: tuple[Rule, ...] = (
     Rule("soc_model", "root", "soc_model"),
     Rule("dsp_arch", "root", "dsp_arch"),
@@ -23,8 +38,8 @@ RULES: tuple[Rule, ...] = (
     Rule("optimization_level", "root", "optimization_level"),
     Rule("hvx_threads", "root", "num_hvx_threads"),
     Rule("dlbc", "root", "htp_dlbc"),
-    Rule("weight_sharing", "root", "weight_sharing"),
-    Rule("quantization", "root", "io_dtypes"),
+    Rule("weight_sharing", "root", "weight_sharing", explained_by=("graph_set",)),
+    Rule("quantization", "root", "precision"),
     Rule("graph_set", "root", "num_graphs"),
     Rule("sdk_version", "root", "build_id"),
     Rule("graph_structure", "root", "io_signature", explained_by=("quantization", "graph_set")),
