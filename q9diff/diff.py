@@ -17,6 +17,7 @@ from q9diff.summary import inspect_summary
 from q9diff.tables import requested_soc_model
 
 SCHEMA = "q9diff.diff/1"
+BULKY = ("op_kinds", "other_options", "io_signature")
 FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
 SETTING_OPTIONS = {
     "soc_type",
@@ -130,7 +131,12 @@ def _region_bytes(rows: list[dict], *needles: str) -> int:
 def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     res = DiffResult(a, b, regions=_region_rows(a, b))
     oa, ob = observe(a), observe(b)
-    changed = {str(k) for k in DeepDiff(oa, ob).affected_root_keys}
+    # deepdiff for the settings; plain equality for the long sequences (op lists, options), where
+    # deepdiff's pairwise walk costs seconds and only "differs or not" is needed here.
+    settings_a = {k: v for k, v in oa.items() if k not in BULKY}
+    settings_b = {k: v for k, v in ob.items() if k not in BULKY}
+    changed = {str(k) for k in DeepDiff(settings_a, settings_b).affected_root_keys}
+    changed |= {k for k in BULKY if oa[k] != ob[k]}
     roots = {r.name for r in RULES if r.role == "root" and r.getter in changed}
     for rule in RULES:
         if rule.getter not in changed:

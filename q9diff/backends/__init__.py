@@ -27,12 +27,9 @@ def compile_backend(name: str) -> CompileBackend:
         from q9diff.backends.ort_qnn import OrtQnnBackend
 
         return OrtQnnBackend()
-    if name == "qairt":
-        from q9diff.backends.qairt_sdk import QairtBackend
-
-        return QairtBackend()
-    if name == "qnn-cli":
-        from q9diff.backends.qnn_cli import QnnCliBackend
-
-        return QnnCliBackend()
+    if name in ("qairt", "qnn-cli"):
+        raise BackendUnavailable(
+            f"the {name} compile backend is not built yet; use --backend ort-qnn"
+            " (onnxruntime-qnn, Linux x86_64, Python 3.11)"
+        )
     raise BackendUnavailable(f"unknown compile backend {name!r}; choose ort-qnn, qairt or qnn-cli")

@@ -1,0 +1,135 @@
+"""Speed and memory of q9diff against baselines measured in the same run, printed as ratios.
+
+    python scripts/bench.py [A.bin B.bin] [--large]
+
+Without files it uses the bundled qwen-mini pair; --large first compiles a pair of ~100 MB binaries
+(a w8 MLP, soc_model 0 vs 77) with the ort-qnn backend into a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(fn, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def sha256(path: Path) -> None:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+
+
+def q9(*args: str) -> None:
+    subprocess.run([sys.executable, "-c", "from q9diff.cli import main; main()", *args], capture_output=True)
+
+
+def large_pair(tmp: Path) -> tuple[Path, Path]:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    n, layers = 2048, 24  # 24 x 2048 x 2048 uint8 ~ 100 MB
+    nodes, inits, x = [], [], "x"
+    for i in range(layers):
+        w = rng.integers(0, 255, (n, n), dtype=np.uint8)
+        inits += [
+            numpy_helper.from_array(w, f"w{i}"),
+            numpy_helper.from_array(np.array(0.01, np.float32), f"s{i}"),
+            numpy_helper.from_array(np.array(128, np.uint8), f"z{i}"),
+        ]
+        nodes.append(helper.make_node("DequantizeLinear", [f"w{i}", f"s{i}", f"z{i}"], [f"wf{i}"]))
+        nodes.append(helper.make_node("MatMul", [x, f"wf{i}"], [f"h{i}"]))
+        x = f"h{i}"
+    g = helper.make_graph(
+        nodes,
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, n])],
+        inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    onnx.save(m, tmp / "big.onnx")
+    from q9diff.backends.ort_qnn import OrtQnnBackend
+    from q9diff.recipe import Recipe
+
+    out = []
+    for soc in (0, 77):
+        r = Recipe.from_dict(
+            {
+                "schema": "q9diff.recipe/1",
+                "backend": "ort-qnn",
+                "settings": {"soc_model": soc, "dsp_arch": "v73"},
+                "parts": [
+                    {
+                        "name": "big",
+                        "output": f"big_{soc}.bin",
+                        "graphs": [{"name": "big", "model": "big.onnx"}],
+                    }
+                ],
+            },
+            "bench",
+            path=tmp / "recipe.json",
+        )
+        out += OrtQnnBackend().compile(r, tmp / f"soc{soc}")
+    return out[0], out[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--large", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.files:
+            a, b = args.files
+        elif args.large:
+            a, b = large_pair(Path(tmp))
+        else:
+            a = ROOT / "fixtures/qwen-mini/local/part_1_of_2.bin"
+            b = ROOT / "fixtures/qwen-mini/reference/part_1_of_2.bin"
+        size = a.stat().st_size
+        print(f"pair: {a} ({size} bytes) vs {b} ({b.stat().st_size} bytes)")
+        base_py = timed(lambda: subprocess.run([sys.executable, "-c", "pass"]))
+        t_cmp = timed(lambda: subprocess.run(["cmp", "-l", str(a), str(b)], capture_output=True))
+        t_sha = timed(lambda: (sha256(a), sha256(b)))
+        t_inspect = timed(lambda: q9("inspect", "--json", str(a)))
+        t_diff = timed(lambda: q9("diff", "--json", str(a), str(b)))
+
+        def meta_only():
+            from q9diff.binary import ContextBinary
+
+            cb = ContextBinary.open(a)
+            return cb.soc_model, [g.vtcm_size for g in cb.graphs]
+
+        t_meta = timed(meta_only)
+        print(f"baseline: python start {base_py:.3f} s, cmp -l {t_cmp:.3f} s, sha256 of both {t_sha:.3f} s")
+        print(f"q9diff inspect --json: {t_inspect:.3f} s = {t_inspect / t_cmp:.2f}x cmp -l")
+        print(
+            f"q9diff diff --json:    {t_diff:.3f} s = {t_diff / t_cmp:.2f}x cmp -l, {t_diff / t_sha:.2f}x sha256"
+        )
+        print(f"metadata only (open + socModel + vtcm): {t_meta * 1000:.2f} ms")
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        print(f"peak RSS of the q9diff child processes: {rss / 2**20:.0f} MiB = {rss / size:.2f}x file size")
+
+
+if __name__ == "__main__":
+    main()
