@@ -123,9 +123,8 @@ def main() -> None:
         t_meta = timed(meta_only)
         print(f"baseline: python start {base_py:.3f} s, cmp -l {t_cmp:.3f} s, sha256 of both {t_sha:.3f} s")
         print(f"q9diff inspect --json: {t_inspect:.3f} s = {t_inspect / t_cmp:.2f}x cmp -l")
-        print(
-            f"q9diff diff --json:    {t_diff:.3f} s = {t_diff / t_cmp:.2f}x cmp -l, {t_diff / t_sha:.2f}x sha256"
-        )
+        print(f"q9diff diff --json:    {t_diff:.3f} s = {t_diff / t_cmp:.2f}x cmp -l,", end=" ")
+        print(f"{t_diff / t_sha:.2f}x sha256 of both")
         print(f"metadata only (open + socModel + vtcm): {t_meta * 1000:.2f} ms")
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         print(f"peak RSS of the q9diff child processes: {rss / 2**20:.0f} MiB = {rss / size:.2f}x file size")
