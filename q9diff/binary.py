@@ -215,14 +215,15 @@ class ContextBinary:
                 scale = q.scalar(F.SCALE_OFFSET_SLOTS["scale"], "f", 0.0)
                 offset = q.scalar(F.SCALE_OFFSET_SLOTS["offset"], "i", 0)
         dtype = t.scalar(s["data_type"], "I", 0)
+        ttype = t.scalar(s["type"], "I", 0)
         return Tensor(
             name=t.string(s["name"]) or "",
             id=t.scalar(s["id"], "I", 0),
-            dtype=DATATYPE_NAMES.get(dtype, f"0x{dtype:x}"),
+            dtype=DATATYPE_NAMES.get(dtype, f"0x{dtype:04X}"),
             dims=tuple(t.scalars(s["dims"], "I")),
             scale=scale,
             offset=offset,
-            tensor_type=TENSOR_TYPE_NAMES.get(t.scalar(s["type"], "I", 0), "UNKNOWN"),
+            tensor_type=TENSOR_TYPE_NAMES.get(ttype, str(ttype)),
         )
 
     # -- the context blob (lazy) -----------------------------------------------------------------

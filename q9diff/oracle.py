@@ -25,56 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from q9diff.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
+
 LIBRARY_NAME = "libQnnSystem.so"
 SDK_LIB_DIR = Path("lib") / "x86_64-linux-clang"
 SDK_ROOT_VARIABLES = ("QNN_SDK_ROOT", "QAIRT_SDK_ROOT")
-
-# Qnn_DataType_t (QnnTypes.h), named without the QNN_DATATYPE_ prefix.
-DATATYPE_NAMES: dict[int, str] = {
-    0x0008: "INT_8",
-    0x0016: "INT_16",
-    0x0032: "INT_32",
-    0x0064: "INT_64",
-    0x0108: "UINT_8",
-    0x0116: "UINT_16",
-    0x0132: "UINT_32",
-    0x0164: "UINT_64",
-    0x0216: "FLOAT_16",
-    0x0226: "BFLOAT_16",
-    0x0232: "FLOAT_32",
-    0x0264: "FLOAT_64",
-    0x0304: "SFIXED_POINT_4",
-    0x0308: "SFIXED_POINT_8",
-    0x0316: "SFIXED_POINT_16",
-    0x0332: "SFIXED_POINT_32",
-    0x0404: "UFIXED_POINT_4",
-    0x0408: "UFIXED_POINT_8",
-    0x0416: "UFIXED_POINT_16",
-    0x0432: "UFIXED_POINT_32",
-    0x0508: "BOOL_8",
-    0x0608: "STRING",
-    0x7FFFFFFF: "UNDEFINED",
-}
-DATA_TYPES = DATATYPE_NAMES  # the earlier name, kept for callers that used it
-
-# Qnn_TensorType_t (QnnTypes.h), named without the QNN_TENSOR_TYPE_ prefix.
-TENSOR_TYPES: dict[int, str] = {
-    0: "APP_WRITE",
-    1: "APP_READ",
-    2: "APP_READWRITE",
-    3: "NATIVE",
-    4: "STATIC",
-    5: "NULL",
-    6: "UPDATEABLE_STATIC",
-    7: "UPDATEABLE_NATIVE",
-    8: "UPDATEABLE_APP_WRITE",
-    9: "UPDATEABLE_APP_READ",
-    10: "UPDATEABLE_APP_READWRITE",
-    11: "OPTIONAL_APP_WRITE",
-    12: "OPTIONAL_APP_READ",
-    13: "OPTIONAL_APP_READWRITE",
-    0x7FFFFFFF: "UNDEFINED",
-}
 
 # Qnn_QuantizationEncoding_t values this reader decodes (QnnTypes.h).
 _ENCODING_SCALE_OFFSET = 0
@@ -484,7 +439,7 @@ def _tensor(raw: _Tensor) -> TensorInfo:
         dims=dims,
         scale=scale,
         offset=offset,
-        tensor_type=TENSOR_TYPES.get(t.type, str(t.type)),
+        tensor_type=TENSOR_TYPE_NAMES.get(t.type, str(t.type)),
         data_format=t.data_format,
         axis=axis,
         scales=scales,

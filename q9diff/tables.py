@@ -18,6 +18,7 @@ DATATYPE_NAMES: dict[int, str] = {
     0x0132: "UINT_32",
     0x0164: "UINT_64",
     0x0216: "FLOAT_16",
+    0x0226: "BFLOAT_16",
     0x0232: "FLOAT_32",
     0x0264: "FLOAT_64",
     0x0304: "SFIXED_POINT_4",
@@ -48,6 +49,7 @@ TENSOR_TYPE_NAMES: dict[int, str] = {
     11: "OPTIONAL_APP_WRITE",
     12: "OPTIONAL_APP_READ",
     13: "OPTIONAL_APP_READWRITE",
+    0x7FFFFFFF: "UNDEFINED",
 }
 
 
