@@ -23,6 +23,8 @@ class Table:
         vt = pos - self._i32(pos)
         self._check(vt, 4, "a FlatBuffer vtable")
         vlen, _ = struct.unpack_from("<HH", buf, vt)
+        if vlen < 4 or vlen % 2:
+            raise FormatError(path, vt, f"a FlatBuffer vtable length of at least 4, even (got {vlen})")
         self._check(vt, vlen, "a FlatBuffer vtable")
         self.slots = struct.unpack_from(f"<{(vlen - 4) // 2}H", buf, vt + 4)
 
