@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import all_bins
 
 
@@ -55,3 +56,31 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path, fixtures_dir):
             lines = r.stderr.strip().splitlines()
             assert len(lines) == 1 and str(p) in lines[0] and "Traceback" not in r.stderr, (name, r.stderr)
     assert q9diff("inspect", str(tmp_path / "missing.bin")).returncode == 2
+
+
+def test_epcontext_onnx_embedded_and_referenced(tmp_path, fixtures_dir):
+    onnx = pytest.importorskip("onnx")
+    helper, TensorProto = onnx.helper, onnx.TensorProto
+
+    binary = all_bins()[0]
+    for embed in (1, 0):
+        node = helper.make_node(
+            "EPContext",
+            ["x"],
+            ["y"],
+            domain="com.microsoft",
+            embed_mode=embed,
+            ep_cache_context=binary.read_bytes() if embed else str(binary.resolve()),
+            source="QNNExecutionProvider",
+        )
+        graph = helper.make_graph(
+            [node],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        )
+        model = tmp_path / f"ctx_{embed}.onnx"
+        onnx.save(helper.make_model(graph), model)
+        r = q9diff("inspect", str(model), "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["size"] == binary.stat().st_size
