@@ -27,6 +27,8 @@ BlobHeader = Struct(
     "directory_size" / Int64ul,  # FlatBuffer of the record directory at blob + 0x20
 )
 BLOB_HEADER_SIZE = BlobHeader.sizeof()
+# QAIRT 2.47 writes blob version 3.3.4 and a header {3, 3, 4, 0x1000}: no directory follows.
+LEGACY_BLOB_VERSION = (3, 3)
 
 # Per-graph HTP blob info inside metadata GraphInfo v3 slot 2 (raw 112 bytes). Layout from the
 # public QnnHtpSystemContext.h field order; every value equals the oracle's.

@@ -247,8 +247,8 @@ class ContextBinary:
     def records(self) -> tuple[Record, ...]:
         """The record directory. QAIRT 2.47 files (blob 3.3.4) have none: empty tuple."""
         h = self.blob_header
-        if h.directory_size == 0 or h.patch == 0x1000:
-            return ()
+        if (h.major, h.minor) == F.LEGACY_BLOB_VERSION:
+            return self._legacy_records()
         start = self.blob_offset + F.BLOB_HEADER_SIZE
         directory = flatbuf.root(self._buf, start, h.directory_size, self.path)
         out = []
@@ -265,6 +265,31 @@ class ContextBinary:
                 )
             )
         return tuple(sorted(out, key=lambda rec: rec.offset))
+
+    def _legacy_records(self) -> tuple[Record, ...]:
+        """QAIRT 2.47 (blob 3.3.x): no directory. The HTP context FlatBuffer sits at +0x20 up to the
+        first page; the barrels follow back to back on 4 KiB boundaries, each sized by its Sz word 0 x 4;
+        whatever follows them is the shared weights. Evidence: fixtures/variants/qairt_2.47.bin."""
+        b, end = self.blob_offset, self.blob_offset + self.blob_size
+        out = [
+            Record("ROOT", b + F.BLOB_HEADER_SIZE, min(F.PAGE, self.blob_size) - F.BLOB_HEADER_SIZE, F.PAGE)
+        ]
+        pos = b + F.PAGE
+        for i, g in enumerate(self.graphs):
+            if pos + 8 > end or self._u32(pos) != F.BARREL_MAGIC:
+                raise FormatError(
+                    self.path, pos, f"the pickle barrel of graph {i} (magic {F.BARREL_MAGIC:#x})"
+                )
+            hdr, _ = self._header_records(pos + 8, end)
+            sz = next((o for t, o, _ in hdr if t == F.TAG_SIZE), None)
+            size = 4 * self._u32(sz + 4) if sz is not None else 0
+            if size <= 0 or pos + size > end:
+                raise FormatError(self.path, pos, f"a barrel size inside the blob (got {size})")
+            out.append(Record(f"PICKLE/{256 + i}/{g.name}", pos, size, F.PAGE))
+            pos += -(-size // F.PAGE) * F.PAGE
+        if pos < end and not self._is_zero(pos, end):
+            out.append(Record("WEIGHTS/0", pos, end - pos, F.PAGE))
+        return tuple(out)
 
     def pickle_record(self, graph_index: int) -> Record | None:
         name = self.graphs[graph_index].name
@@ -437,7 +462,7 @@ class ContextBinary:
         ]
         b = self.blob_offset
         blob = [Region("blob/header", b, F.BLOB_HEADER_SIZE)]
-        if self.records:
+        if self.records and (self.blob_header.major, self.blob_header.minor) != F.LEGACY_BLOB_VERSION:
             blob.append(Region("blob/directory", b + F.BLOB_HEADER_SIZE, self.blob_header.directory_size))
         graph_of = {}
         for i in range(len(self.graphs)):

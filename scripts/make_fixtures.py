@@ -54,6 +54,7 @@ QWEN_BUILDS = {
 BASE = rcp.Settings(soc_model=77, dsp_arch="v73", vtcm_mb=8, optimization_level=3)
 SOC_ARCH = {0: "v73", 43: "v73", 57: "v75", 69: "v79", 77: "v73", 87: "v81"}
 QAIRT_PACKAGES = {
+    "2.47": "onnxruntime-qnn 2.3.0",
     "2.48": "onnxruntime-qnn 2.4.0",
     "2.49": "onnxruntime-qnn 2.5.0",
     "2.50": "onnxruntime-qnn 2.6.0",
