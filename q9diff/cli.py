@@ -373,3 +373,7 @@ def main() -> None:
     except (FormatError, RecipeError) as exc:
         print(f"q9diff: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except Exception as exc:  # the last line of defence: one line, exit 2, never a traceback
+        name = type(exc).__name__
+        print(f"q9diff: error: internal error ({name}: {exc}); please report it", file=sys.stderr)
+        sys.exit(2)

@@ -73,11 +73,9 @@ def observe(cb: ContextBinary) -> dict:
         "num_hvx_threads": _one(g.num_hvx_threads for g in graphs),
         "htp_dlbc": _one(g.htp_dlbc for g in graphs),
         "weight_sharing": any(r.name.startswith("WEIGHTS/") for r in cb.records),
-        # I/O dtypes, and whether the compiler picked float (fp16) kernels: the kernel names carry it.
-        "precision": (
-            tuple(sorted({t.dtype for g in graphs for t in g.inputs + g.outputs})),
-            any(FP16_KERNEL in op.kind for i in range(len(graphs)) for op in cb.ops(i)),
-        ),
+        "io_dtypes": tuple(sorted({t.dtype for g in graphs for t in g.inputs + g.outputs})),
+        # Whether the compiler picked float (fp16) kernels: the kernel names carry it.
+        "fp16_kernels": any(FP16_KERNEL in op.kind for i in range(len(graphs)) for op in cb.ops(i)),
         "num_graphs": len(graphs),
         "build_id": cb.build_id,
         "io_signature": tuple(sorted((t.name, t.dims) for g in graphs for t in g.inputs + g.outputs)),
@@ -137,7 +135,9 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     settings_b = {k: v for k, v in ob.items() if k not in BULKY}
     changed = {str(k) for k in DeepDiff(settings_a, settings_b).affected_root_keys}
     changed |= {k for k in BULKY if oa[k] != ob[k]}
-    roots = {r.name for r in RULES if r.role == "root" and r.getter in changed}
+    hit = [r for r in RULES if r.role == "root" and r.getter in changed]
+    direct = {r.name for r in hit if not r.explained_by}
+    roots = direct | {r.name for r in hit if r.explained_by and not set(r.explained_by) & direct}
     for rule in RULES:
         if rule.getter not in changed:
             continue
@@ -148,7 +148,7 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
             continue
         va, vb = oa[rule.getter], ob[rule.getter]
         evidence = [f"{rule.getter}: {_short(va)} -> {_short(vb)}"]
-        if rule.name in ("graph_structure", "quantization"):
+        if rule.getter == "io_signature":
             evidence = [f"{rule.getter} differs ({len(va)} vs {len(vb)} entries)"]
         nbytes = None
         if rule.name == "const_size":

@@ -39,7 +39,11 @@ RULES: tuple[Rule, ...] = (
     Rule("hvx_threads", "root", "num_hvx_threads"),
     Rule("dlbc", "root", "htp_dlbc"),
     Rule("weight_sharing", "root", "weight_sharing", explained_by=("graph_set",)),
-    Rule("quantization", "root", "precision"),
+    Rule("quantization", "root", "io_dtypes"),
+    # A float model on an arch without fp16 HVX (soc_model 0 alone targets v68) gets no fp16 kernels:
+    # then the kernel choice is an effect of the target, not a quantization setting.
+    Rule("quantization", "root", "fp16_kernels", explained_by=("soc_model", "dsp_arch")),
+    Rule("compute_precision", "effect", "fp16_kernels"),
     Rule("graph_set", "root", "num_graphs"),
     Rule("sdk_version", "root", "build_id"),
     Rule("graph_structure", "root", "io_signature", explained_by=("quantization", "graph_set")),

@@ -101,11 +101,15 @@ def soc_name(soc_model: int | None) -> str:
 # fixtures/variants/soc_0.bin vs soc_43.bin (identical but for that option and ROOT), and
 # fixtures/qwen-mini/local vs reference.
 GENERIC_DEFAULT_SOC: dict[int, int] = {73: 43}
+# soc_model 0 with no arch at all: no socModel in the metadata, soc_type UNKNOWN_SDM, dspArch 68.
+GENERIC_SOC_TYPE = "UNKNOWN_SDM"
 GENERIC_SIGNATURE_OPTION = ("relaxed_precision_flag", "false")
 
 
 def requested_soc_model(soc_model: int | None, dsp_arch: int | None, options: dict[str, str]) -> int | None:
     """The soc_model the build asked for: 0 when the bytes carry the generic-target signature."""
+    if soc_model is None and options.get("soc_type") == GENERIC_SOC_TYPE:
+        return 0
     key, value = GENERIC_SIGNATURE_OPTION
     if (
         dsp_arch in GENERIC_DEFAULT_SOC

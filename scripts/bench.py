@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import resource
 import subprocess
 import sys
 import tempfile
@@ -36,8 +35,23 @@ def sha256(path: Path) -> None:
             h.update(chunk)
 
 
-def q9(*args: str) -> None:
-    subprocess.run([sys.executable, "-c", "from q9diff.cli import main; main()", *args], capture_output=True)
+PEAK_RSS: dict[str, int] = {}
+RUN_WITH_RSS = (
+    "import atexit, sys\n"
+    "rss = lambda: int(next(ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')).split()[1])\n"
+    "atexit.register(lambda: print('maxrss', rss(), file=sys.stderr))\n"
+    "from q9diff.cli import main\n"
+    "main()\n"
+)
+
+
+def q9(*args: str) -> str:
+    """Run the q9diff CLI in a fresh process; record that process's own peak RSS (KiB) by command."""
+    r = subprocess.run([sys.executable, "-c", RUN_WITH_RSS, *args], capture_output=True, text=True)
+    for line in r.stderr.splitlines():
+        if line.startswith("maxrss "):
+            PEAK_RSS[args[0]] = max(PEAK_RSS.get(args[0], 0), int(line.split()[1]))
+    return r.stdout
 
 
 def large_pair(tmp: Path) -> tuple[Path, Path]:
@@ -126,8 +140,11 @@ def main() -> None:
         print(f"q9diff diff --json:    {t_diff:.3f} s = {t_diff / t_cmp:.2f}x cmp -l,", end=" ")
         print(f"{t_diff / t_sha:.2f}x sha256 of both")
         print(f"metadata only (open + socModel + vtcm): {t_meta * 1000:.2f} ms")
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-        print(f"peak RSS of the q9diff child processes: {rss / 2**20:.0f} MiB = {rss / size:.2f}x file size")
+        for cmd, kib in PEAK_RSS.items():
+            ratio = kib * 1024 / size
+            print(f"peak RSS of q9diff {cmd}: {kib / 1024:.0f} MiB = {ratio:.3f}x the first file's size")
+        verdict = q9("diff", str(a), str(b)).splitlines()
+        print("verdict:", verdict[0] if verdict else "(none)")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,21 @@ def test_single_setting_pair_names_exactly_that_root(a, b, changed):
     assert roots == expected, [(c.name, c.role, c.a, c.b) for c in res.causes]
 
 
+@pytest.mark.parametrize(
+    "a,b,root",
+    [
+        ("precision_fp16", "precision_w8a16", "quantization"),
+        ("graphs_1", "graphs_2", "graph_set"),
+        ("qairt_2.47", "qairt_2.51", "sdk_version"),
+        ("qairt_2.50", "qairt_2.51", "sdk_version"),
+    ],
+)
+def test_pairs_built_from_different_models_name_their_one_root(a, b, root):
+    v = FIXTURES / "variants"
+    res = diff(ContextBinary.open(v / f"{a}.bin"), ContextBinary.open(v / f"{b}.bin"))
+    assert {c.name for c in res.causes if c.role == "root"} == {root}
+
+
 def test_there_are_single_setting_pairs(fixtures_dir):
     assert len(PAIRS) >= 5
 
