@@ -1,0 +1,218 @@
+"""The `local` runner (Qualcomm's x86 HTP emulator in onnxruntime-qnn) and the `cpu` reference runner.
+
+What the emulator can and cannot catch (measured with onnxruntime-qnn 2.7.0 / QAIRT 2.51): it runs
+the compiled graph, so quantization, structure and recipe mistakes show; it computes soc_model 0 and
+soc_model 77 builds of the same model bit-identically, so a fault only Hexagon hardware shows (the
+motivating generic-SoC bug) shows only on a device (`ssh://` runner).
+
+Weight-shared binaries (several graphs in one context, AI Hub's LLM layout) do not load on x86: the
+backend logs "Binary has already been prepared with Weight Sharing enabled … deserialization will
+proceed with weight sharing" and the process segfaults (Genie on the same emulator says "Shared
+weights buffer isn't supported on this platform"). The local runner tries anyway (in its child);
+when the child dies on a multi-graph binary it rebuilds that binary's recipe with one context per
+graph and no weight sharing, checks the rebuilt graphs have the same names and I/O, runs those, and
+says so in the session's notes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import platform
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
+from q9diff.runners.worker import WorkerClient, child_env
+
+
+def recipe_for(binary: Path):
+    """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else the folder's recipe.json."""
+    from q9diff import recipe as rcp
+
+    binary = Path(binary)
+    for candidate in (binary.with_name(binary.stem + ".recipe.json"), binary.with_name("recipe.json")):
+        if not candidate.is_file():
+            continue
+        r = rcp.load(candidate)
+        part = next((p for p in r.parts if Path(p.output).name == binary.name), None)
+        if part is None and len(r.parts) == 1 and candidate.name != "recipe.json":
+            part = r.parts[0]
+        if part is not None:
+            return r, part
+    return None, None
+
+
+def _unshared(binary: Path, work: Path) -> tuple[list[Path], str]:
+    """Rebuild `binary`'s recipe with one context per graph and no weight sharing; return the new .bins."""
+    from q9diff.backends import BackendUnavailable, compile_backend
+    from q9diff.recipe import Part
+
+    r, part = recipe_for(binary)
+    if r is None:
+        raise RunnerError(
+            f"{binary}: weight-shared binaries do not run on the x86 emulator, and no recipe "
+            f"({binary.stem}.recipe.json or recipe.json beside it) says how to rebuild it unshared"
+        )
+    parts = tuple(
+        Part(f"{part.name}_graph{i}", f"{part.name}_graph{i}.bin", (g,)) for i, g in enumerate(part.graphs)
+    )
+    unshared = replace(r.with_settings(weight_sharing=None), parts=parts)
+    try:
+        built = compile_backend(r.backend).compile(unshared, work)
+    except (BackendUnavailable, RuntimeError) as exc:
+        raise RunnerError(f"{binary}: rebuilding without weight sharing failed: {exc}") from None
+    return built, f"{r.path} part {part.name}"
+
+
+class LocalSession:
+    def __init__(self, binaries: list[Path], timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.notes: tuple[str, ...] = ()
+        self._work: Path | None = None
+        self._client: WorkerClient | None = None
+        try:
+            self._open(binaries)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, paths: list[Path]) -> list[GraphSpec]:
+        self._client = WorkerClient(
+            [sys.executable, "-m", "q9diff.runners.worker"], "x86 HTP emulator", child_env(), self.timeout_s
+        )
+        reply, _ = self._client.request({"op": "load", "binaries": [str(p) for p in paths]})
+        return [GraphSpec.from_dict(g) for g in reply["graphs"]]
+
+    def _open(self, binaries: list[Path]) -> None:
+        originals = [graph_specs(b, i) for i, b in enumerate(binaries)]
+        try:
+            self._worker_graphs = self._start(binaries)
+            self.graphs = tuple(g for specs in originals for g in specs)
+            return
+        except RunnerError as exc:
+            shared = [b for b, specs in zip(binaries, originals) if len(specs) > 1]
+            if not shared:
+                raise
+            crash = str(exc)
+        self._client.close()
+        self._work = Path(tempfile.mkdtemp(prefix="q9diff-unshared-"))
+        paths, graphs, notes = [], [], []
+        for i, (b, specs) in enumerate(zip(binaries, originals)):
+            if len(specs) == 1:
+                paths.append(b)
+                graphs.append(specs[0])
+                continue
+            built, origin = _unshared(b, self._work / f"part{i}")
+            rebuilt = [graph_specs(p, i)[0] for p in built]
+            for old, new in zip(specs, rebuilt):
+                if (old.inputs, old.outputs) != (new.inputs, new.outputs):
+                    raise RunnerError(f"{b}: the unshared rebuild of graph {old.name} has other I/O")
+            paths += built
+            graphs += specs
+            notes.append(
+                f"{Path(b).name}: weight-shared ({len(specs)} graphs in one context) cannot run on the x86"
+                f" emulator ({crash}); ran the same recipe ({origin}) rebuilt with one context per graph"
+                " and no weight sharing instead. The shared binary itself is verified only on a device."
+            )
+        self._worker_graphs = self._start(paths)
+        self.graphs = tuple(graphs)
+        self.notes = tuple(notes)
+
+    def run(self, graph: GraphSpec, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        index = self.graphs.index(graph)
+        feeds = {t.name: np.ascontiguousarray(inputs[t.name], dtype=t.dtype) for t in graph.inputs}
+        _, out = self._client.request({"op": "run", "graph": index}, feeds)
+        return out
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+
+
+class LocalRunner:
+    """Runs binaries on the x86 HTP emulator inside onnxruntime-qnn, in a child process."""
+
+    name = "local"
+
+    def __init__(self, timeout_s: float = 600) -> None:
+        self.timeout_s = timeout_s
+
+    def missing(self) -> str | None:
+        if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+            return "the x86 HTP emulator in onnxruntime-qnn runs on Linux x86_64 only"
+        for module in ("onnxruntime", "onnxruntime_qnn", "onnx"):
+            if importlib.util.find_spec(module) is None:
+                return f"Python module {module} is not installed; pip install 'q9diff[ort]' (Python 3.11)"
+        return None
+
+    def open(self, binaries: list[Path]) -> LocalSession:
+        problem = self.missing()
+        if problem:
+            raise RunnerUnavailable(problem)
+        return LocalSession([Path(b) for b in binaries], self.timeout_s)
+
+
+_ORT_TO_NUMPY = {"tensor(float)": "float32", "tensor(int32)": "int32", "tensor(int64)": "int64",
+                 "tensor(float16)": "float16", "tensor(uint8)": "uint8", "tensor(uint16)": "uint16",
+                 "tensor(int8)": "int8", "tensor(int16)": "int16", "tensor(bool)": "bool",
+                 "tensor(double)": "float64"}  # fmt: skip
+
+
+class CpuSession:
+    """The source ONNX models of a recipe on ONNX Runtime's CPU EP: what the binaries should compute."""
+
+    def __init__(self, recipe) -> None:
+        import onnxruntime as ort
+
+        self.notes = (f"CPU reference: the recipe's source ONNX models ({recipe.path}) on ONNX Runtime's CPU EP",)
+        graphs, self._sessions = [], {}
+        for i, part in enumerate(recipe.parts):
+            for g in part.graphs:
+                so = ort.SessionOptions()
+                so.log_severity_level = 3
+                session = ort.InferenceSession(str(recipe.model_path(g)), so, providers=["CPUExecutionProvider"])
+
+                def spec(v) -> TensorSpec:
+                    return TensorSpec(v.name, _ORT_TO_NUMPY.get(v.type, "float32"), tuple(v.shape))
+
+                gs = GraphSpec(
+                    str(recipe.model_path(g)),
+                    g.name,
+                    tuple(spec(v) for v in session.get_inputs()),
+                    tuple(spec(v) for v in session.get_outputs()),
+                    i,
+                )
+                graphs.append(gs)
+                self._sessions[gs] = session
+        self.graphs = tuple(graphs)
+
+    def run(self, graph: GraphSpec, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        outputs = self._sessions[graph].run(None, {t.name: inputs[t.name] for t in graph.inputs})
+        return dict(zip([t.name for t in graph.outputs], outputs, strict=True))
+
+    def close(self) -> None:
+        self._sessions.clear()
+
+
+def cpu_session(recipe_path: Path) -> CpuSession:
+    from q9diff import recipe as rcp
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise RunnerUnavailable("the CPU reference needs onnxruntime; pip install 'q9diff[ort]'")
+    r = rcp.load(recipe_path)
+    for part in r.parts:
+        for g in part.graphs:
+            if Path(g.model).suffix != ".onnx":
+                raise RunnerUnavailable(f"{recipe_path}: the CPU reference runs ONNX models, not {g.model}")
+            if not r.model_path(g).is_file():
+                raise RunnerError(f"{recipe_path}: source model {r.model_path(g)} not found")
+    return CpuSession(r)
