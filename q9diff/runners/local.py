@@ -31,7 +31,7 @@ from q9diff.runners.worker import WorkerClient, child_env
 
 
 def recipe_for(binary: Path):
-    """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else the folder's recipe.json."""
+    """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else `recipe.json`."""
     from q9diff import recipe as rcp
 
     binary = Path(binary)
@@ -173,13 +173,17 @@ class CpuSession:
     def __init__(self, recipe) -> None:
         import onnxruntime as ort
 
-        self.notes = (f"CPU reference: the recipe's source ONNX models ({recipe.path}) on ONNX Runtime's CPU EP",)
+        self.notes = (
+            f"CPU reference: the recipe's source ONNX models ({recipe.path}) on ONNX Runtime's CPU EP",
+        )
         graphs, self._sessions = [], {}
         for i, part in enumerate(recipe.parts):
             for g in part.graphs:
                 so = ort.SessionOptions()
                 so.log_severity_level = 3
-                session = ort.InferenceSession(str(recipe.model_path(g)), so, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(
+                    str(recipe.model_path(g)), so, providers=["CPUExecutionProvider"]
+                )
 
                 def spec(v) -> TensorSpec:
                     return TensorSpec(v.name, _ORT_TO_NUMPY.get(v.type, "float32"), tuple(v.shape))

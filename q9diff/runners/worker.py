@@ -207,7 +207,9 @@ class _Worker:
             main_context=int(main),
             source=EP_NAME,
         )
-        graph = helper.make_graph([node], "q9diff_run", [vi(t) for t in spec.inputs], [vi(t) for t in spec.outputs])
+        graph = helper.make_graph(
+            [node], "q9diff_run", [vi(t) for t in spec.inputs], [vi(t) for t in spec.outputs]
+        )
         model = helper.make_model(
             graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
         )
