@@ -27,9 +27,12 @@ def compile_backend(name: str) -> CompileBackend:
         from q9diff.backends.ort_qnn import OrtQnnBackend
 
         return OrtQnnBackend()
-    if name in ("qairt", "qnn-cli"):
-        raise BackendUnavailable(
-            f"the {name} compile backend is not built yet; use --backend ort-qnn"
-            " (onnxruntime-qnn, Linux x86_64, Python 3.11)"
-        )
+    if name == "qairt":
+        from q9diff.backends.qairt import QairtBackend
+
+        return QairtBackend()
+    if name == "qnn-cli":
+        from q9diff.backends.qnn_cli import QnnCliBackend
+
+        return QnnCliBackend()
     raise BackendUnavailable(f"unknown compile backend {name!r}; choose ort-qnn, qairt or qnn-cli")
