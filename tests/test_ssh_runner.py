@@ -1,0 +1,483 @@
+"""The ssh:// runner against a real OpenSSH server on loopback, and qnn-net-run / genie-t2t-run formats.
+
+The server is Debian's sshd (`.ci/run` installs openssh-server), started here on 127.0.0.1 with a fresh
+host key and client key; the remote command is q9diff's own worker (Python + onnxruntime-qnn), so the
+whole path a device run takes (mktemp, push, worker over the ssh channel, cleanup) runs for real.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from q9diff.runners import GraphSpec, RunnerError, TensorSpec, graph_specs, runner
+from q9diff.runners.ssh import (
+    QairtPaths,
+    SshRunner,
+    SshTarget,
+    genie_t2t_run_argv,
+    input_list_arg,
+    input_list_line,
+    native_raw,
+    net_run_argv,
+    parse_genie_output,
+    read_outputs,
+    remote_command,
+    tokens_file_text,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT_BIN = ROOT / "fixtures/qwen-mini/local/genie/part_1_of_2_prompt.bin"
+SSHD = Path("/usr/sbin/sshd")
+
+
+@dataclass(frozen=True)
+class Server:
+    target: SshTarget
+    known_hosts: Path
+    identity: Path
+    tmp: Path
+
+
+def _keygen(path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return Path(f"{path}.pub").read_text().strip()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_banner(port: int, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"sshd exited with {proc.returncode}: {log.read_text()[-500:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                if s.recv(64).startswith(b"SSH-2.0"):
+                    return
+        except OSError:
+            time.sleep(0.05)
+    pytest.fail(f"sshd did not answer on port {port}: {log.read_text()[-500:]}")
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory) -> Server:
+    if not SSHD.is_file():
+        pytest.skip("/usr/sbin/sshd is missing (Debian: apt-get install openssh-server; .ci/run does)")
+    if shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
+        pytest.skip("the OpenSSH client is missing (Debian: apt-get install openssh-client)")
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+    tmp = tmp_path_factory.mktemp("sshd")
+    host_pub = _keygen(tmp / "host_key")
+    client_pub = _keygen(tmp / "client_key")
+    (tmp / "authorized_keys").write_text(client_pub + "\n")
+    port = _free_port()
+    config = tmp / "sshd_config"
+    config.write_text(
+        "\n".join([
+            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {tmp / 'host_key'}",
+            f"PidFile {tmp / 'sshd.pid'}", f"AuthorizedKeysFile {tmp / 'authorized_keys'}",
+            "PermitRootLogin prohibit-password", "PubkeyAuthentication yes", "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no", "StrictModes no", "UsePAM no", "Subsystem sftp internal-sftp",
+            f"AllowUsers {getpass.getuser()}",
+        ]) + "\n"
+    )  # fmt: skip
+    log = tmp / "sshd.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stdout=err, stderr=err)
+    try:
+        _wait_for_banner(port, proc, log)
+        known_hosts = tmp / "known_hosts"
+        key_type, key = host_pub.split()[:2]
+        known_hosts.write_text(f"[127.0.0.1]:{port} {key_type} {key}\n")
+        yield Server(SshTarget(getpass.getuser(), "127.0.0.1", port), known_hosts, tmp / "client_key", tmp)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _seeded_inputs(graph: GraphSpec, seed: int = 7) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for t in graph.inputs:
+        if np.issubdtype(np.dtype(t.dtype), np.integer):
+            feeds[t.name] = rng.integers(0, 2048, size=t.shape).astype(t.dtype)
+        else:
+            feeds[t.name] = rng.standard_normal(t.shape).astype(t.dtype)
+    return feeds
+
+
+# ---- end to end over a real sshd ----
+
+
+def test_ssh_worker_matches_local_runner_bit_for_bit(sshd: Server, tmp_path: Path) -> None:
+    from q9diff.runners.local import LocalRunner
+
+    local = LocalRunner()
+    if local.missing():
+        pytest.skip(local.missing())
+    remote_base = tmp_path / "evk"
+    ssh = SshRunner(sshd.target, tool="q9diff", known_hosts=sshd.known_hosts, identity=sshd.identity,
+                    remote_dir=str(remote_base), remote_python=sys.executable, remote_pythonpath=str(ROOT),
+                    timeout_s=120)  # fmt: skip
+    assert ssh.missing() is None
+    session = ssh.open([PROMPT_BIN])
+    try:
+        remote_dir = Path(session.remote_dir)
+        assert remote_dir.parent == remote_base and (remote_dir / f"0_{PROMPT_BIN.name}").is_file()
+        assert session.graphs == tuple(graph_specs(PROMPT_BIN))
+        graph = session.graphs[0]
+        inputs = _seeded_inputs(graph)
+        remote_out = session.run(graph, inputs)
+    finally:
+        session.close()
+    assert not remote_dir.exists(), "close() must remove the remote temp dir"
+
+    lsession = local.open([PROMPT_BIN])
+    try:
+        local_out = lsession.run(lsession.graphs[0], inputs)
+    finally:
+        lsession.close()
+    assert sorted(remote_out) == sorted(t.name for t in graph.outputs) == sorted(local_out)
+    for name in local_out:
+        assert remote_out[name].dtype == local_out[name].dtype
+        assert remote_out[name].shape == local_out[name].shape
+        assert remote_out[name].tobytes() == local_out[name].tobytes(), name
+    assert np.isfinite(remote_out["hidden_states"]).all() and np.abs(remote_out["hidden_states"]).max() > 0
+
+
+# qnn-net-run is not available off-device, so this stand-in plays Qualcomm's part of the documented file
+# contract only (argv as documented, `name:=path` input list, `__` skips, native raw in, Result_0/<name>.raw
+# out) by running the graph on the x86 emulator. What is under test is q9diff's side: the files it writes,
+# the command line it sends over ssh, the pull and the parse. It refuses float32 mode, as a trap should.
+STAND_IN = """#!{python}
+import sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+import numpy as np
+from q9diff.runners import graph_specs
+from q9diff.runners.local import LocalRunner
+args = sys.argv[1:]
+opt = dict(zip(args, args[1:]))
+if "--use_native_input_files" not in args or "--use_native_output_files" not in args:
+    sys.exit("stand-in: only native files are implemented")
+assert Path(opt["--backend"]).name == "libQnnHtp.so", opt["--backend"]
+context = opt["--retrieve_context"]
+lists = opt["--input_list"].split(",")
+specs = graph_specs(Path(context))
+assert len(lists) == len(specs), (lists, len(specs))
+(index, listing), = [(i, f) for i, f in enumerate(lists) if f != "__"]
+graph = specs[index]
+pairs = dict(p.split(":=") for p in Path(listing).read_text().split())
+feeds = {{t.name: np.fromfile(pairs[t.name], dtype=t.dtype).reshape(t.shape) for t in graph.inputs}}
+session = LocalRunner().open([Path(context)])
+out = session.run(session.graphs[index], feeds)
+session.close()
+result = Path(opt["--output_dir"]) / "Result_0"
+result.mkdir(parents=True)
+for t in graph.outputs:
+    (result / (t.name + ".raw")).write_bytes(np.ascontiguousarray(out[t.name], dtype=t.dtype).tobytes())
+"""
+
+
+def test_net_run_session_over_ssh_round_trips_native_files(sshd: Server, tmp_path: Path) -> None:
+    from q9diff.runners.local import LocalRunner
+
+    local = LocalRunner()
+    if local.missing():
+        pytest.skip(local.missing())
+    qairt = tmp_path / "qairt"
+    tool = qairt / "bin/aarch64-oe-linux-gcc11.2/qnn-net-run"
+    tool.parent.mkdir(parents=True)
+    tool.write_text(STAND_IN.format(python=sys.executable, root=str(ROOT)))
+    tool.chmod(0o755)
+    remote_base = tmp_path / "evk"
+    url = f"ssh://{sshd.target.user}@127.0.0.1:{sshd.target.port}"
+    ssh = SshRunner.from_url(url, tool="qnn-net-run", known_hosts=sshd.known_hosts, identity=sshd.identity,
+                             remote_dir=str(remote_base), qairt_root=str(qairt), timeout_s=120)  # fmt: skip
+    session = ssh.open([PROMPT_BIN])
+    try:
+        graph = session.graphs[0]
+        inputs = _seeded_inputs(graph, seed=11)
+        remote_out = session.run(graph, inputs)
+        remote_dir = Path(session.remote_dir)
+        assert sorted(p.name for p in remote_dir.iterdir()) == [f"0_{PROMPT_BIN.name}"], "run dir left behind"
+    finally:
+        session.close()
+    assert not remote_dir.exists()
+    lsession = local.open([PROMPT_BIN])
+    try:
+        local_out = lsession.run(lsession.graphs[0], inputs)
+    finally:
+        lsession.close()
+    assert sorted(remote_out) == sorted(local_out)
+    for name, want in local_out.items():
+        got = remote_out[name]
+        assert (got.dtype, got.shape) == (want.dtype, want.shape) and got.tobytes() == want.tobytes(), name
+
+
+def test_changed_host_key_is_refused_before_anything_is_pushed(sshd: Server, tmp_path: Path) -> None:
+    other = tmp_path / "other_key"
+    key_type, key = _keygen(other).split()[:2]
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{sshd.target.port} {key_type} {key}\n")
+    remote_base = tmp_path / "evk"
+    ssh = SshRunner(sshd.target, known_hosts=known_hosts, identity=sshd.identity, remote_dir=str(remote_base),
+                    remote_python=sys.executable, remote_pythonpath=str(ROOT))  # fmt: skip
+    with pytest.raises(RunnerError) as err:
+        ssh.open([PROMPT_BIN])
+    message = str(err.value)
+    assert "\n" not in message
+    assert "host key" in message and "changed" in message
+    assert f"ssh-keyscan -p {sshd.target.port} 127.0.0.1" in message and str(known_hosts) in message
+    assert not remote_base.exists(), "nothing may reach the host before its key is verified"
+
+
+def test_unknown_host_is_refused_with_how_to_add_the_key(sshd: Server, tmp_path: Path) -> None:
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("")
+    remote_base = tmp_path / "evk"
+    ssh = SshRunner.from_url(f"ssh://{sshd.target.user}@127.0.0.1:{sshd.target.port}", tool="qnn-net-run",
+                             known_hosts=known_hosts, identity=sshd.identity, remote_dir=str(remote_base))
+    with pytest.raises(RunnerError) as err:
+        ssh.open([PROMPT_BIN])
+    message = str(err.value)
+    assert "\n" not in message and "is not known" in message and "ssh-keyscan" in message
+    assert known_hosts.read_text() == "", "the key must never be added silently"
+    assert not remote_base.exists()
+
+
+def test_wrong_client_key_is_an_authentication_error(sshd: Server, tmp_path: Path) -> None:
+    stranger = tmp_path / "stranger"
+    _keygen(stranger)
+    evk = tmp_path / "evk"
+    ssh = SshRunner(sshd.target, known_hosts=sshd.known_hosts, identity=stranger, remote_dir=str(evk))
+    with pytest.raises(RunnerError, match="authentication refused"):
+        ssh.open([PROMPT_BIN])
+    assert not evk.exists()
+
+
+# ---- the URL and the runner's interface ----
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("ssh://root@evk", SshTarget("root", "evk", 22)),
+        ("ssh://ubuntu@10.0.0.7:2222", SshTarget("ubuntu", "10.0.0.7", 2222)),
+        ("ssh://me@[::1]:22", SshTarget("me", "::1", 22)),
+    ],
+)
+def test_target_from_url(url: str, expected: SshTarget) -> None:
+    assert SshTarget.parse(url) == expected
+    assert isinstance(runner(url), SshRunner) and runner(url).target == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://root@evk", "expected ssh://"),
+        ("ssh://evk", "name the user"),
+        ("ssh://root:hunter2@evk", "no passwords"),
+        ("ssh://root@evk:notaport", "not an ssh URL"),
+        ("ssh://root@evk:70000", "not an ssh URL"),
+        ("ssh://root@evk/tmp/x", "nothing after the port"),
+        ("ssh://root@:22", "no host"),
+    ],
+)
+def test_bad_urls_say_what_is_wrong(url: str, says: str) -> None:
+    with pytest.raises(RunnerError, match=says) as err:
+        SshTarget.parse(url)
+    assert "hunter2" not in str(err.value).replace(url, "")
+
+
+def test_options_never_trust_an_unverified_host(tmp_path: Path) -> None:
+    ssh = SshRunner(SshTarget("root", "evk", 2200), known_hosts=tmp_path / "kh", identity=tmp_path / "id")
+    argv = ssh.client.ssh_argv("true")
+    joined = " ".join(argv)
+    assert "StrictHostKeyChecking=yes" in joined and "BatchMode=yes" in joined
+    assert f"UserKnownHostsFile={tmp_path / 'kh'}" in joined
+    assert "StrictHostKeyChecking=no" not in joined and "accept-new" not in joined
+    assert argv[-2:] == ["root@evk", "true"] and argv[argv.index("-p") + 1] == "2200"
+    assert ssh.missing() == f"identity file {tmp_path / 'id'} does not exist"
+
+
+def test_remote_command_quotes_and_carries_the_environment() -> None:
+    line = remote_command(["/opt/py thon", "-m", "q9diff.runners.worker"], "/tmp/q9diff-ssh.x y",
+                          {"PYTHONPATH": "/src/q9 diff", "LD_LIBRARY_PATH": "/qairt/lib"})  # fmt: skip
+    done = subprocess.run(["sh", "-c", line.replace("exec ", "exec printf '%s\\n' ", 1).replace(
+        "cd '/tmp/q9diff-ssh.x y' && ", "")], capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stdout.splitlines() == ["env", "PYTHONPATH=/src/q9 diff", "LD_LIBRARY_PATH=/qairt/lib",
+                                        "/opt/py thon", "-m", "q9diff.runners.worker"]  # fmt: skip
+    assert line.startswith("cd '/tmp/q9diff-ssh.x y' && exec env ")
+
+
+# ---- qnn-net-run: command line, input list, native files, Result_0 ----
+
+QAIRT = QairtPaths.sdk("/opt/qairt/2.51", "aarch64-oe-linux-gcc11.2", "v73")
+
+
+def test_net_run_command_line() -> None:
+    argv = net_run_argv(QAIRT, "/w/0_part.bin", "/w/run1/input_list.txt", "/w/run1/output")
+    assert argv == [
+        "/opt/qairt/2.51/bin/aarch64-oe-linux-gcc11.2/qnn-net-run",
+        "--backend", "/opt/qairt/2.51/lib/aarch64-oe-linux-gcc11.2/libQnnHtp.so",
+        "--retrieve_context", "/w/0_part.bin",
+        "--input_list", "/w/run1/input_list.txt",
+        "--use_native_input_files", "--use_native_output_files",
+        "--output_dir", "/w/run1/output",
+    ]  # fmt: skip
+    assert QAIRT.env() == {"LD_LIBRARY_PATH": "/opt/qairt/2.51/lib/aarch64-oe-linux-gcc11.2",
+                           "ADSP_LIBRARY_PATH": "/opt/qairt/2.51/lib/hexagon-v73/unsigned"}  # fmt: skip
+    on_path = QairtPaths.sdk(None)
+    assert net_run_argv(on_path, "c.bin", "l.txt", "o")[:3] == ["qnn-net-run", "--backend", "libQnnHtp.so"]
+    assert on_path.env() == {}
+
+
+def test_input_list_selects_one_graph_of_a_context() -> None:
+    assert input_list_arg("l.txt", 0, 1) == "l.txt"
+    assert input_list_arg("l.txt", 0, 2) == "l.txt,__"
+    assert input_list_arg("l.txt", 1, 2) == "__,l.txt"
+    with pytest.raises(RunnerError):
+        input_list_arg("l.txt", 2, 2)
+
+
+def test_input_list_line_and_native_input_files(tmp_path: Path) -> None:
+    graph = graph_specs(PROMPT_BIN)[0]
+    inputs = _seeded_inputs(graph)
+    files = []
+    for j, t in enumerate(graph.inputs):
+        path = tmp_path / f"input_{j}.raw"
+        path.write_bytes(native_raw(t, inputs[t.name]))
+        files.append((t.name, str(path)))
+    line = input_list_line(files)
+    # The documented format: one line per inference, `name:=path` pairs separated by spaces.
+    pairs = [p.split(":=") for p in line.split(" ")]
+    assert [n for n, _ in pairs] == [t.name for t in graph.inputs]
+    for (_, path), t in zip(pairs, graph.inputs):
+        raw = np.fromfile(path, dtype=t.dtype)
+        assert raw.nbytes == np.prod(t.shape) * np.dtype(t.dtype).itemsize
+        assert raw.tobytes() == np.ascontiguousarray(inputs[t.name]).tobytes()
+    assert graph.input("input_ids").dtype == "int32"
+    # fp16 and quantized inputs go in their own dtype, C order, not as float32.
+    half = TensorSpec("x", "float16", (2, 3))
+    value = np.arange(6, dtype=np.float32).reshape(3, 2).T  # Fortran-ordered view
+    assert native_raw(half, value) == np.ascontiguousarray(value, dtype=np.float16).tobytes()
+    assert len(native_raw(TensorSpec("q", "uint16", (4,), 0.1, -3), np.arange(4))) == 8
+    with pytest.raises(RunnerError, match="shape"):
+        native_raw(half, np.zeros(5))
+    with pytest.raises(RunnerError, match="spaces"):
+        input_list_line([("a b", "/x.raw")])
+
+
+def _net_run_layout(root: Path, graph: GraphSpec, values: dict[str, np.ndarray], sub: str = "") -> None:
+    """What qnn-net-run writes with --use_native_output_files: Result_0/<output name>.raw, native dtype."""
+    result = root / sub / "Result_0"
+    result.mkdir(parents=True)
+    for t in graph.outputs:
+        (result / f"{t.name}.raw").write_bytes(np.ascontiguousarray(values[t.name], dtype=t.dtype).tobytes())
+
+
+def test_read_outputs_of_the_documented_layout(tmp_path: Path) -> None:
+    graph = graph_specs(PROMPT_BIN)[0]
+    rng = np.random.default_rng(3)
+    values = {t.name: rng.standard_normal(t.shape).astype(t.dtype) for t in graph.outputs}
+    _net_run_layout(tmp_path / "output", graph, values)
+    out = read_outputs(tmp_path / "output", graph)
+    assert sorted(out) == sorted(values)
+    for name, v in values.items():
+        assert out[name].dtype == v.dtype and out[name].shape == v.shape and np.array_equal(out[name], v)
+
+
+def test_read_outputs_native_dtypes_sanitised_names_and_graph_dirs(tmp_path: Path) -> None:
+    graph = GraphSpec("x.bin", "token_ar1_cl128_1_of_2",
+                      (TensorSpec("ids", "int32", (1, 1)),),
+                      (TensorSpec("logits", "uint16", (1, 1, 1, 8), 0.001, -30000),
+                       TensorSpec("/model/layer.0/k:0", "float16", (2, 3))))  # fmt: skip
+    logits = np.arange(8, dtype=np.uint16).reshape(1, 1, 1, 8) * 1000
+    k = np.linspace(-1, 1, 6, dtype=np.float16).reshape(2, 3)
+    result = tmp_path / "out" / graph.name / "Result_0"
+    result.mkdir(parents=True)
+    (result / "logits.raw").write_bytes(logits.tobytes())
+    (result / "_model_layer.0_k_0.raw").write_bytes(k.tobytes())
+    out = read_outputs(tmp_path / "out", graph)
+    assert out["logits"].dtype == np.uint16 and np.array_equal(out["logits"], logits)
+    assert out["/model/layer.0/k:0"].dtype == np.float16 and np.array_equal(out["/model/layer.0/k:0"], k)
+
+
+def test_float32_outputs_where_native_were_expected_are_refused(tmp_path: Path) -> None:
+    graph = GraphSpec("x.bin", "g", (), (TensorSpec("logits", "float16", (1, 4)),))
+    result = tmp_path / "out" / "Result_0"
+    result.mkdir(parents=True)
+    (result / "logits.raw").write_bytes(np.ones((1, 4), np.float32).tobytes())  # without native output
+    with pytest.raises(RunnerError, match="use_native_output_files"):
+        read_outputs(tmp_path / "out", graph)
+    (result / "logits.raw").unlink()
+    with pytest.raises(RunnerError, match="no file for output logits"):
+        read_outputs(tmp_path / "out", graph)
+
+
+# ---- genie-t2t-run ----
+
+
+def test_genie_t2t_run_command_lines() -> None:
+    assert genie_t2t_run_argv(QAIRT, "genie_config.json", prompt="Hello") == [
+        "/opt/qairt/2.51/bin/aarch64-oe-linux-gcc11.2/genie-t2t-run", "--config", "genie_config.json",
+        "--prompt", "Hello",
+    ]  # fmt: skip
+    argv = genie_t2t_run_argv(QairtPaths.sdk(None), "c.json", tokens_file="t.txt", profile="p.json")
+    assert argv == ["genie-t2t-run", "--config", "c.json", "--tokens_file", "t.txt", "--profile", "p.json"]
+    with pytest.raises(RunnerError, match="exactly one"):
+        genie_t2t_run_argv(QAIRT, "c.json", prompt="a", tokens_file="t.txt")
+    with pytest.raises(RunnerError, match="exactly one"):
+        genie_t2t_run_argv(QAIRT, "c.json")
+    assert tokens_file_text([24948, 592, 1048]) == "24948 592 1048\n"
+
+
+GENIE_STDOUT = """Using libGenie.so version 1.11.0
+
+[INFO]  "Using create From Binary"
+[INFO]  "Allocated total size = 270369280 across 5 buffers"
+[PROMPT]: <|im_start|>user
+What is France's capital?<|im_end|>
+<|im_start|>assistant
+
+[BEGIN]:
+
+The capital of France is Paris.[END]
+
+[KPIS]:
+Init Time: 1395418 us
+Prompt Processing Time: 53432 us, Prompt Processing Rate : 374.307098 toks/sec
+Token Generation Time: 1134640 us, Token Generation Rate: 30.855871 toks/sec
+"""
+
+
+def test_parse_genie_output() -> None:
+    out = parse_genie_output(GENIE_STDOUT)
+    assert out.text == "The capital of France is Paris."
+    assert out.prompt.startswith("<|im_start|>user\nWhat is France's capital?")
+    assert out.genie_version == "1.11.0"
+    assert out.kpis.init_time_us == 1395418 and out.kpis.prompt_processing_time_us == 53432
+    assert out.kpis.prompt_processing_rate == pytest.approx(374.307098)
+    assert out.kpis.token_generation_time_us == 1134640
+    assert out.kpis.token_generation_rate == pytest.approx(30.855871)
+    bare = parse_genie_output("[PROMPT]: hi\n\n[BEGIN]: there[END]\n")
+    assert (bare.text, bare.prompt, bare.kpis.init_time_us, bare.genie_version) == ("there", "hi", None, None)
+    with pytest.raises(RunnerError, match="Failed to create the dialog"):
+        parse_genie_output('[ERROR] "Device Creation failure"\nFailed to create the dialog.\n')
