@@ -49,6 +49,9 @@ def test_dry_run_writes_nothing_and_unknown_files_are_refused(tmp_path, fixtures
     r = q9diff("suggest", str(local), str(ref), "--apply", str(odd))
     assert r.returncode == 2 and "left untouched" in r.stderr and odd.read_text() == "soc_model: 0\n"
     script = tmp_path / "build.py"
-    script.write_text("cfg = CompileConfig()\n")
-    r = q9diff("suggest", str(local), str(ref), "--apply", str(script))
-    assert r.returncode == 2 and "HtpDeviceConfig(soc_model=77)" in r.stderr
+    script.write_text("cfg = CompileConfig(backend_config=[HtpDeviceConfig(soc_model=0)])\n")
+    r = q9diff("suggest", str(local), str(ref), "--apply", str(script))  # the change is shown, not made
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "+cfg = CompileConfig(backend_config=[HtpDeviceConfig(soc_model=77)])" in r.stdout
+    assert script.read_text() == "cfg = CompileConfig(backend_config=[HtpDeviceConfig(soc_model=0)])\n"
+    assert not (tmp_path / "build.py.bak").exists()
