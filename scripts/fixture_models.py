@@ -107,7 +107,12 @@ def _rms_norm(g: _Graph, x: str, weight: str, cfg: DecoderConfig) -> str:
     sq = g.op("Mul", [x, x], "sq")
     mean = g.op("ReduceMean", [sq], "mean", axes=[-1], keepdims=1)
     eps = g.const(g.name("eps"), np.array(cfg.rms_eps, dtype=np.float32))
-    rstd = g.op("Reciprocal", [g.op("Sqrt", [g.op("Add", [mean, eps])])], "rstd")
+    # Div(1, x), not Reciprocal(x): ONNX Runtime's QNN EP lowers Reciprocal to a Divide whose constant
+    # 1.0 takes the input's quantization, so when the calibrated Sqrt range ends below 1, 1.0 saturates
+    # to that end and the norm comes out scaled by it (measured with `q9diff verify`: hidden states at
+    # cosine 0.80 against the CPU before, 0.9999 after).
+    one = g.const(eps + "_one", np.array(1.0, dtype=np.float32))
+    rstd = g.op("Div", [one, g.op("Sqrt", [g.op("Add", [mean, eps])])], "rstd")
     return g.op("Mul", [g.op("Mul", [x, rstd]), weight], "rms")
 
 

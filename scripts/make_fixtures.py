@@ -116,9 +116,36 @@ def qwen_model_name(part: int, ar: int) -> str:
     return f"part_{part}_of_{N_PARTS}_ar{ar}.onnx"
 
 
-def graph_name(kind: str, ar: int, part: int) -> str:
+def graph_name(kind: str, ar: int, part: int, attempt: int = 0) -> str:
     """AI Hub's graph names; ORT cannot store them, recipes keep them as the graphs' names."""
-    return f"{kind}_ar{ar}_cl{CFG.context}_{part}_of_{N_PARTS}"
+    probe = f"_r{attempt}" if attempt else ""
+    return f"{kind}_ar{ar}_cl{CFG.context}{probe}_{part}_of_{N_PARTS}"
+
+
+def split_sorted_names(backend: OrtQnnBackend, models: Path, work: Path) -> dict[tuple[str, int], str]:
+    """Recipe graph names whose ORT graph names sort in split order within each AR, so Genie runs the
+    bundles: Genie orders the splits of an (AR, CL) group by an `_i_of_n` suffix of the QNN graph name
+    and, lacking one, by the whole name as a string (q9diff.runners.genie), while ORT names a graph
+    `QNNExecutionProvider_..._<hash>_1_0` with the hash taken from the model path, which the ort-qnn
+    backend derives from the recipe graph name. Part k's name is probed (`_r1_`, `_r2_`, ...) until its
+    ORT name sorts after part k-1's; the probe is deterministic, so rebuilds choose the same names."""
+    names = {}
+    for kind, ar in (("prompt", PROMPT_AR), ("token", TOKEN_AR)):
+        previous = ""
+        for part in range(1, N_PARTS + 1):
+            model = str(models / qwen_model_name(part, ar))
+            for attempt in range(100):
+                name = graph_name(kind, ar, part, attempt)
+                probe = rcp.Part("probe", "probe.bin", (rcp.GraphSource(name, model),))
+                recipe = rcp.Recipe("ort-qnn", (probe,), QWEN_BUILDS["local"], path=work / "probe.json")
+                backend.compile(replace(recipe, settings=replace(recipe.settings, weight_sharing=None)), work)
+                ort_name = backend.compiled[0].graph_names[0]
+                if ort_name > previous:
+                    names[(kind, part)], previous = name, ort_name
+                    break
+            else:
+                raise SystemExit(f"no graph name for {kind} part {part} sorts after {previous}")
+    return names
 
 
 def build_models(root: Path) -> None:
@@ -164,11 +191,11 @@ def compile_one(backend: OrtQnnBackend, recipe: rcp.Recipe, recipe_path: Path) -
     return compiled
 
 
-def qwen_parts(models: str, kinds: tuple[str, ...]) -> list[rcp.Part]:
+def qwen_parts(models: str, kinds: tuple[str, ...], names: dict) -> list[rcp.Part]:
     parts = []
     for part in range(1, N_PARTS + 1):
         graphs = tuple(
-            rcp.GraphSource(graph_name(kind, ar, part), f"{models}/{qwen_model_name(part, ar)}")
+            rcp.GraphSource(names[(kind, part)], f"{models}/{qwen_model_name(part, ar)}")
             for kind, ar in (("prompt", PROMPT_AR), ("token", TOKEN_AR))
             if kind in kinds
         )
@@ -176,14 +203,14 @@ def qwen_parts(models: str, kinds: tuple[str, ...]) -> list[rcp.Part]:
     return parts
 
 
-def build_qwen(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Settings) -> None:
+def build_qwen(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Settings, names: dict) -> None:
     out = root / "qwen-mini" / build
     out.mkdir(parents=True, exist_ok=True)
     intro = (
         f"qwen-mini {build} build: Qwen2.5-style decoder, {N_PARTS} parts, "
         f"prompt AR{PROMPT_AR} + token AR{TOKEN_AR} in one context per part."
     )
-    parts = qwen_parts("../models", ("prompt", "token"))
+    parts = qwen_parts("../models", ("prompt", "token"), names)
     whole = rcp.Recipe(backend="ort-qnn", parts=tuple(parts), settings=settings, notes=intro)
     compiled = compile_one(backend, whole, out / "recipe.json")
     for part, c in zip(parts, compiled, strict=True):
@@ -208,7 +235,7 @@ def build_qwen(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Set
             one = rcp.Part(
                 name,
                 f"{name}.bin",
-                (rcp.GraphSource(graph_name(kind, ar, part), f"../../models/{qwen_model_name(part, ar)}"),),
+                (rcp.GraphSource(names[(kind, part)], f"../../models/{qwen_model_name(part, ar)}"),),
             )
             note = f"qwen-mini {build}, Genie bundle: {kind} graph of part {part} alone."
             recipe = rcp.Recipe(backend="ort-qnn", parts=(one,), settings=genie_settings, notes=note)
@@ -385,8 +412,10 @@ def write_oracles(root: Path) -> list[str]:
 def build_all(root: Path, pythons: dict[str, str]) -> list[str]:
     build_models(root)
     backend = OrtQnnBackend(pythons=pythons)
+    with tempfile.TemporaryDirectory(prefix="q9diff-names-") as work:
+        names = split_sorted_names(backend, root / "qwen-mini" / "models", Path(work))
     for build, settings in QWEN_BUILDS.items():
-        build_qwen(backend, root, build, settings)
+        build_qwen(backend, root, build, settings, names)
     skipped = build_variants(backend, root, set(pythons) | {"2.51"})
     return [f"skipped {name}: no --python-for its QAIRT version" for name in skipped] + write_oracles(root)
 

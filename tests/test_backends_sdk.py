@@ -189,13 +189,15 @@ def test_perf_profile_goes_to_the_devices_only_core():
 
 
 def test_qnn_cli_files_and_command_for_the_reference():
-    part = cli_plan(_as_dlc(load(REFERENCE)))[1]
+    recipe = load(REFERENCE)
+    part = cli_plan(_as_dlc(recipe))[1]
     models = ROOT / "fixtures" / "qwen-mini" / "models"
     assert part.dlc_paths == (str(models / "part_2_of_2_ar32.dlc"), str(models / "part_2_of_2_ar1.dlc"))
+    prompt, token = (g.name for g in recipe.parts[1].graphs)
     assert part.backend_extension == {
         "graphs": [
-            {"graph_names": ["prompt_ar32_cl128_2_of_2"], "vtcm_mb": 8, "O": 3},
-            {"graph_names": ["token_ar1_cl128_2_of_2"], "vtcm_mb": 8, "O": 3},
+            {"graph_names": [prompt], "vtcm_mb": 8, "O": 3},
+            {"graph_names": [token], "vtcm_mb": 8, "O": 3},
         ],
         "devices": [{"soc_model": 77, "dsp_arch": "v73"}],
         "context": {"weight_sharing_enabled": True},

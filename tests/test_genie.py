@@ -1,8 +1,9 @@
 """Qualcomm's real libGenie runs qwen-mini on the x86 HTP emulator: greedy, deterministic, KV zeroed.
 
-The committed 2-split bundles cannot run under Genie (it orders splits by graph name, and ONNX
-Runtime's hash names put part 2's token graph first), so the positive tests build the same four
-graphs with the project's own ort-qnn backend under graph names whose hashes sort in split order.
+Genie orders the splits of a bundle by graph name, and ONNX Runtime names graphs by a hash:
+scripts/make_fixtures.py picks recipe graph names whose hashes sort in split order, so the committed
+2-split bundles run. The refusal test rebuilds the same four graphs under AI Hub's plain names, whose
+hashes put part 2's token graph first.
 """
 
 from __future__ import annotations
@@ -24,20 +25,25 @@ QWEN = Path(__file__).resolve().parent.parent / "fixtures" / "qwen-mini"
 PROMPT = [10, 20, 30, 40, 50]
 STEPS = 6
 BOS, EOS, AR = 2046, 2045, 32
-# Recipe graph names become the model file name the EP hashes into the QNN graph name
-# (QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0). These four were found by trial so that,
-# per (AR, CL) group, part 1's name sorts before part 2's, the only order Genie can be given.
-SPLIT_ORDER_NAMES = {
-    "part_1_of_2_ar32": "p1ar32",
-    "part_2_of_2_ar32": "p2ar32_6",
-    "part_1_of_2_ar1": "p1ar1",
-    "part_2_of_2_ar1": "p2ar1_16",
+# AI Hub's names, as recipe graph names: the EP hashes them into QNN graph names
+# (QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0) that sort part 2's token graph first.
+PLAIN_NAMES = {
+    "part_1_of_2_ar32": "prompt_ar32_cl128_1_of_2",
+    "part_2_of_2_ar32": "prompt_ar32_cl128_2_of_2",
+    "part_1_of_2_ar1": "token_ar1_cl128_1_of_2",
+    "part_2_of_2_ar1": "token_ar1_cl128_2_of_2",
 }
 
 
 @pytest.fixture(scope="session")
-def ordered_bundle(tmp_path_factory) -> Path:
-    """qwen-mini's local Genie bundle rebuilt one graph per ctx-bin, graph names in split order."""
+def ordered_bundle() -> Path:
+    """The committed local Genie bundle: one graph per ctx-bin, graph names in split order."""
+    return QWEN / "local"
+
+
+@pytest.fixture(scope="session")
+def misordered_bundle(tmp_path_factory) -> Path:
+    """qwen-mini's local Genie bundle rebuilt under AI Hub's plain graph names."""
     from q9diff.backends.ort_qnn import OrtQnnBackend
     from q9diff.recipe import Recipe
 
@@ -48,7 +54,7 @@ def ordered_bundle(tmp_path_factory) -> Path:
             "output": f"genie/{stem}.bin",
             "graphs": [{"name": name, "model": str(QWEN / "models" / f"{stem}.onnx")}],
         }
-        for stem, name in SPLIT_ORDER_NAMES.items()
+        for stem, name in PLAIN_NAMES.items()
     ]
     recipe = Recipe.from_dict(
         {
@@ -69,9 +75,8 @@ def ordered_bundle(tmp_path_factory) -> Path:
     (out / CONFIG_NAME).write_text(json.dumps(config, indent=2))
     for name in ("tokenizer.json", "htp_backend_ext_config.json"):
         shutil.copy(QWEN / "local" / name, out / name)
-    graph = {stem: open_binary(out / "genie" / f"{stem}.bin").graphs[0].name for stem in SPLIT_ORDER_NAMES}
-    for ar in ("ar32", "ar1"):
-        assert graph[f"part_1_of_2_{ar}"] < graph[f"part_2_of_2_{ar}"], "the EP's graph-name hash changed"
+    graph = {stem: open_binary(out / "genie" / f"{stem}.bin").graphs[0].name for stem in PLAIN_NAMES}
+    assert graph["part_2_of_2_ar1"] < graph["part_1_of_2_ar1"], "the EP's graph-name hash changed"
     return out
 
 
@@ -96,14 +101,11 @@ def _logits(debug: Path, execution: int) -> np.ndarray:
     )
 
 
-@pytest.mark.parametrize("build", ["local", "reference"])
-def test_committed_two_split_bundles_are_refused_with_the_reason(build):
-    config = (QWEN / build / CONFIG_NAME).read_bytes()
-    with pytest.raises(
-        GenieError, match=r"AR-1 CL-128 splits as part_2_of_2_token\.bin, part_1_of_2_token\.bin"
-    ):
-        RUNNER.generate(QWEN / build, PROMPT, STEPS)
-    assert (QWEN / build / CONFIG_NAME).read_bytes() == config
+def test_a_bundle_genie_would_run_out_of_split_order_is_refused_with_the_reason(misordered_bundle):
+    config = (misordered_bundle / CONFIG_NAME).read_bytes()
+    with pytest.raises(GenieError, match=r"AR-1 CL-128 splits as part_2_of_2_ar1\.bin, part_1_of_2_ar1\.bin"):
+        RUNNER.generate(misordered_bundle, PROMPT, STEPS)
+    assert (misordered_bundle / CONFIG_NAME).read_bytes() == config
 
 
 def test_kv_starts_zeroed_even_on_a_dirty_heap_and_runs_repeat(ordered_bundle, tmp_path):
@@ -161,7 +163,7 @@ def test_what_genie_feeds_the_model(ordered_bundle, tmp_path):
 def test_a_broken_ctx_bin_is_a_one_line_error(ordered_bundle, tmp_path):
     bundle = tmp_path / "broken"
     shutil.copytree(ordered_bundle, bundle)
-    victim = bundle / "genie" / "part_2_of_2_ar1.bin"
+    victim = bundle / "genie" / "part_2_of_2_token.bin"
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 3])
     with pytest.raises(GenieError) as caught:
         RUNNER.generate(bundle, PROMPT, 2)
