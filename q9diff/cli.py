@@ -258,6 +258,162 @@ def recompile(
         console.print(str(b))
 
 
+@app.command()
+def verify(
+    candidate: Path,
+    reference: Path = typer.Argument(None, help="the known-good build (file, folder or Genie bundle)"),
+    runner: str = typer.Option(
+        "local", "--runner", help="local (x86 HTP emulator), genie, or ssh://user@host[:port]"
+    ),
+    cpu: bool = typer.Option(True, "--cpu/--no-cpu", help="also run the recipe's source ONNX on the CPU"),
+    recipe: Path = typer.Option(
+        None, "--recipe", help="the recipe naming the source models (default: beside)"
+    ),
+    steps: int = typer.Option(16, "--steps", help="LLM: tokens to generate greedily"),
+    prompt: str = typer.Option(
+        None, "--prompt-ids", help="LLM: prompt token ids, e.g. 10,20,30 (default: seeded)"
+    ),
+    seed: int = typer.Option(0, "--seed", help="seed for generated inputs and prompts"),
+    inputs: Path = typer.Option(None, "--inputs", help="single graphs: an .npz of named input arrays"),
+    as_json: bool = typer.Option(False, "--json", help="print the q9diff.verify/1 JSON"),
+    html_out: Path = typer.Option(None, "--html", help="write a self-contained HTML report (drift per step)"),
+    known_hosts: Path = typer.Option(None, "--known-hosts", help="ssh: the known_hosts file to trust"),
+    identity: Path = typer.Option(None, "--identity", help="ssh: private key file"),
+    remote_tool: str = typer.Option("q9diff", "--remote-tool", help="ssh: q9diff (worker) or qnn-net-run"),
+    remote_python: str = typer.Option("python3", "--remote-python", help="ssh: the EVK's Python with q9diff"),
+    qairt_root: str = typer.Option(None, "--qairt-root", help="ssh: QAIRT SDK folder on the EVK"),
+) -> None:
+    """Run CANDIDATE (and REFERENCE, and the CPU reference) on the same inputs and compare what they compute.
+
+    Exit 0 when the candidate computes what the reference does (or, without one, the CPU reference)."""
+    from q9diff.runners import RunnerError
+    from q9diff.verify import load_inputs
+    from q9diff.verify import verify as run_verify
+
+    try:
+        ids = [int(x) for x in prompt.replace(",", " ").split()] if prompt else None
+    except ValueError:
+        _fail(f"--prompt-ids: expected token ids such as 10,20,30, got {prompt!r}")
+    try:
+        if runner == "genie":
+            from q9diff.verify import verify_genie
+
+            res = verify_genie(candidate, reference, cpu=cpu, steps=steps, prompt=ids, seed=seed)
+        else:
+            run = _runner(runner, known_hosts, identity, remote_tool, remote_python, qairt_root)
+            given = load_inputs(inputs) if inputs is not None else None
+            res = run_verify(
+                candidate, reference, run, cpu=cpu, recipe=recipe, steps=steps, prompt=ids, seed=seed,
+                inputs=given,
+            )  # fmt: skip
+    except (RunnerError, FormatError, RecipeError, RuntimeError) as exc:
+        _fail(str(exc))
+    from q9diff.verify import to_json
+
+    if html_out is not None:
+        from q9diff.html import render_verify
+        from q9diff.recipe import write_atomic
+
+        write_atomic(html_out, render_verify(res))
+    if as_json:
+        print(json.dumps(to_json(res), indent=2))
+    else:
+        _print_verify(res)
+    raise typer.Exit(0 if res.passed else 1)
+
+
+def _runner(spec, known_hosts, identity, remote_tool, remote_python, qairt_root):
+    from q9diff.runners import runner as make_runner
+
+    if not spec.startswith("ssh://"):
+        return make_runner(spec)
+    from q9diff.runners.ssh import SshRunner
+
+    return SshRunner.from_url(
+        spec, tool=remote_tool, known_hosts=known_hosts, identity=identity, remote_python=remote_python,
+        qairt_root=qairt_root,
+    )  # fmt: skip
+
+
+# What each runner can and cannot catch, said with every verdict (measured: docs/README "verify").
+RUNNER_REACH = {
+    "local": "x86 HTP emulator: catches quantization, structure and recipe mistakes; computes soc_model 0 and"
+    " 77 builds bit-identically, so a fault only Hexagon hardware shows needs --runner ssh://user@evk",
+    "genie": "Genie on the x86 HTP emulator: the device's dialog loop (tokenizer, KV handling, sampling) on"
+    " emulated HTP; like local, it cannot show a fault only Hexagon hardware shows",
+    "ssh": "the device itself: the only runner that shows a fault of the target SoC (e.g. soc_model 0)",
+}
+
+
+def _fmt(m) -> str:
+    return "" if m is None else f"{m.max_abs:.3g} / {m.cosine:.5f}"
+
+
+def _print_verify(res) -> None:
+    for side in res.sides:
+        console.print(f"[bold]{side.label}[/bold]: {side.source} ({side.runner})", markup=True)
+        for note in side.notes:
+            console.print(f"  note: {note}", markup=False)
+    for note in res.notes:
+        console.print(f"note: {note}", markup=False)
+    if res.llm is not None:
+        c = res.llm
+        console.print(f"LLM: prompt {list(c.prompt)} ({len(c.prompt)} tokens), greedy")
+        for label, toks in c.tokens.items():
+            console.print(f"  tokens {label:<10} {' '.join(map(str, toks))}")
+        for pair, step in c.first_divergence.items():
+            console.print(
+                f"  {pair}: " + ("same tokens at every step" if step is None else f"diverge at step {step}")
+            )
+        if not c.steps:
+            _print_verdict(res)
+            return
+        t = Table(title="per step (logits teacher-forced on the anchor's tokens): max|Δ| / cosine")
+        labels = list(c.tokens)
+        for col in ["step", *[f"{x} tok" for x in labels], "candidate~cpu", "reference~cpu", "candidate~ref"]:
+            t.add_column(col, justify="right")
+        for d in c.steps:
+            t.add_row(
+                str(d.step),
+                *[str(d.tokens.get(x, "")) for x in labels],
+                _fmt(d.vs_cpu.get("candidate")),
+                _fmt(d.vs_cpu.get("reference")),
+                _fmt(d.vs_reference),
+            )
+        console.print(t)
+    else:
+        t = Table(title="outputs: candidate against each other side")
+        for col in ("graph", "output", "against", "max|Δ|", "rel", "cosine", "ok"):
+            t.add_column(col, overflow="fold")
+        for o in res.outputs:
+            m = o.metrics
+            ok = "yes" if o.passed else "[red]NO[/]"
+            cells = (f"{m.max_abs:.3g}", f"{m.rel:.3g}", f"{m.cosine:.6f}", ok)
+            graph = o.graph if len(o.graph) <= 32 else "…" + o.graph[-31:]
+            t.add_row(graph, o.output, o.against, *cells)
+        console.print(t)
+    _print_verdict(res)
+
+
+def _print_verdict(res) -> None:
+    c = res.llm
+    if c is not None and "cpu" in c.tokens:
+        cpu_div = next(
+            (v for k, v in c.first_divergence.items() if k.endswith("~cpu") and v is not None), None
+        )
+        if cpu_div is not None:
+            console.print(
+                f"[bold yellow]The compiled model leaves its CPU reference at step {cpu_div}: the binary"
+                " does not compute what the ONNX model does (quantization or conversion).[/]"
+            )
+    runner = next((s.runner for s in res.sides if s.label == "candidate"), "local")
+    console.print(f"reach: {RUNNER_REACH['ssh' if runner.startswith('ssh') else runner]}", markup=False)
+    if res.passed:
+        console.print("[bold green]PASS: the candidate computes what the reference does.[/]")
+    else:
+        console.print("[bold red]FAIL: the candidate does not compute what the reference does.[/]")
+
+
 def _set_diff(a: Path, b: Path, as_json: bool) -> None:
     from q9diff.diff import diff_sets, set_to_json
 
@@ -361,7 +517,7 @@ def _cell(v) -> str:
     return s if len(s) <= 30 else s[:27] + "..."
 
 
-COMMANDS = {"inspect", "diff", "suggest", "recompile", "--help", "-h"}
+COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "--help", "-h"}
 
 
 def main() -> None:

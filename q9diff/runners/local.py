@@ -207,12 +207,14 @@ class CpuSession:
         self._sessions.clear()
 
 
-def cpu_session(recipe_path: Path) -> CpuSession:
+def cpu_session(recipe) -> CpuSession:
+    """A CpuSession over a Recipe (or a recipe file)."""
     from q9diff import recipe as rcp
 
     if importlib.util.find_spec("onnxruntime") is None:
         raise RunnerUnavailable("the CPU reference needs onnxruntime; pip install 'q9diff[ort]'")
-    r = rcp.load(recipe_path)
+    r = recipe if isinstance(recipe, rcp.Recipe) else rcp.load(recipe)
+    recipe_path = r.path
     for part in r.parts:
         for g in part.graphs:
             if Path(g.model).suffix != ".onnx":

@@ -1,0 +1,439 @@
+"""`q9diff verify`: run the candidate, the reference and the CPU reference, and compare what they compute.
+
+Single graphs get the same seeded (or given) inputs and a per-output comparison. A split LLM in
+Genie's layout (`q9diff.llm`) is decoded greedily for N steps by every side; token sequences are
+compared (the first step where they diverge is the signature of "first token right, then garbage"),
+and every side is also run teacher-forced on the CPU reference's tokens so that the per-step logit
+drift compares like with like.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from q9diff import llm
+from q9diff.runners import GraphSpec, RunnerError, Session, from_device, to_device
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """When two runs count as computing the same thing."""
+
+    min_cosine: float = 0.999
+    max_rel: float = 0.02  # ||a - b|| / ||b||
+
+
+BINARY_TOLERANCE = Tolerance()  # candidate vs reference binary: same compiler, same model
+CPU_TOLERANCE = Tolerance(min_cosine=0.99, max_rel=0.1)  # a compiled binary vs its source model
+
+
+@dataclass(frozen=True)
+class Metrics:
+    max_abs: float
+    rel: float
+    cosine: float
+
+    def within(self, tol: Tolerance) -> bool:
+        return self.cosine >= tol.min_cosine and self.rel <= tol.max_rel
+
+
+def metrics(a: np.ndarray, b: np.ndarray) -> Metrics:
+    """How far `a` is from `b` (the side taken as right)."""
+    a = np.asarray(a, np.float64).ravel()
+    b = np.asarray(b, np.float64).ravel()
+    if a.shape != b.shape:
+        return Metrics(float("inf"), float("inf"), 0.0)
+    diff = a - b
+    nb, na = np.linalg.norm(b), np.linalg.norm(a)
+    rel = float(np.linalg.norm(diff) / nb) if nb else float(np.linalg.norm(diff) > 0)
+    cosine = float(a @ b / (na * nb)) if na and nb else float(na == nb)
+    return Metrics(float(np.abs(diff).max(initial=0.0)), rel, cosine)
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    graph: str
+    output: str
+    against: str  # "reference" or "cpu"
+    metrics: Metrics
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the comparison: a label, what it ran and what its runner noted."""
+
+    label: str  # "candidate", "reference", "cpu"
+    source: str
+    runner: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StepDrift:
+    step: int
+    tokens: dict[str, int]  # free-running greedy token per side
+    vs_cpu: dict[str, Metrics]  # teacher-forced logits of each binary side vs the CPU's
+    vs_reference: Metrics | None  # candidate vs reference, teacher-forced
+
+
+@dataclass(frozen=True)
+class LlmCheck:
+    prompt: tuple[int, ...]
+    tokens: dict[str, tuple[int, ...]]
+    first_divergence: dict[str, int | None]  # "candidate~reference" -> first step where tokens differ
+    steps: tuple[StepDrift, ...]
+    passed: bool
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    sides: tuple[Side, ...]
+    outputs: tuple[OutputCheck, ...] = ()
+    llm: LlmCheck | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def passed(self) -> bool:
+        if self.llm is not None:
+            return self.llm.passed
+        return all(c.passed for c in self.outputs)
+
+
+def seeded_inputs(graph: GraphSpec, seed: int) -> dict[str, np.ndarray]:
+    """Float inputs ~ N(0, 0.5); integer inputs (token ids, indices) in [0, 16): valid for any table."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for t in graph.inputs:
+        if np.issubdtype(np.dtype(t.dtype), np.integer) and not t.quantized:
+            out[t.name] = rng.integers(0, 16, t.shape).astype(t.dtype)
+        elif t.dtype == "bool":
+            out[t.name] = rng.integers(0, 2, t.shape).astype(bool)
+        else:
+            out[t.name] = (rng.standard_normal(t.shape) * 0.5).astype(np.float32)
+    return out
+
+
+def _signature(g: GraphSpec) -> tuple:
+    return tuple(sorted((t.name, tuple(t.shape)) for t in g.inputs))
+
+
+def pair_graphs(a: tuple[GraphSpec, ...], b: tuple[GraphSpec, ...]) -> list[tuple[GraphSpec, GraphSpec]]:
+    """Pair graphs part by part by their input signature (names and shapes), else by position."""
+    pairs = []
+    for part in sorted({g.part for g in a}):
+        ga = [g for g in a if g.part == part]
+        gb = [g for g in b if g.part == part]
+        by_sig = {_signature(g): g for g in gb}
+        for i, g in enumerate(ga):
+            match = by_sig.get(_signature(g)) or (gb[i] if i < len(gb) else None)
+            if match is not None:
+                pairs.append((g, match))
+    return pairs
+
+
+def _run_float(session: Session, graph: GraphSpec, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    feeds = {t.name: to_device(t, values[t.name]) for t in graph.inputs}
+    raw = session.run(graph, feeds)
+    return {t.name: from_device(t, raw[t.name]) for t in graph.outputs}
+
+
+def check_graphs(
+    candidate: Session,
+    others: dict[str, Session],
+    seed: int,
+    given: dict[str, np.ndarray] | None = None,
+) -> list[OutputCheck]:
+    """Every candidate graph on the same inputs as its counterpart in each other session."""
+    checks = []
+    for label, other in others.items():
+        tol = CPU_TOLERANCE if label == "cpu" else BINARY_TOLERANCE
+        for ga, gb in pair_graphs(candidate.graphs, other.graphs):
+            values = {**seeded_inputs(ga, seed), **(given or {})}
+            out_a = _run_float(candidate, ga, values)
+            out_b = _run_float(other, gb, values)
+            for t in ga.outputs:
+                if t.name not in out_b:
+                    continue
+                m = metrics(out_a[t.name], out_b[t.name])
+                checks.append(OutputCheck(ga.name, t.name, label, m, m.within(tol)))
+    return checks
+
+
+def _first_divergence(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def check_llm(
+    sessions: dict[str, Session],
+    prompt: list[int],
+    steps: int,
+    theta: float,
+    pad: int,
+) -> LlmCheck:
+    """Greedy decoding on every side; drift teacher-forced on the CPU's tokens (else the reference's)."""
+    layouts = {}
+    for label, s in sessions.items():
+        lay = llm.layout(s.graphs)
+        if lay is None:
+            raise RunnerError(f"{label}: not an LLM in Genie's layout (input_ids, attention_mask, logits)")
+        layouts[label] = lay
+    free = {k: llm.greedy(s, layouts[k], prompt, steps, theta=theta, pad=pad) for k, s in sessions.items()}
+    anchor = "cpu" if "cpu" in free else ("reference" if "reference" in free else "candidate")
+    forced_tokens = free[anchor].tokens
+    forced = {
+        k: free[k] if k == anchor else llm.greedy(s, layouts[k], prompt, len(forced_tokens), theta=theta,
+                                                   pad=pad, force=forced_tokens)
+        for k, s in sessions.items()
+    }  # fmt: skip
+    drift = []
+    for i in range(len(forced_tokens)):
+        vs_cpu = {
+            k: metrics(forced[k].logits[i], forced["cpu"].logits[i])
+            for k in forced
+            if k != "cpu" and "cpu" in forced and i < len(forced[k].logits)
+        }
+        vs_ref = None
+        if "reference" in forced and i < len(forced["candidate"].logits):
+            vs_ref = metrics(forced["candidate"].logits[i], forced["reference"].logits[i])
+        drift.append(
+            StepDrift(i, {k: t.tokens[i] for k, t in free.items() if i < len(t.tokens)}, vs_cpu, vs_ref)
+        )
+    tokens = {k: t.tokens for k, t in free.items()}
+    divergence = {}
+    for other in ("reference", "cpu"):
+        if other in tokens:
+            divergence[f"candidate~{other}"] = _first_divergence(tokens["candidate"], tokens[other])
+    if "reference" in tokens and "cpu" in tokens:
+        divergence["reference~cpu"] = _first_divergence(tokens["reference"], tokens["cpu"])
+    judge = "candidate~reference" if "reference" in tokens else "candidate~cpu"
+    passed = judge in divergence and divergence[judge] is None
+    return LlmCheck(tuple(prompt), tokens, divergence, tuple(drift), passed)
+
+
+def to_json(res: VerifyResult) -> dict:
+    def clean(v):
+        if isinstance(v, float) and not np.isfinite(v):
+            return str(v)
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    data = {
+        "schema": "q9diff.verify/1",
+        "passed": res.passed,
+        "sides": [asdict(s) for s in res.sides],
+        "notes": list(res.notes),
+        "outputs": [asdict(c) for c in res.outputs],
+        "llm": asdict(res.llm) if res.llm is not None else None,
+    }
+    return clean(json.loads(json.dumps(data, default=float)))
+
+
+def with_notes(res: VerifyResult, notes: list[str]) -> VerifyResult:
+    return replace(res, notes=tuple(res.notes) + tuple(notes))
+
+
+def load_inputs(path: Path) -> dict[str, np.ndarray]:
+    """User-given inputs: an .npz with one array per input name (no pickles)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise RunnerError(f"{path}: expected an .npz of named input arrays ({exc})") from None
+
+
+@dataclass(frozen=True)
+class DialogConfig:
+    """What a Genie bundle says about feeding the model; defaults when there is no bundle."""
+
+    bos: int | None = None
+    eos: int | None = None
+    theta: float = 10000.0
+
+    @classmethod
+    def of(cls, path: Path) -> DialogConfig:
+        cfg = (path if path.is_dir() else path.parent) / "genie_config.json"
+        if not cfg.is_file():
+            return cls()
+        try:
+            dialog = json.loads(cfg.read_text()).get("dialog", {})
+        except (OSError, json.JSONDecodeError, AttributeError):
+            return cls()
+        context = dialog.get("context", {})
+        htp = dialog.get("engine", {}).get("backend", {}).get("QnnHtp", {})
+        return cls(context.get("bos-token"), context.get("eos-token"), float(htp.get("rope-theta", 10000.0)))
+
+
+def binaries_of(path: Path) -> list[Path]:
+    """A .bin, or a folder / Genie bundle of parts in part order."""
+    from q9diff.diff import bins_of
+
+    path = Path(path)
+    if path.is_dir():
+        bins = bins_of(path)
+        if not bins:
+            raise RunnerError(f"{path}: no context binaries (*.bin or genie_config.json ctx-bins)")
+        return bins
+    if not path.is_file():
+        raise RunnerError(f"{path}: no such file or directory")
+    return [path]
+
+
+def ctx_bins(bundle: Path) -> list[Path]:
+    """The ctx-bins a Genie bundle names, in its order."""
+    cfg = Path(bundle) / "genie_config.json" if Path(bundle).is_dir() else Path(bundle)
+    try:
+        data = json.loads(cfg.read_text())
+        names = data["dialog"]["engine"]["model"]["binary"]["ctx-bins"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        raise RunnerError(f"{cfg}: not a Genie config with dialog.engine.model.binary.ctx-bins") from None
+    return [(cfg.parent / n).resolve() for n in names]
+
+
+def cpu_recipe(binaries: list[Path], explicit: Path | None):
+    """The recipe whose source models the CPU reference runs, restricted to `binaries`' parts in order."""
+    from q9diff import recipe as rcp
+    from q9diff.runners.local import recipe_for
+
+    if explicit is not None:
+        r = rcp.load(explicit)
+        by_output = {Path(p.output).name: p for p in r.parts}
+        parts = [by_output.get(b.name) for b in binaries]
+        return replace(r, parts=tuple(parts)) if all(parts) else r
+    found = [recipe_for(b) for b in binaries]
+    if any(r is None for r, _ in found):
+        return None
+    base = found[0][0]
+    return replace(base, parts=tuple(part for _, part in found))
+
+
+def verify(
+    candidate: Path,
+    reference: Path | None,
+    run: object,
+    *,
+    cpu: bool = True,
+    recipe: Path | None = None,
+    steps: int = 16,
+    prompt: list[int] | None = None,
+    seed: int = 0,
+    inputs: dict[str, np.ndarray] | None = None,
+) -> VerifyResult:
+    """Open every side, decide single-graph or LLM, compare. `run` is a Runner (q9diff.runners)."""
+    from q9diff.runners.local import cpu_session
+
+    opened: dict[str, Session] = {}
+    sides, notes = [], []
+    try:
+        cand_bins = binaries_of(candidate)
+        opened["candidate"] = run.open(cand_bins)
+        sides.append(Side("candidate", str(candidate), run.name, tuple(opened["candidate"].notes)))
+        if reference is not None:
+            opened["reference"] = run.open(binaries_of(reference))
+            sides.append(Side("reference", str(reference), run.name, tuple(opened["reference"].notes)))
+        if cpu:
+            r = cpu_recipe(cand_bins, recipe)
+            if r is None:
+                notes.append(f"no recipe beside {candidate}: no CPU reference (pass --recipe)")
+            else:
+                cs = cpu_session(r)
+                opened["cpu"] = cs
+                sides.append(Side("cpu", str(r.path), "onnxruntime CPU", cs.notes))
+        lay = llm.layout(opened["candidate"].graphs)
+        if lay is None:
+            cand = opened["candidate"]
+            others = {k: s for k, s in opened.items() if k != "candidate"}
+            if not others:
+                raise RunnerError("nothing to compare the candidate with: give a reference or a recipe")
+            return VerifyResult(
+                tuple(sides), tuple(check_graphs(cand, others, seed, inputs)), None, tuple(notes)
+            )
+        dialog = DialogConfig.of(candidate)
+        if prompt is None:
+            rng = np.random.default_rng(seed)
+            prompt = [int(x) for x in rng.integers(0, lay.vocab, 8)]
+        ids = ([dialog.bos] if dialog.bos is not None else []) + list(prompt)
+        pad = dialog.eos if dialog.eos is not None else 0
+        check = check_llm(opened, ids, steps, dialog.theta, pad)
+        return VerifyResult(tuple(sides), (), check, tuple(notes))
+    finally:
+        for s in opened.values():
+            s.close()
+
+
+def verify_genie(
+    candidate: Path,
+    reference: Path | None,
+    *,
+    cpu: bool = True,
+    steps: int = 16,
+    prompt: list[int] | None = None,
+    seed: int = 0,
+) -> VerifyResult:
+    """Genie bundles through Qualcomm's own Genie runtime on the emulator, beside q9diff's decoding of
+    the same ctx-bins on the same emulator (`emulator`) and on the CPU: Genie against the plain graph
+    run isolates the runtime glue (prompt feeding, KV handling, sampling) from the binaries."""
+    from q9diff.runners.genie import GenieError, GenieRunner
+    from q9diff.runners.local import LocalRunner, cpu_session
+
+    runner = GenieRunner()
+    dialog = DialogConfig.of(candidate)
+    bins = ctx_bins(candidate)
+    local = LocalRunner().open(bins)
+    sessions: dict[str, Session] = {"emulator": local}
+    sides = [Side("emulator", str(candidate), "local", tuple(local.notes))]
+    notes: list[str] = []
+    try:
+        lay = llm.layout(local.graphs)
+        if lay is None:
+            raise RunnerError(f"{candidate}: not an LLM bundle in Genie's layout")
+        if prompt is None:
+            prompt = [int(x) for x in np.random.default_rng(seed).integers(0, lay.vocab, 8)]
+        if cpu:
+            r = cpu_recipe(bins, None)
+            if r is None:
+                notes.append(f"no recipe beside {candidate}'s ctx-bins: no CPU reference")
+            else:
+                sessions["cpu"] = cpu_session(r)
+                sides.append(Side("cpu", str(r.path), "onnxruntime CPU", sessions["cpu"].notes))
+        ids = ([dialog.bos] if dialog.bos is not None else []) + list(prompt)
+        pad = dialog.eos if dialog.eos is not None else 0
+        tokens = {k: llm.greedy(s, llm.layout(s.graphs), ids, steps, theta=dialog.theta, pad=pad).tokens
+                  for k, s in sessions.items()}  # fmt: skip
+    finally:
+        for s in sessions.values():
+            s.close()
+    for label, bundle in (("candidate", candidate), ("reference", reference)):
+        if bundle is None:
+            continue
+        try:
+            result = runner.generate(Path(bundle), list(prompt), steps)
+        except GenieError as exc:
+            raise RunnerError(f"genie: {exc}") from None
+        tokens[label] = result.tokens
+        sides.insert(
+            len(sides) - (1 if "cpu" in tokens else 0), Side(label, str(bundle), "genie", result.notes)
+        )
+    divergence = {}
+    for a, b in (
+        ("candidate", "reference"),
+        ("candidate", "emulator"),
+        ("candidate", "cpu"),
+        ("emulator", "cpu"),
+    ):
+        if a in tokens and b in tokens:
+            divergence[f"{a}~{b}"] = _first_divergence(tokens[a], tokens[b])
+    judge = "candidate~reference" if reference is not None else "candidate~emulator"
+    ordered = {k: tokens[k] for k in ("candidate", "reference", "emulator", "cpu") if k in tokens}
+    check = LlmCheck(tuple(ids), ordered, divergence, (), divergence.get(judge, 0) is None)
+    return VerifyResult(tuple(sides), (), check, tuple(notes))
