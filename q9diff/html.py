@@ -154,3 +154,109 @@ table.c td,table.c th{{border:1px solid #ccc;padding:3px}}</style>
 {"".join(charts)}
 </body></html>
 """
+
+
+# ---- q9diff verify ----
+
+_PAIRS = {
+    ("candidate", "cpu"): "#d62728",
+    ("reference", "cpu"): "#1f77b4",
+    ("candidate", "reference"): "#2ca02c",
+}
+
+
+def _drift_figure(llm) -> go.Figure:
+    """Per-step logit drift (teacher-forced, so every side saw the same tokens), with token divergence."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, subplot_titles=("max |Δ logit| per step", "cosine per step")
+    )
+    steps = [d.step for d in llm.steps]
+    for (a, b), color in _PAIRS.items():
+        if b == "cpu":
+            series = [d.vs_cpu.get(a) for d in llm.steps]
+        else:
+            series = [d.vs_reference for d in llm.steps]
+        if not any(m is not None for m in series):
+            continue
+        name = f"{a} vs {b}"
+        for row, values in ((1, [m.max_abs if m else None for m in series]),
+                            (2, [m.cosine if m else None for m in series])):  # fmt: skip
+            style = {"color": color, "dash": "dot" if a == "reference" else "solid"}
+            line = go.Scatter(
+                x=steps, y=values, name=name, mode="lines+markers", legendgroup=name, line=style
+            )
+            fig.add_trace(line.update(showlegend=row == 1), row=row, col=1)
+    at: dict[int, list[str]] = {}
+    for pair, step in llm.first_divergence.items():
+        if step is not None:
+            at.setdefault(step, []).append(pair)
+    for step, pairs in at.items():
+        text = ", ".join(pairs) + ": tokens diverge"
+        fig.add_vline(x=step, line_dash="dash", annotation_text=text, row=1, col=1)
+    fig.update_xaxes(title_text="step (generated token)", row=2, col=1)
+    fig.update_layout(title="Drift per step: the first token right, then garbage?", height=560)
+    return fig
+
+
+def _outputs_figure(outputs) -> go.Figure:
+    fig = go.Figure()
+    for against in sorted({o.against for o in outputs}):
+        rows = [o for o in outputs if o.against == against]
+        labels = [f"{o.graph[-24:]}:{o.output}" for o in rows]
+        fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=f"candidate vs {against}"))
+    fig.update_layout(
+        title="Cosine similarity per output", barmode="group", height=420, yaxis_range=[0, 1.01]
+    )
+    return fig
+
+
+def render_verify(res) -> str:
+    """The verify report: verdict, sides and their notes, tokens, drift per step (or per output)."""
+    verdict = "PASS" if res.passed else "FAIL"
+    sides = "".join(
+        f"<li><b>{html.escape(s.label)}</b>: {html.escape(s.source)} ({html.escape(s.runner)})"
+        + "".join(f"<br><i>{html.escape(n)}</i>" for n in s.notes)
+        + "</li>"
+        for s in res.sides
+    )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in res.notes)
+    body, fig = "", None
+    if res.llm is not None:
+        rows = "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{' '.join(map(str, v))}</td></tr>"
+            for k, v in res.llm.tokens.items()
+        )
+        div = "".join(
+            f"<li>{html.escape(k)}: " + ("same tokens at every step" if v is None else f"diverge at step {v}")
+            for k, v in res.llm.first_divergence.items()
+        )
+        body = (
+            f"<p>prompt {list(res.llm.prompt)}</p><table class='c'><tr><th>side</th><th>tokens</th></tr>"
+            f"{rows}</table><ul>{div}</ul>"
+        )
+        fig = _drift_figure(res.llm) if res.llm.steps else None
+    elif res.outputs:
+        rows = "".join(
+            f"<tr><td>{html.escape(o.graph)}</td><td>{html.escape(o.output)}</td><td>{o.against}</td>"
+            f"<td>{o.metrics.max_abs:.4g}</td><td>{o.metrics.rel:.4g}</td><td>{o.metrics.cosine:.6f}</td>"
+            f"<td>{'yes' if o.passed else 'NO'}</td></tr>"
+            for o in res.outputs
+        )
+        body = (
+            "<table class='c'><tr><th>graph</th><th>output</th><th>against</th><th>max|Δ|</th><th>rel</th>"
+            f"<th>cosine</th><th>ok</th></tr>{rows}</table>"
+        )
+        fig = _outputs_figure(res.outputs)
+    chart = pio.to_html(fig, full_html=False, include_plotlyjs=True) if fig is not None else ""
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>q9diff verify</title>
+<style>body{{font-family:sans-serif;margin:1.5em}}
+table.c td,table.c th{{border:1px solid #ccc;padding:3px}}</style>
+</head><body>
+<h1>q9diff verify: {verdict}</h1>
+<ul>{sides}</ul>{f"<ul>{notes}</ul>" if notes else ""}
+{body}
+{chart}
+</body></html>
+"""

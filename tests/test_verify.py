@@ -1,0 +1,156 @@
+"""`q9diff verify` as a user runs it: real binaries on Qualcomm's x86 HTP emulator, the recipe's ONNX on
+the CPU, verdicts and drift read from what the command prints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from conftest import FIXTURES
+from test_cli import q9diff
+
+from q9diff.runners import TensorSpec, from_device, to_device
+from q9diff.runners.local import LocalRunner
+
+pytestmark = pytest.mark.skipif(LocalRunner().missing() is not None, reason=str(LocalRunner().missing()))
+
+QWEN = FIXTURES / "qwen-mini"
+VARIANTS = FIXTURES / "variants"
+
+
+def verify_json(*args: str) -> tuple[int, dict]:
+    r = q9diff("verify", *args, "--json")
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def qwen_verdict() -> tuple[int, dict]:
+    return verify_json(str(QWEN / "local"), str(QWEN / "reference"), "--steps", "8")
+
+
+def test_split_llm_local_vs_reference_vs_cpu(qwen_verdict):
+    code, v = qwen_verdict
+    assert v["schema"] == "q9diff.verify/1"
+    assert [s["label"] for s in v["sides"]] == ["candidate", "reference", "cpu"]
+    llm = v["llm"]
+    assert set(llm["tokens"]) == {"candidate", "reference", "cpu"}
+    assert all(len(t) == 8 for t in llm["tokens"].values())
+    assert (
+        llm["prompt"][0]
+        == json.loads((QWEN / "local" / "genie_config.json").read_text())["dialog"]["context"]["bos-token"]
+    )
+    # Measured: the emulator computes the soc_model 0 and soc_model 77 builds bit-identically.
+    assert llm["first_divergence"]["candidate~reference"] is None
+    assert all(step["vs_reference"]["max_abs"] == 0.0 for step in llm["steps"])
+    assert len(llm["steps"]) == 8 and all("candidate" in s["vs_cpu"] for s in llm["steps"])
+    assert code == 0 and v["passed"]
+
+
+def test_weight_shared_binaries_run_rebuilt_unshared_and_say_so(qwen_verdict):
+    _, v = qwen_verdict
+    notes = " ".join(n for s in v["sides"] if s["label"] != "cpu" for n in s["notes"])
+    assert notes.count("weight-shared") == 4 and "verified only on a device" in notes
+
+
+def test_single_graph_soc_model_pair_and_cpu_reference():
+    code, v = verify_json(str(VARIANTS / "soc_0.bin"), str(VARIANTS / "soc_77.bin"))
+    assert code == 0 and v["llm"] is None
+    by = {o["against"]: o for o in v["outputs"]}
+    assert by["reference"]["metrics"]["max_abs"] == 0.0 and by["reference"]["passed"]
+    assert by["cpu"]["metrics"]["cosine"] > 0.999 and by["cpu"]["passed"]
+
+
+def test_wrong_weights_fail_against_the_reference(tmp_path):
+    """A candidate built from the same recipe but another model (other weights) must fail."""
+    import onnx
+
+    from q9diff.backends.ort_qnn import OrtQnnBackend
+    from q9diff.recipe import load
+
+    recipe = load(VARIANTS / "soc_77.recipe.json")
+    model = onnx.load(str(recipe.model_path(recipe.parts[0].graphs[0])))
+    weights = [
+        i for i in model.graph.initializer if i.data_type == onnx.TensorProto.UINT8 and len(i.raw_data) > 64
+    ]
+    assert weights, "the variant model has no uint8 weight tensors"
+    for init in weights:
+        init.raw_data = init.raw_data[::-1]  # the same shape, other weights
+    onnx.save(model, tmp_path / "other.onnx")
+    other = recipe.__class__.from_dict(
+        {**recipe.to_dict(), "parts": [{"name": "p", "output": "other.bin",
+                                        "graphs": [{"name": recipe.parts[0].graphs[0].name,
+                                                    "model": "other.onnx"}]}]},
+        "test", tmp_path / "other.recipe.json",
+    )  # fmt: skip
+    OrtQnnBackend().compile(other, tmp_path)
+    r = q9diff("verify", str(tmp_path / "other.bin"), str(VARIANTS / "soc_77.bin"), "--no-cpu")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL" in r.stdout and "NO" in r.stdout
+
+
+def test_genie_runtime_equals_the_plain_graph_run(tmp_path):
+    """Genie's own dialog on the emulator gives the tokens q9diff's decoding of the same ctx-bins gives:
+    q9diff feeds the graphs as Genie does, so a difference would be runtime glue, not the binaries."""
+    from q9diff.runners.genie import GenieRunner
+
+    if GenieRunner().missing():
+        pytest.skip(GenieRunner().missing())
+    code, v = verify_json("--runner", "genie", str(QWEN / "local"), str(QWEN / "reference"), "--steps", "6")
+    tokens = v["llm"]["tokens"]
+    assert tokens["candidate"] == tokens["emulator"] == tokens["reference"]
+    assert v["llm"]["first_divergence"]["candidate~emulator"] is None
+    assert code == 0
+
+
+def test_html_report_has_the_drift_chart(tmp_path, qwen_verdict):
+    out = tmp_path / "verify.html"
+    r = q9diff("verify", str(VARIANTS / "soc_0.bin"), str(VARIANTS / "soc_77.bin"), "--html", str(out))
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert "q9diff verify: PASS" in page and "Cosine similarity per output" in page and "plotly" in page
+    r = q9diff("verify", str(QWEN / "local"), str(QWEN / "reference"), "--steps", "3", "--html", str(out))
+    assert r.returncode == 0 and "Drift per step" in out.read_text()
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path):
+    text = tmp_path / "notes.bin"
+    text.write_text("not a context binary\n")
+    for args in (
+        [str(text)],
+        [str(tmp_path / "missing.bin")],
+        [str(VARIANTS / "soc_0.bin"), "--prompt-ids", "a,b"],
+    ):
+        r = q9diff("verify", *args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    inputs = tmp_path / "in.npz"
+    inputs.write_bytes(b"garbage")
+    r = q9diff("verify", str(VARIANTS / "soc_0.bin"), "--inputs", str(inputs))
+    assert r.returncode == 2 and "in.npz" in r.stderr
+
+
+def test_given_inputs_are_used(tmp_path):
+    x = np.full((1, 16, 128), 0.25, np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    code, v = verify_json(str(VARIANTS / "soc_0.bin"), "--inputs", str(tmp_path / "in.npz"))
+    assert code == 0 and v["outputs"][0]["against"] == "cpu"
+
+
+def test_verify_leaves_inputs_untouched(tmp_path):
+    work = tmp_path / "local"
+    shutil.copytree(QWEN / "local", work)
+    before = {p: p.read_bytes() for p in work.rglob("*") if p.is_file()}
+    q9diff("verify", str(work), "--steps", "2")
+    after = {p: p.read_bytes() for p in work.rglob("*") if p.is_file()}
+    assert before == after
+
+
+def test_quantized_io_follows_qnn_scale_offset():
+    """QNN: real = scale * (q + offset); a uint16 tensor with offset -32768 centres on 0."""
+    spec = TensorSpec("x", "uint16", (4,), scale=0.001, offset=-32768)
+    values = np.array([-1.0, 0.0, 0.5, 40.0], np.float32)
+    q = to_device(spec, values)
+    assert q.dtype == np.uint16 and q.tolist() == [31768, 32768, 33268, 65535]
+    np.testing.assert_allclose(from_device(spec, q), [-1.0, 0.0, 0.5, 32.767], atol=1e-6)
