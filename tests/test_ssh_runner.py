@@ -8,6 +8,7 @@ whole path a device run takes (mktemp, push, worker over the ssh channel, cleanu
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import shutil
 import socket
@@ -161,6 +162,25 @@ def test_ssh_worker_matches_local_runner_bit_for_bit(sshd: Server, tmp_path: Pat
     assert np.isfinite(remote_out["hidden_states"]).all() and np.abs(remote_out["hidden_states"]).max() > 0
 
 
+def test_verify_command_over_ssh_compares_two_builds(sshd: Server, tmp_path: Path) -> None:
+    """`q9diff verify --runner ssh://…` as a user types it: both builds run behind the real sshd, the CPU
+    reference runs here, and the verdict comes back with the EVK's reach."""
+    from test_cli import q9diff
+
+    ref = ROOT / "fixtures/qwen-mini/reference/genie/part_1_of_2_prompt.bin"
+    url = f"ssh://{sshd.target.user}@{sshd.target.host}:{sshd.target.port}"
+    r = q9diff("verify", str(PROMPT_BIN), str(ref), "--runner", url, "--known-hosts", str(sshd.known_hosts),
+               "--identity", str(sshd.identity), "--remote-python", sys.executable, "--json")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    v = json.loads(r.stdout)
+    assert [s["runner"] for s in v["sides"]] == ["ssh", "ssh", "onnxruntime CPU"]
+    assert all(o["passed"] for o in v["outputs"]) and {o["against"] for o in v["outputs"]} == {
+        "reference",
+        "cpu",
+    }
+    assert str(sshd.identity) not in r.stdout + r.stderr
+
+
 # qnn-net-run is not available off-device, so this stand-in plays Qualcomm's part of the documented file
 # contract only (argv as documented, `name:=path` input list, `__` skips, native raw in, Result_0/<name>.raw
 # out) by running the graph on the x86 emulator. What is under test is q9diff's side: the files it writes,
@@ -252,8 +272,13 @@ def test_unknown_host_is_refused_with_how_to_add_the_key(sshd: Server, tmp_path:
     known_hosts = tmp_path / "known_hosts"
     known_hosts.write_text("")
     remote_base = tmp_path / "evk"
-    ssh = SshRunner.from_url(f"ssh://{sshd.target.user}@127.0.0.1:{sshd.target.port}", tool="qnn-net-run",
-                             known_hosts=known_hosts, identity=sshd.identity, remote_dir=str(remote_base))
+    ssh = SshRunner.from_url(
+        f"ssh://{sshd.target.user}@127.0.0.1:{sshd.target.port}",
+        tool="qnn-net-run",
+        known_hosts=known_hosts,
+        identity=sshd.identity,
+        remote_dir=str(remote_base),
+    )
     with pytest.raises(RunnerError) as err:
         ssh.open([PROMPT_BIN])
     message = str(err.value)

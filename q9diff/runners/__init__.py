@@ -2,9 +2,10 @@
 
 A runner opens a set of context binaries as a `Session`; a session lists the graphs it can run
 (`GraphSpec`, from the binaries' own metadata) and runs one graph on named numpy inputs. Runners:
-`local` (Qualcomm's x86 HTP emulator inside onnxruntime-qnn, in a child process), `cpu` (the source
-ONNX models on ONNX Runtime's CPU EP: the reference a binary should agree with), `ssh://user@host`
-(an EVK, `q9diff.runners.ssh`) and, for Genie bundles, `genie` (`q9diff.runners.genie`).
+`local` (Qualcomm's x86 HTP emulator inside onnxruntime-qnn, in a child process) and
+`ssh://user@host` (an EVK, `q9diff.runners.ssh`) open binaries as sessions; the CPU reference
+(`q9diff.runners.local.cpu_session`) opens a recipe's source ONNX models the same way; Genie bundles
+run whole dialogs instead (`q9diff.runners.genie`, `q9diff verify --runner genie`).
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ class Runner(Protocol):
 
 
 def runner(spec: str) -> Runner:
-    """A runner by name: `local`, `cpu`, or `ssh://user@host[:port]` (see q9diff.runners.ssh)."""
+    """A session runner by name: `local` or `ssh://user@host[:port]` (see q9diff.runners.ssh)."""
     if spec == "local":
         from q9diff.runners.local import LocalRunner
 
