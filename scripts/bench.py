@@ -1,9 +1,11 @@
 """Speed and memory of q9diff against baselines measured in the same run, printed as ratios.
 
-    python scripts/bench.py [A.bin B.bin] [--large]
+    python scripts/bench.py [A.bin B.bin] [--large] [--verify]
 
 Without files it uses the bundled qwen-mini pair; --large first compiles a pair of ~100 MB binaries
-(a w8 MLP, soc_model 0 vs 77) with the ort-qnn backend into a temporary directory.
+(a w8 MLP, soc_model 0 vs 77) with the ort-qnn backend into a temporary directory. --verify times
+running graphs: one graph execution through q9diff's worker protocol (child process, framed npz)
+against the same execution in-process, and `q9diff verify` of the bundled qwen-mini builds end to end.
 """
 
 from __future__ import annotations
@@ -107,11 +109,43 @@ def large_pair(tmp: Path) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
+def bench_verify() -> None:
+    import numpy as np
+
+    from q9diff.runners.local import LocalRunner
+    from q9diff.runners.worker import _Worker
+    from q9diff.verify import seeded_inputs
+
+    binary = ROOT / "fixtures/qwen-mini/local/genie/part_1_of_2_prompt.bin"
+    session = LocalRunner().open([binary])
+    graph = session.graphs[0]
+    feeds = {k: np.asarray(v, t.dtype) for (k, v), t in zip(seeded_inputs(graph, 0).items(), graph.inputs)}
+    t_worker = timed(lambda: [session.run(graph, feeds) for _ in range(20)]) / 20
+    session.close()
+    direct = _Worker()
+    direct.load([str(binary)])
+    t_direct = timed(lambda: [direct.run(0, feeds) for _ in range(20)]) / 20
+    print(f"one graph execution ({binary.name}): in-process {t_direct * 1000:.1f} ms, through the worker")
+    print(f"  protocol {t_worker * 1000:.1f} ms = {t_worker / t_direct:.2f}x in-process")
+    qwen = ROOT / "fixtures/qwen-mini"
+    for steps in (4, 16):
+        t = timed(
+            lambda s=steps: q9("verify", str(qwen / "local"), str(qwen / "reference"), "--steps", str(s)), 1
+        )
+        print(f"q9diff verify qwen-mini local vs reference vs CPU, {steps} steps: {t:.2f} s")
+    print(
+        f"peak RSS of q9diff verify: {PEAK_RSS.get('verify', 0) / 1024:.0f} MiB (the parent; children apart)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--large", action="store_true")
+    ap.add_argument("--verify", action="store_true", help="also time running graphs and q9diff verify")
     args = ap.parse_args()
+    if args.verify:
+        bench_verify()
     with tempfile.TemporaryDirectory() as tmp:
         if args.files:
             a, b = args.files

@@ -24,3 +24,13 @@ def fixtures_dir() -> Path:
     if not all_bins():
         pytest.fail("fixtures/ holds no .bin: run scripts/make_fixtures.py")
     return FIXTURES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def q9diff_cache(tmp_path_factory) -> Path:
+    """Rebuilds cached by the runners go to a fresh folder, not the user's ~/.cache/q9diff."""
+    import os
+
+    cache = tmp_path_factory.mktemp("q9diff-cache")
+    os.environ["Q9DIFF_CACHE"] = str(cache)
+    return cache

@@ -49,10 +49,14 @@ def test_split_llm_local_vs_reference_vs_cpu(qwen_verdict):
     assert code == 0 and v["passed"]
 
 
-def test_weight_shared_binaries_run_rebuilt_unshared_and_say_so(qwen_verdict):
+def test_weight_shared_binaries_run_rebuilt_unshared_and_say_so(qwen_verdict, q9diff_cache):
     _, v = qwen_verdict
     notes = " ".join(n for s in v["sides"] if s["label"] != "cpu" for n in s["notes"])
     assert notes.count("weight-shared") == 4 and "verified only on a device" in notes
+    assert len(list((q9diff_cache / "unshared").iterdir())) == 4  # two parts of two builds
+    session = LocalRunner().open([QWEN / "local" / "part_1_of_2.bin"])
+    session.close()
+    assert "cached in" in session.notes[0]  # the compiler is deterministic: the rebuild is reused
 
 
 def test_single_graph_soc_model_pair_and_cpu_reference():

@@ -16,7 +16,10 @@ says so in the session's notes.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import os
 import platform
 import shutil
 import sys
@@ -47,9 +50,29 @@ def recipe_for(binary: Path):
     return None, None
 
 
-def _unshared(binary: Path, work: Path) -> tuple[list[Path], str]:
-    """Rebuild `binary`'s recipe with one context per graph and no weight sharing; return the new .bins."""
+def cache_root() -> Path:
+    """Where rebuilt binaries are kept between runs: $Q9DIFF_CACHE, else $XDG_CACHE_HOME/q9diff."""
+    if os.environ.get("Q9DIFF_CACHE"):
+        return Path(os.environ["Q9DIFF_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "q9diff"
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _unshared(binary: Path) -> tuple[list[Path], str]:
+    """`binary`'s recipe rebuilt with one context per graph and no weight sharing; the new .bins.
+
+    The compiler is deterministic, so a rebuild is kept in the cache under a digest of everything that
+    determines its bytes (the recipe's settings and graphs, the models' bytes, the QAIRT version) and
+    reused on the next run."""
     from q9diff.backends import BackendUnavailable, compile_backend
+    from q9diff.backends.ort_qnn import _our_qairt
     from q9diff.recipe import Part
 
     r, part = recipe_for(binary)
@@ -62,18 +85,40 @@ def _unshared(binary: Path, work: Path) -> tuple[list[Path], str]:
         Part(f"{part.name}_graph{i}", f"{part.name}_graph{i}.bin", (g,)) for i, g in enumerate(part.graphs)
     )
     unshared = replace(r.with_settings(weight_sharing=None), parts=parts)
+    models = [r.model_path(g) for g in part.graphs]
+    missing = [m for m in models if not m.is_file()]
+    if missing:
+        raise RunnerError(f"{binary}: cannot rebuild it unshared, source model {missing[0]} not found")
+    key = hashlib.sha256(
+        json.dumps(
+            [unshared.to_dict(), [_file_digest(m) for m in models], r.qairt_version or _our_qairt()],
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:32]
+    home = cache_root() / "unshared" / key
+    outputs = [home / p.output for p in parts]
+    origin = f"{r.path} part {part.name}"
+    if all(o.is_file() for o in outputs):
+        return outputs, f"{origin}, cached in {home}"
+    home.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=home.parent))
     try:
-        built = compile_backend(r.backend).compile(unshared, work)
+        compile_backend(r.backend).compile(unshared, work)
+        try:
+            os.rename(work, home)
+        except OSError:  # another run finished first; its bytes are the same
+            pass
     except (BackendUnavailable, RuntimeError) as exc:
         raise RunnerError(f"{binary}: rebuilding without weight sharing failed: {exc}") from None
-    return built, f"{r.path} part {part.name}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return outputs, f"{origin}, kept in {home}"
 
 
 class LocalSession:
     def __init__(self, binaries: list[Path], timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self.notes: tuple[str, ...] = ()
-        self._work: Path | None = None
         self._client: WorkerClient | None = None
         try:
             self._open(binaries)
@@ -100,14 +145,13 @@ class LocalSession:
                 raise
             crash = str(exc)
         self._client.close()
-        self._work = Path(tempfile.mkdtemp(prefix="q9diff-unshared-"))
         paths, graphs, notes = [], [], []
         for i, (b, specs) in enumerate(zip(binaries, originals)):
             if len(specs) == 1:
                 paths.append(b)
                 graphs.append(specs[0])
                 continue
-            built, origin = _unshared(b, self._work / f"part{i}")
+            built, origin = _unshared(b)
             rebuilt = [graph_specs(p, i)[0] for p in built]
             for old, new in zip(specs, rebuilt):
                 if (old.inputs, old.outputs) != (new.inputs, new.outputs):
@@ -115,9 +159,9 @@ class LocalSession:
             paths += built
             graphs += specs
             notes.append(
-                f"{Path(b).name}: weight-shared ({len(specs)} graphs in one context) cannot run on the x86"
-                f" emulator ({crash}); ran the same recipe ({origin}) rebuilt with one context per graph"
-                " and no weight sharing instead. The shared binary itself is verified only on a device."
+                f"{Path(b).name}: weight-shared ({len(specs)} graphs in one context), which the x86 emulator"
+                f" cannot load ({crash}); ran its recipe ({origin}) rebuilt with one context per graph and"
+                " no weight sharing instead. The shared binary itself is verified only on a device."
             )
         self._worker_graphs = self._start(paths)
         self.graphs = tuple(graphs)
@@ -133,9 +177,6 @@ class LocalSession:
         if self._client is not None:
             self._client.close()
             self._client = None
-        if self._work is not None:
-            shutil.rmtree(self._work, ignore_errors=True)
-            self._work = None
 
 
 class LocalRunner:
