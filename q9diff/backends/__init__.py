@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Protocol
 
@@ -36,3 +38,40 @@ def compile_backend(name: str) -> CompileBackend:
 
         return QnnCliBackend()
     raise BackendUnavailable(f"unknown compile backend {name!r}; choose ort-qnn, qairt or qnn-cli")
+
+
+def run_compile_child(
+    label: str,
+    python: str,
+    job: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    part: str,
+    cwd: Path | None = None,
+) -> dict:
+    """Run `python -m q9diff.backends.<label> JOB.json` and return its result.json: a compiler crash or
+    failure in Qualcomm's libraries ends the child, and comes back here as one line."""
+    module = "q9diff.backends." + label.replace("-", "_")
+    try:
+        proc = subprocess.run(
+            [python, "-m", module, str(job)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            cwd=cwd,
+        )
+    except FileNotFoundError:
+        raise BackendUnavailable(f"interpreter {python} not found") from None
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{label}: compiling part {part} took longer than {timeout_s:.0f} s") from None
+    result_file = job.with_name("result.json")
+    if proc.returncode == 0 and result_file.is_file():
+        return json.loads(result_file.read_text())
+    if proc.returncode < 0:
+        raise RuntimeError(f"{label}: compiler process for part {part} crashed (signal {-proc.returncode})")
+    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and "LIBNATIVE" not in ln]
+    last = lines[-1] if lines else f"exit code {proc.returncode}"
+    if "ModuleNotFoundError" in last:
+        raise BackendUnavailable(f"{python}: {last}")
+    raise RuntimeError(f"{label}: compiling part {part} failed: {last}")

@@ -22,13 +22,12 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from q9diff.backends import BackendUnavailable
+from q9diff.backends import BackendUnavailable, run_compile_child
 from q9diff.recipe import Part, Recipe, Settings
 
 EP_NAME = "QNNExecutionProvider"
@@ -179,28 +178,7 @@ def _run_child(python: str, job: Path, timeout_s: float, part: str) -> dict:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])  # so the child imports this q9diff
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    try:
-        proc = subprocess.run(
-            [python, "-m", "q9diff.backends.ort_qnn", str(job)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-        )
-    except FileNotFoundError:
-        raise BackendUnavailable(f"interpreter {python} not found") from None
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"ort-qnn: compiling part {part} took longer than {timeout_s:.0f} s") from None
-    result_file = job.with_name("result.json")
-    if proc.returncode == 0 and result_file.is_file():
-        return json.loads(result_file.read_text())
-    if proc.returncode < 0:
-        raise RuntimeError(f"ort-qnn: compiler process for part {part} crashed (signal {-proc.returncode})")
-    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and "LIBNATIVE" not in ln]
-    last = lines[-1] if lines else f"exit code {proc.returncode}"
-    if "ModuleNotFoundError" in last:
-        raise BackendUnavailable(f"{python}: {last}")
-    raise RuntimeError(f"ort-qnn: compiling part {part} failed: {last}")
+    return run_compile_child("ort-qnn", python, job, env, timeout_s, part)
 
 
 # ---- child side: runs in a separate interpreter, imports ONNX Runtime only here ----

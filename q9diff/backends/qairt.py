@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q9diff.backends import BackendUnavailable
+from q9diff.backends import BackendUnavailable, run_compile_child
 from q9diff.backends.ort_qnn import _same_version
 from q9diff.recipe import Part, Recipe, Settings
 
@@ -419,37 +419,13 @@ class QairtBackend:
             env["QAIRT_TMP_DIR"] = str(work / "tmp")
             pkg_root = str(Path(__file__).resolve().parents[2])  # so the child imports this q9diff
             env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH")) if p)
-            result = _run_child(self.python, job, env, self.timeout_s, part.name)
+            result = run_compile_child("qairt", self.python, job, env, self.timeout_s, part.name, job.parent)
             target = out_dir / part.output
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(work / result["bin"], target)
             return target
         finally:
             shutil.rmtree(work, ignore_errors=True)
-
-
-def _run_child(python: str, job: Path, env: dict[str, str], timeout_s: float, part: str) -> dict:
-    try:
-        proc = subprocess.run(
-            [python, "-m", "q9diff.backends.qairt", str(job)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-            cwd=job.parent,
-        )
-    except FileNotFoundError:
-        raise BackendUnavailable(f"interpreter {python} not found") from None
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"qairt: compiling part {part} took longer than {timeout_s:.0f} s") from None
-    result_file = job.with_name("result.json")
-    if proc.returncode == 0 and result_file.is_file():
-        return json.loads(result_file.read_text())
-    if proc.returncode < 0:
-        raise RuntimeError(f"qairt: compiler process for part {part} crashed (signal {-proc.returncode})")
-    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and "LIBNATIVE" not in ln]
-    last = lines[-1] if lines else f"exit code {proc.returncode}"
-    raise RuntimeError(f"qairt: compiling part {part} failed: {last}")
 
 
 # ---- child side: runs in the qairt interpreter, imports qairt only here ----

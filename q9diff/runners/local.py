@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
-from q9diff.runners.worker import WorkerClient, child_env
+from q9diff.runners.worker import WorkerClient, WorkerSession, child_env
 
 
 def recipe_for(binary: Path):
@@ -115,7 +115,7 @@ def _unshared(binary: Path) -> tuple[list[Path], str]:
     return outputs, f"{origin}, kept in {home}"
 
 
-class LocalSession:
+class LocalSession(WorkerSession):
     def __init__(self, binaries: list[Path], timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self.notes: tuple[str, ...] = ()
@@ -166,17 +166,6 @@ class LocalSession:
         self._worker_graphs = self._start(paths)
         self.graphs = tuple(graphs)
         self.notes = tuple(notes)
-
-    def run(self, graph: GraphSpec, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        index = self.graphs.index(graph)
-        feeds = {t.name: np.ascontiguousarray(inputs[t.name], dtype=t.dtype) for t in graph.inputs}
-        _, out = self._client.request({"op": "run", "graph": index}, feeds)
-        return out
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
 
 
 class LocalRunner:

@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
-from q9diff.runners.worker import WorkerClient
+from q9diff.runners.worker import WorkerClient, WorkerSession
 
 Tool = Literal["q9diff", "qnn-net-run"]
 TOOLS: tuple[str, ...] = ("q9diff", "qnn-net-run")
@@ -443,7 +443,7 @@ class _SshSession:
                 self.notes += (f"could not remove {remote} on the device: {exc}",)
 
 
-class SshWorkerSession(_SshSession):
+class SshWorkerSession(WorkerSession, _SshSession):
     """q9diff's own worker on the device, over the ssh channel: the local runner's protocol, remotely."""
 
     def __init__(self, client: SshClient, binaries: list[Path], remote_base: str | None, remote_python: str,
@@ -468,17 +468,9 @@ class SshWorkerSession(_SshSession):
             self.close()
             raise
 
-    def run(self, graph: GraphSpec, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        index = self.graphs.index(graph)
-        feeds = {t.name: np.ascontiguousarray(inputs[t.name], dtype=t.dtype) for t in graph.inputs}
-        _, out = self._client.request({"op": "run", "graph": index}, feeds)
-        return out
-
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        super().close()
+        WorkerSession.close(self)
+        _SshSession.close(self)
 
 
 class NetRunSession(_SshSession):

@@ -150,6 +150,25 @@ class WorkerClient:
         self._stderr.close()
 
 
+class WorkerSession:
+    """A Session whose graphs run in a q9diff worker: a local child, or a remote one over ssh."""
+
+    graphs: tuple[GraphSpec, ...] = ()
+    notes: tuple[str, ...] = ()
+    _client: WorkerClient | None = None
+
+    def run(self, graph: GraphSpec, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        index = self.graphs.index(graph)
+        feeds = {t.name: np.ascontiguousarray(inputs[t.name], dtype=t.dtype) for t in graph.inputs}
+        _, out = self._client.request({"op": "run", "graph": index}, feeds)
+        return out
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
 def child_env() -> dict[str, str]:
     """The environment for a local worker: this q9diff importable, Qualcomm's chatter kept low."""
     env = dict(os.environ)
