@@ -78,7 +78,10 @@ def _wait_for_banner(port: int, proc: subprocess.Popen, log: Path) -> None:
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory) -> Server:
     if not SSHD.is_file():
-        pytest.skip("/usr/sbin/sshd is missing (Debian: apt-get install openssh-server; .ci/run does)")
+        why = "/usr/sbin/sshd is missing (Debian: apt-get install openssh-server; .ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(why)  # CI installs it: the EVK path must really run there
+        pytest.skip(why)
     if shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
         pytest.skip("the OpenSSH client is missing (Debian: apt-get install openssh-client)")
     if os.geteuid() == 0:
