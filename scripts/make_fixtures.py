@@ -11,7 +11,10 @@ fixtures/qwen-mini: a 2-part Qwen2.5-style decoder (scripts/fixture_models.py), 
 same models/: reference/ (soc_model 77, v73, VTCM 8 MB, O=3) and local/ (soc_model 0 with v73 only).
 Each build has part_{i}_of_2.bin (prompt AR=32 + token AR=1 graphs in one context, weights shared,
 AI Hub's layout), recipe.json for both parts, and a Genie bundle whose ctx-bins are one binary per
-graph under genie/, because Genie on x86 refuses shared-weight binaries.
+graph under genie/, because Genie on x86 refuses shared-weight binaries. The w8a16 models are
+calibrated on the exact feeds each graph gets while the float model decodes seeded prompts greedily
+(bos prepended, eos padding, as Genie does; `calibration_prompts`), so that the quantized model tracks
+the float one in real decoding and the emulator's greedy tokens match the CPU reference's.
 
 fixtures/variants: a small MLP compiled from one base (soc_model 77, v73, VTCM 8 MB, O=3) with one
 setting changed at a time, plus the spill-fill model and the same base under older QAIRT versions.
@@ -33,6 +36,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,6 +52,10 @@ FIXTURES = REPO / "fixtures"
 CFG = fm.DecoderConfig()
 N_PARTS = 2
 PROMPT_AR, TOKEN_AR = 32, 1
+BOS, EOS = CFG.vocab - 2, CFG.vocab - 3  # <|im_start|>, <|endoftext|>
+# Calibration: the float model decodes these prompt lengths (bos not counted) greedily for 48 tokens.
+CALIBRATION_PROMPT_LENGTHS = (3, 8, 12, 20, 31, 45)
+CALIBRATION_STEPS = 48
 
 QWEN_BUILDS = {
     "reference": rcp.Settings(
@@ -148,15 +156,25 @@ def split_sorted_names(backend: OrtQnnBackend, models: Path, work: Path) -> dict
     return names
 
 
+def calibration_prompts() -> list[list[int]]:
+    """Seeded prompts as Genie feeds them (bos prepended), one to two AR-32 chunks long."""
+    rng = np.random.default_rng(CFG.seed)
+    return [[BOS, *map(int, rng.integers(0, CFG.vocab, n))] for n in CALIBRATION_PROMPT_LENGTHS]
+
+
 def build_models(root: Path) -> None:
     qwen = root / "qwen-mini" / "models"
     qwen.mkdir(parents=True, exist_ok=True)
+    calibration = fm.decoding_calibration(
+        CFG, N_PARTS, (PROMPT_AR, TOKEN_AR), calibration_prompts(), CALIBRATION_STEPS, pad=EOS
+    )
     for part in range(1, N_PARTS + 1):
         for ar in (PROMPT_AR, TOKEN_AR):
-            model = fm.decoder_part(CFG, part, N_PARTS, ar)
-            calibration = fm.decoder_calibration(CFG, part, ar)
             fm.quantize_w8a16(
-                model, calibration, qwen / qwen_model_name(part, ar), fm.kv_overrides(CFG, part)
+                fm.decoder_part(CFG, part, N_PARTS, ar),
+                calibration[(part, ar)],
+                qwen / qwen_model_name(part, ar),
+                fm.kv_overrides(CFG, part),
             )
     var = root / "variants" / "models"
     var.mkdir(parents=True, exist_ok=True)
@@ -246,7 +264,6 @@ def build_qwen(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Set
     write_json(out / "tokenizer.json", tokenizer_json())
 
 
-BOS, EOS = CFG.vocab - 2, CFG.vocab - 3  # <|im_start|>, <|endoftext|>
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 
