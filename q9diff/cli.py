@@ -219,16 +219,16 @@ def suggest(
 
 
 def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
-    from q9diff.backends import BackendUnavailable, compile_backend
+    from q9diff.backends import BackendUnavailable
     from q9diff.diff import diff_sets, set_to_json
     from q9diff.recipe import load
 
     r = load(recipe_path)
     try:
-        built = compile_backend(r.backend).compile(r, out)
+        built = _build(r, r.backend, out)
     except (BackendUnavailable, RuntimeError) as exc:
         _fail(f"{recipe_path}: recompile failed: {exc}")
-    console.print(f"rebuilt {len(built)} binaries into {out}")
+    console.print(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})")
     data = set_to_json(diff_sets(out, reference if reference.is_dir() else reference.parent))
     roots = [c["name"] for c in data["causes"] if c["role"] == "root"]
     console.print(f"new vs reference: {data['a_total']} vs {data['b_total']} bytes")
@@ -246,12 +246,12 @@ def recompile(
     backend: str = typer.Option(None, "--backend", help="ort-qnn (default), qairt or qnn-cli"),
 ) -> None:
     """Rebuild the context binaries a recipe describes."""
-    from q9diff.backends import BackendUnavailable, compile_backend
+    from q9diff.backends import BackendUnavailable
     from q9diff.recipe import load
 
     r = load(recipe)
     try:
-        built = compile_backend(backend or r.backend).compile(r, out)
+        built = _build(r, backend or r.backend, out)
     except (BackendUnavailable, RuntimeError) as exc:
         _fail(f"{recipe}: {exc}")
     for b in built:
@@ -346,7 +346,7 @@ RUNNER_REACH = {
 
 
 def _fmt(m) -> str:
-    return "" if m is None else f"{m.max_abs:.3g} / {m.cosine:.5f}"
+    return "" if m is None else f"{m.max_abs:.2g} / {m.cosine:.4f}"
 
 
 def _print_verify(res) -> None:
@@ -370,8 +370,9 @@ def _print_verify(res) -> None:
             return
         t = Table(title="per step (logits teacher-forced on the anchor's tokens): max|Δ| / cosine")
         labels = list(c.tokens)
-        for col in ["step", *[f"{x} tok" for x in labels], "candidate~cpu", "reference~cpu", "candidate~ref"]:
-            t.add_column(col, justify="right")
+        short = {"candidate": "cand", "reference": "ref"}
+        for col in ["step", *[short.get(x, x) for x in labels], "cand~cpu", "ref~cpu", "cand~ref"]:
+            t.add_column(col, justify="right", no_wrap=True)
         for d in c.steps:
             t.add_row(
                 str(d.step),
@@ -412,6 +413,17 @@ def _print_verdict(res) -> None:
         console.print("[bold green]PASS: the candidate computes what the reference does.[/]")
     else:
         console.print("[bold red]FAIL: the candidate does not compute what the reference does.[/]")
+
+
+def _build(r, backend: str, out: Path) -> list[Path]:
+    """Compile `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
+    diffed and verified (the runners find it there) like any build."""
+    from q9diff.backends import compile_backend
+    from q9diff.recipe import dump, write_atomic
+
+    built = compile_backend(backend).compile(r, out)
+    write_atomic(out / "recipe.json", dump(r.rebased(out)))
+    return built
 
 
 def _set_diff(a: Path, b: Path, as_json: bool) -> None:

@@ -79,6 +79,16 @@ class Recipe:
         base = self.path.parent if self.path else Path.cwd()
         return (base / graph.model).resolve()
 
+    def rebased(self, folder: Path) -> Recipe:
+        """The same recipe as if saved in `folder`: model paths rewritten relative to it."""
+        folder = Path(folder).resolve()
+
+        def move(g: GraphSource) -> GraphSource:
+            return replace(g, model=os.path.relpath(self.model_path(g), folder))
+
+        parts = tuple(replace(p, graphs=tuple(move(g) for g in p.graphs)) for p in self.parts)
+        return replace(self, parts=parts, path=folder / "recipe.json")
+
     def with_settings(self, **changes) -> Recipe:
         return replace(self, settings=replace(self.settings, **changes))
 

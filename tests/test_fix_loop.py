@@ -28,6 +28,10 @@ def test_suggest_apply_recompile_closes_the_gap(tmp_path, fixtures_dir):
     assert "Gap closed" in r.stdout
     for part in ("part_1_of_2.bin", "part_2_of_2.bin"):
         assert (new / part).read_bytes() == (ref / part).read_bytes()
+    # The rebuilt set carries its recipe, so it can be run and compared like any build.
+    assert json.loads((new / "recipe.json").read_text())["settings"]["soc_model"] == 77
+    r = q9diff("verify", str(new), str(ref), "--steps", "2")
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
     recipe = json.loads((local / "recipe.json").read_text())
     assert recipe["settings"]["soc_model"] == 77 and recipe["settings"]["vtcm_mb"] == 8
     assert (local / "recipe.json.bak").exists()
