@@ -359,6 +359,8 @@ def verify(
                 tuple(sides), tuple(check_graphs(cand, others, seed, inputs)), None, tuple(notes)
             )
         dialog = DialogConfig.of(candidate)
+        if dialog == DialogConfig() and reference is not None:
+            dialog = DialogConfig.of(reference)  # a rebuilt set has no Genie config of its own
         if prompt is None:
             rng = np.random.default_rng(seed)
             prompt = [int(x) for x in rng.integers(0, lay.vocab, 8)]

@@ -91,7 +91,11 @@ def _unshared(binary: Path) -> tuple[list[Path], str]:
         raise RunnerError(f"{binary}: cannot rebuild it unshared, source model {missing[0]} not found")
     key = hashlib.sha256(
         json.dumps(
-            [unshared.to_dict(), [_file_digest(m) for m in models], r.qairt_version or _our_qairt()],
+            [
+                {k: v for k, v in unshared.to_dict().items() if k != "notes"},
+                [_file_digest(m) for m in models],
+                r.qairt_version or _our_qairt(),
+            ],
             sort_keys=True,
         ).encode()
     ).hexdigest()[:32]
