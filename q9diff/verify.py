@@ -10,6 +10,7 @@ drift compares like with like.
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -373,6 +374,40 @@ def verify(
             s.close()
 
 
+def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str]]:
+    """`bundle`, or a copy of its config in `work` whose weight-shared ctx-bins are replaced by their
+    unshared rebuilds: Genie on x86 refuses shared weights ("Shared weights buffer isn't supported on
+    this platform", then SIGSEGV), as the emulator does."""
+    from q9diff.binary import open_binary
+    from q9diff.runners.local import unshared_rebuild
+
+    bundle = bundle if bundle.is_dir() else bundle.parent
+    names, notes = [], []
+    for b in ctx_bins(bundle):
+        if len(open_binary(b).graphs) < 2:
+            names.append(str(b))
+            continue
+        built, origin = unshared_rebuild(b)
+        names += [str(p) for p in built]
+        notes.append(
+            f"{b.name}: weight-shared, which Genie on x86 cannot load; Genie ran its recipe ({origin})"
+            " rebuilt with one context per graph instead. The shared binary itself runs only on a device."
+        )
+    if not notes:
+        return bundle, []
+    config = json.loads((bundle / "genie_config.json").read_text())
+    dialog = config["dialog"]
+    tokenizer = dialog.get("tokenizer", {})
+    if "path" in tokenizer:
+        tokenizer["path"] = str((bundle / tokenizer["path"]).resolve())
+    backend = dialog.get("engine", {}).get("backend", {})
+    if isinstance(backend.get("extensions"), str):
+        backend["extensions"] = str((bundle / backend["extensions"]).resolve())
+    dialog["engine"]["model"]["binary"]["ctx-bins"] = names
+    (work / "genie_config.json").write_text(json.dumps(config, indent=2))
+    return work, notes
+
+
 def verify_genie(
     candidate: Path,
     reference: Path | None,
@@ -418,14 +453,15 @@ def verify_genie(
     for label, bundle in (("candidate", candidate), ("reference", reference)):
         if bundle is None:
             continue
-        try:
-            result = runner.generate(Path(bundle), list(prompt), steps)
-        except GenieError as exc:
-            raise RunnerError(f"genie: {exc}") from None
+        with tempfile.TemporaryDirectory(prefix="q9diff-genie-bundle-") as work:
+            runnable, why = genie_runnable(Path(bundle), Path(work))
+            try:
+                result = runner.generate(runnable, list(prompt), steps)
+            except GenieError as exc:
+                raise RunnerError(f"genie: {exc}") from None
         tokens[label] = result.tokens
-        sides.insert(
-            len(sides) - (1 if "cpu" in tokens else 0), Side(label, str(bundle), "genie", result.notes)
-        )
+        side = Side(label, str(bundle), "genie", tuple(why) + result.notes)
+        sides.insert(len(sides) - (1 if "cpu" in tokens else 0), side)
     divergence = {}
     for a, b in (
         ("candidate", "reference"),

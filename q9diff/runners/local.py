@@ -65,7 +65,7 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _unshared(binary: Path) -> tuple[list[Path], str]:
+def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     """`binary`'s recipe rebuilt with one context per graph and no weight sharing; the new .bins.
 
     The compiler is deterministic, so a rebuild is kept in the cache under a digest of everything that
@@ -155,7 +155,7 @@ class LocalSession(WorkerSession):
                 paths.append(b)
                 graphs.append(specs[0])
                 continue
-            built, origin = _unshared(b)
+            built, origin = unshared_rebuild(b)
             rebuilt = [graph_specs(p, i)[0] for p in built]
             for old, new in zip(specs, rebuilt):
                 if (old.inputs, old.outputs) != (new.inputs, new.outputs):
