@@ -422,7 +422,13 @@ def _build(r, backend: str, out: Path) -> list[Path]:
     from q9diff.recipe import dump, write_atomic
 
     built = compile_backend(backend).compile(r, out)
-    write_atomic(out / "recipe.json", dump(r.rebased(out)))
+    target = out / "recipe.json"
+    if r.path is not None and target.resolve() == Path(r.path).resolve():
+        return built  # building in place: the recipe is already there, and inputs are never rewritten
+    if target.exists() and '"q9diff.recipe/1"' not in target.read_text(errors="replace"):
+        console.print(f"note: {target} exists and is not a q9diff recipe; left as it was")
+        return built
+    write_atomic(target, dump(r.rebased(out)))
     return built
 
 

@@ -128,11 +128,13 @@ def graph_specs(path: Path, part: int = 0) -> list[GraphSpec]:
 def to_device(spec: TensorSpec, value: np.ndarray) -> np.ndarray:
     """A float array as the graph's input buffer: quantized with QNN's rule real = scale * (q + offset)."""
     value = np.asarray(value)
+    # An ONNX model's symbolic dims ("batch") take the value's shape; a binary's dims are all numbers.
+    shape = spec.shape if all(isinstance(d, int) for d in spec.shape) else value.shape
     if spec.quantized:
         info = np.iinfo(np.dtype(spec.dtype))
         q = np.round(value.astype(np.float64) / spec.scale) - spec.offset
-        return np.clip(q, info.min, info.max).astype(spec.dtype).reshape(spec.shape)
-    return value.astype(spec.dtype).reshape(spec.shape)
+        return np.clip(q, info.min, info.max).astype(spec.dtype).reshape(shape)
+    return value.astype(spec.dtype).reshape(shape)
 
 
 def from_device(spec: TensorSpec, value: np.ndarray) -> np.ndarray:
