@@ -13,11 +13,15 @@ import json
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from q9diff import llm
 from q9diff.runners import GraphSpec, RunnerError, Session, from_device, to_device
+
+if TYPE_CHECKING:
+    from q9diff.runners.ssh import SshRunner
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class LlmCheck:
     first_divergence: dict[str, int | None]  # "candidate~reference" -> first step where tokens differ
     steps: tuple[StepDrift, ...]
     passed: bool
+    texts: dict[str, str] = field(default_factory=dict)  # each side's answer as text (Genie bundles)
 
 
 @dataclass(frozen=True)
@@ -408,22 +413,23 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str]]:
     return work, notes
 
 
-def verify_genie(
-    candidate: Path,
-    reference: Path | None,
-    *,
-    cpu: bool = True,
-    steps: int = 16,
-    prompt: list[int] | None = None,
-    seed: int = 0,
-) -> VerifyResult:
-    """Genie bundles through Qualcomm's own Genie runtime on the emulator, beside q9diff's decoding of
-    the same ctx-bins on the same emulator (`emulator`) and on the CPU: Genie against the plain graph
-    run isolates the runtime glue (prompt feeding, KV handling, sampling) from the binaries."""
-    from q9diff.runners.genie import GenieError, GenieRunner
+@dataclass(frozen=True)
+class BundleDecoding:
+    """q9diff's own greedy decoding of a Genie bundle's ctx-bins, the yardstick Genie's answers meet."""
+
+    prompt: list[int]  # as Genie takes it: without bos
+    ids: list[int]  # as the graphs are fed: bos first
+    tokens: dict[str, tuple[int, ...]]  # "emulator", and "cpu" when there is a recipe
+    sides: list[Side]
+    notes: list[str]
+
+
+def decode_bundle(
+    candidate: Path, *, cpu: bool, steps: int, prompt: list[int] | None, seed: int
+) -> BundleDecoding:
+    """Decode the candidate bundle's ctx-bins greedily on the emulator and, from its recipe, on the CPU."""
     from q9diff.runners.local import LocalRunner, cpu_session
 
-    runner = GenieRunner()
     dialog = DialogConfig.of(candidate)
     bins = ctx_bins(candidate)
     local = LocalRunner().open(bins)
@@ -450,18 +456,10 @@ def verify_genie(
     finally:
         for s in sessions.values():
             s.close()
-    for label, bundle in (("candidate", candidate), ("reference", reference)):
-        if bundle is None:
-            continue
-        with tempfile.TemporaryDirectory(prefix="q9diff-genie-bundle-") as work:
-            runnable, why = genie_runnable(Path(bundle), Path(work))
-            try:
-                result = runner.generate(runnable, list(prompt), steps)
-            except GenieError as exc:
-                raise RunnerError(f"genie: {exc}") from None
-        tokens[label] = result.tokens
-        side = Side(label, str(bundle), "genie", tuple(why) + result.notes)
-        sides.insert(len(sides) - (1 if "cpu" in tokens else 0), side)
+    return BundleDecoding(list(prompt), ids, tokens, sides, notes)
+
+
+def _divergences(tokens: dict[str, tuple[int, ...]]) -> dict[str, int | None]:
     divergence = {}
     for a, b in (
         ("candidate", "reference"),
@@ -471,7 +469,107 @@ def verify_genie(
     ):
         if a in tokens and b in tokens:
             divergence[f"{a}~{b}"] = _first_divergence(tokens[a], tokens[b])
+    return divergence
+
+
+def verify_genie(
+    candidate: Path,
+    reference: Path | None,
+    *,
+    cpu: bool = True,
+    steps: int = 16,
+    prompt: list[int] | None = None,
+    seed: int = 0,
+) -> VerifyResult:
+    """Genie bundles through Qualcomm's own Genie runtime on the emulator, beside q9diff's decoding of
+    the same ctx-bins on the same emulator (`emulator`) and on the CPU: Genie against the plain graph
+    run isolates the runtime glue (prompt feeding, KV handling, sampling) from the binaries."""
+    from q9diff.runners.genie import GenieError, GenieRunner
+
+    runner = GenieRunner()
+    decoded = decode_bundle(candidate, cpu=cpu, steps=steps, prompt=prompt, seed=seed)
+    tokens, sides = decoded.tokens, decoded.sides
+    for label, bundle in (("candidate", candidate), ("reference", reference)):
+        if bundle is None:
+            continue
+        with tempfile.TemporaryDirectory(prefix="q9diff-genie-bundle-") as work:
+            runnable, why = genie_runnable(Path(bundle), Path(work))
+            try:
+                result = runner.generate(runnable, decoded.prompt, steps)
+            except GenieError as exc:
+                raise RunnerError(f"genie: {exc}") from None
+        tokens[label] = result.tokens
+        side = Side(label, str(bundle), "genie", tuple(why) + result.notes)
+        sides.insert(len(sides) - (1 if "cpu" in tokens else 0), side)
+    divergence = _divergences(tokens)
     judge = "candidate~reference" if reference is not None else "candidate~emulator"
     ordered = {k: tokens[k] for k in ("candidate", "reference", "emulator", "cpu") if k in tokens}
-    check = LlmCheck(tuple(ids), ordered, divergence, (), divergence.get(judge, 0) is None)
+    check = LlmCheck(tuple(decoded.ids), ordered, divergence, (), divergence.get(judge, 0) is None)
+    return VerifyResult(tuple(sides), (), check, tuple(decoded.notes))
+
+
+def bundle_texts(bundle: Path, tokens: dict[str, tuple[int, ...]]) -> dict[str, str]:
+    """Each side's tokens as text, detokenised with the bundle's tokenizer.json by HuggingFace
+    `tokenizers` (the tokenizer Genie embeds), so a verdict shows what a user of the device would read."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise RunnerError("the Python package tokenizers is missing: pip install tokenizers") from None
+    bundle = bundle if bundle.is_dir() else bundle.parent
+    try:
+        path = json.loads((bundle / "genie_config.json").read_text())["dialog"]["tokenizer"]["path"]
+        tokenizer = Tokenizer.from_file(str(bundle / path))
+    except Exception as exc:  # a missing file, a config without the key, a file tokenizers refuses
+        raise RunnerError(f"{bundle}: no usable tokenizer in genie_config.json ({exc})") from None
+    return {label: tokenizer.decode(list(ids), skip_special_tokens=False) for label, ids in tokens.items()}
+
+
+def answers_agree(a: str, b: str, tokens: dict[str, tuple[int, ...]], texts: dict[str, str]) -> bool:
+    """Sides a and b gave the same answer: the same token ids where both have ids, else the same text
+    (a genie-t2t-run that answered text). Both answers are bounded by the same token count, so a
+    shorter one is a difference, not a prefix."""
+    if a in tokens and b in tokens:
+        return tokens[a] == tokens[b]
+    return texts[a] == texts[b]
+
+
+def verify_genie_ssh(
+    candidate: Path,
+    reference: Path | None,
+    runner: SshRunner,
+    *,
+    cpu: bool = True,
+    steps: int = 16,
+    prompt: list[int] | None = None,
+    seed: int = 0,
+) -> VerifyResult:
+    """Genie bundles through Qualcomm's genie-t2t-run on the device (an EVK reached by ssh), beside
+    q9diff's decoding of the candidate's ctx-bins on the emulator and the CPU: the emulator computes
+    soc_model 0 and 77 builds alike, so only the device's answer shows a binary built for the wrong
+    SoC. Weight-shared ctx-bins go to the device as they are; it is where they must run."""
+    decoded = decode_bundle(candidate, cpu=cpu, steps=steps, prompt=prompt, seed=seed)
+    tokens = dict(decoded.tokens)
+    sides, notes = list(decoded.sides), list(decoded.notes)
+    device_texts: dict[str, str] = {}
+    for label, bundle in (("candidate", candidate), ("reference", reference)):
+        if bundle is None:
+            continue
+        out = runner.genie(Path(bundle), decoded.prompt, steps)
+        if out.tokens is not None:
+            tokens[label] = out.tokens
+        else:
+            device_texts[label] = out.text
+            notes.append(f"{label}: genie-t2t-run answered text, not token ids; compared as text")
+        sides.insert(len(sides) - (1 if "cpu" in tokens else 0), Side(label, str(bundle), "ssh", out.notes))
+    texts = {**bundle_texts(Path(candidate), tokens), **device_texts}
+    order = ("candidate", "reference", "emulator", "cpu")
+    judge = ("candidate", "reference" if reference is not None else "emulator")
+    check = LlmCheck(
+        tuple(decoded.ids),
+        {k: tokens[k] for k in order if k in tokens},
+        _divergences(tokens),
+        (),
+        answers_agree(*judge, tokens, texts),
+        {k: texts[k] for k in order if k in texts},
+    )
     return VerifyResult(tuple(sides), (), check, tuple(notes))

@@ -1,8 +1,9 @@
 """The ssh:// runner against a real OpenSSH server on loopback, and qnn-net-run / genie-t2t-run formats.
 
 The server is Debian's sshd (`.ci/run` installs openssh-server), started here on 127.0.0.1 with a fresh
-host key and client key; the remote command is q9diff's own worker (Python + onnxruntime-qnn), so the
-whole path a device run takes (mktemp, push, worker over the ssh channel, cleanup) runs for real.
+host key and client key; the remote command is q9diff's own worker (Python + onnxruntime-qnn), or a
+stand-in for Qualcomm's device tool, so the whole path a device run takes (mktemp, push, the tool over
+the ssh channel, pull, cleanup) runs for real.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pytest
 
 from q9diff.runners import GraphSpec, RunnerError, TensorSpec, graph_specs, runner
 from q9diff.runners.ssh import (
+    GenieKpis,
+    GenieOutput,
     QairtPaths,
     SshRunner,
     SshTarget,
@@ -34,11 +37,13 @@ from q9diff.runners.ssh import (
     parse_genie_output,
     read_outputs,
     remote_command,
+    stage_genie_bundle,
     tokens_file_text,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-PROMPT_BIN = ROOT / "fixtures/qwen-mini/local/genie/part_1_of_2_prompt.bin"
+QWEN = ROOT / "fixtures/qwen-mini"
+PROMPT_BIN = QWEN / "local/genie/part_1_of_2_prompt.bin"
 SSHD = Path("/usr/sbin/sshd")
 
 
@@ -269,6 +274,17 @@ def test_changed_host_key_is_refused_before_anything_is_pushed(sshd: Server, tmp
     assert "host key" in message and "changed" in message
     assert f"ssh-keyscan -p {sshd.target.port} 127.0.0.1" in message and str(known_hosts) in message
     assert not remote_base.exists(), "nothing may reach the host before its key is verified"
+
+
+def test_genie_refuses_a_changed_host_key_before_pushing_the_bundle(sshd: Server, tmp_path: Path) -> None:
+    known_hosts = tmp_path / "known_hosts"
+    key_type, key = _keygen(tmp_path / "other_key").split()[:2]
+    known_hosts.write_text(f"[127.0.0.1]:{sshd.target.port} {key_type} {key}\n")
+    evk = tmp_path / "evk"
+    ssh = SshRunner(sshd.target, known_hosts=known_hosts, identity=sshd.identity, remote_dir=str(evk))
+    with pytest.raises(RunnerError, match="changed"):
+        ssh.genie(QWEN / "local", [10, 20, 30], 4)
+    assert not evk.exists(), "nothing may reach the host before its key is verified"
 
 
 def test_unknown_host_is_refused_with_how_to_add_the_key(sshd: Server, tmp_path: Path) -> None:
@@ -509,3 +525,190 @@ def test_parse_genie_output() -> None:
     assert (bare.text, bare.prompt, bare.kpis.init_time_us, bare.genie_version) == ("there", "hi", None, None)
     with pytest.raises(RunnerError, match="Failed to create the dialog"):
         parse_genie_output('[ERROR] "Device Creation failure"\nFailed to create the dialog.\n')
+
+
+# genie-t2t-run prints each id followed by a space, so the prompt and answer lines hold one before \n.
+GENIE_TOKEN_QUERY_STDOUT = (
+    "Using libGenie.so version 1.21.0\n\n[PROMPT TOKENS]: 10 20 30 40 50 \n"
+    "[BEGIN]: 725 725 725 539 147 [END]\n\n"
+)
+
+
+def test_parse_genie_token_query_output() -> None:
+    """genie-t2t-run's source: a --tokens_file query echoes `[PROMPT TOKENS]: ` and answers ids, each
+    followed by a space (its tokenToTokenCallback), between `[BEGIN]: ` and `[END]`."""
+    out = parse_genie_output(GENIE_TOKEN_QUERY_STDOUT)
+    assert out.tokens == (725, 725, 725, 539, 147) and out.prompt == "10 20 30 40 50"
+    assert out.genie_version == "1.21.0" and out.kpis.init_time_us is None
+    assert parse_genie_output(GENIE_STDOUT).tokens is None, "a text query's answer is text"
+    with pytest.raises(RunnerError, match="not token ids"):
+        parse_genie_output("[PROMPT TOKENS]: 1 2 \n[BEGIN]: Paris[END]\n")
+
+
+def _named_files(bundle: Path) -> list[str]:
+    """The files a Genie config names, in the order write_patched_config visits them."""
+    dialog = json.loads((bundle / "genie_config.json").read_text())["dialog"]
+    engine = dialog["engine"]
+    ctx_bins = engine["model"]["binary"]["ctx-bins"]
+    return [dialog["tokenizer"]["path"], engine["backend"]["extensions"], *ctx_bins]
+
+
+def test_staged_genie_bundle_names_every_file_relative_to_the_remote_dir(tmp_path: Path) -> None:
+    from q9diff.runners.genie import CONFIG_NAME, GREEDY_SAMPLER
+
+    bundle = QWEN / "local"
+    before = (bundle / CONFIG_NAME).read_text()
+    notes = stage_genie_bundle(bundle, tmp_path, [10, 20, 30], 6)
+    named = _named_files(tmp_path)
+    assert named == ["0_tokenizer.json", "1_htp_backend_ext_config.json", "2_part_1_of_2_prompt.bin",
+                     "3_part_1_of_2_token.bin", "4_part_2_of_2_prompt.bin",
+                     "5_part_2_of_2_token.bin"]  # fmt: skip
+    for name, original in zip(named, _named_files(bundle)):
+        assert (tmp_path / name).samefile(bundle / original), name
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*named, CONFIG_NAME, "tokens.txt"])
+    dialog = json.loads((tmp_path / CONFIG_NAME).read_text())["dialog"]
+    assert dialog["sampler"] == GREEDY_SAMPLER and dialog["max-num-tokens"] == 6
+    assert (tmp_path / "tokens.txt").read_text() == "10 20 30\n", "Genie prepends bos itself"
+    assert any("max-num-tokens 6" in n for n in notes) and any("greedy" in n for n in notes)
+    assert (bundle / CONFIG_NAME).read_text() == before, "the bundle's own config is never modified"
+
+
+def test_staging_refuses_a_bundle_naming_a_missing_file(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(QWEN / "local", bundle, ignore=shutil.ignore_patterns("*.bin", "tokenizer.json"))
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    with pytest.raises(RunnerError) as err:
+        stage_genie_bundle(bundle, stage, [1], 4)
+    assert "\n" not in str(err.value) and "tokenizer.json, which does not exist" in str(err.value)
+
+
+def test_answers_compare_by_ids_else_by_text_and_detokenise_with_the_bundles_tokenizer() -> None:
+    from tokenizers import Tokenizer
+
+    from q9diff.verify import answers_agree, bundle_texts
+
+    tokenizer = Tokenizer.from_file(str(QWEN / "local/tokenizer.json"))
+    ids = tuple(tokenizer.encode("the capital of France").ids)
+    texts = bundle_texts(QWEN / "local", {"emulator": ids, "candidate": ids[:-1]})
+    assert texts["emulator"] == tokenizer.decode(list(ids), skip_special_tokens=False)
+    tokens = {"emulator": ids, "candidate": ids[:-1]}
+    assert not answers_agree("candidate", "emulator", tokens, texts), "a shorter answer differs"
+    assert answers_agree("emulator", "emulator", tokens, texts)
+    texts["device"] = texts["emulator"]
+    assert answers_agree("device", "emulator", tokens, texts), "a text answer compares as text"
+
+
+# genie-t2t-run is not available off-device, so this stand-in plays Qualcomm's part of the contract its
+# docs and source give (argv `--config FILE --tokens_file FILE`; paths in the config resolved from the
+# working directory; `dialog.max-num-tokens` bounds the answer; stdout `Using libGenie.so version X`,
+# `[PROMPT TOKENS]: ids`, `[BEGIN]: ids [END]`) by running the REAL libGenie on the x86 emulator through
+# q9diff.runners.genie.GenieRunner over the config it was given. What is under test is q9diff's side: what
+# it pushes, the command line, the parse and the comparison. It records each call where the test reads it.
+GENIE_STAND_IN = """#!{python}
+import ctypes, json, os, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from q9diff.runners.genie import GenieRunner, _load_genie
+args = sys.argv[1:]
+opt = dict(zip(args, args[1:]))
+if "--tokens_file" not in opt or {{"-p", "--prompt", "--prompt_file"}} & set(args):
+    sys.exit("stand-in: only --tokens_file queries are implemented")
+config = Path(opt["--config"])
+dialog = json.loads(config.read_text())["dialog"]
+engine = dialog["engine"]
+named = [dialog["tokenizer"]["path"], engine["backend"]["extensions"], *engine["model"]["binary"]["ctx-bins"]]
+assert config.resolve().parent == Path.cwd(), "stand-in: the config must sit in the working directory"
+assert all(Path(p).is_file() for p in named), named  # as Genie looks them up: from the working directory
+tokens = [int(t) for t in Path(opt["--tokens_file"]).read_text().split()]
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"argv": sys.argv, "cwd": os.getcwd(), "files": sorted(os.listdir()),
+                          "env": {{k: os.environ.get(k) for k in ("LD_LIBRARY_PATH", "ADSP_LIBRARY_PATH")}},
+                          "dialog": dialog, "tokens": tokens}}) + "\\n")
+genie = _load_genie()
+parts = []
+for part in ("Major", "Minor", "Patch"):
+    function = getattr(genie, "Genie_getApi" + part + "Version")
+    function.restype = ctypes.c_uint32
+    parts.append(str(function()))
+print("Using libGenie.so version " + ".".join(parts) + "\\n")
+print("[PROMPT TOKENS]: " + "".join(str(t) + " " for t in tokens))
+result = GenieRunner(timeout_s=120).generate(config.parent, tokens, dialog["max-num-tokens"])
+print("[BEGIN]: " + "".join(str(t) + " " for t in result.tokens) + "[END]\\n")
+"""
+
+
+def test_genie_bundles_verified_with_genie_t2t_run_over_ssh(sshd: Server, tmp_path: Path) -> None:
+    """verify_genie_ssh as `--remote-tool genie-t2t-run` runs it: both bundles go to the device, the
+    device's answers meet q9diff's decoding of the same ctx-bins on the emulator and the CPU, and the
+    remote directories are gone afterwards."""
+    from q9diff.runners.genie import GREEDY_SAMPLER, GenieRunner
+    from q9diff.verify import to_json, verify_genie_ssh
+
+    if GenieRunner().missing():
+        pytest.skip(GenieRunner().missing())
+    qairt = tmp_path / "qairt"
+    tool = qairt / "bin/aarch64-oe-linux-gcc11.2/genie-t2t-run"
+    tool.parent.mkdir(parents=True)
+    log = tmp_path / "calls.jsonl"
+    tool.write_text(GENIE_STAND_IN.format(python=sys.executable, root=str(ROOT), log=str(log)))
+    tool.chmod(0o755)
+    evk = tmp_path / "evk"
+    ssh = SshRunner(sshd.target, known_hosts=sshd.known_hosts, identity=sshd.identity, remote_dir=str(evk),
+                    qairt_root=str(qairt), timeout_s=120)  # fmt: skip
+    prompt = [10, 20, 30, 40, 50]
+    res = verify_genie_ssh(QWEN / "local", QWEN / "reference", ssh, steps=6, prompt=prompt)
+
+    v = to_json(res)
+    assert res.passed and v["passed"]
+    tokens = res.llm.tokens
+    assert list(tokens) == ["candidate", "reference", "emulator", "cpu"]
+    assert tokens["candidate"] == tokens["reference"] == tokens["emulator"] and len(tokens["candidate"]) == 6
+    assert res.llm.first_divergence["candidate~emulator"] is None
+    assert res.llm.prompt == (2046, *prompt), "q9diff's decoder is fed bos; Genie adds its own"
+    texts = res.llm.texts
+    assert texts["candidate"] == texts["reference"] == texts["emulator"] and texts["candidate"].strip()
+    assert [s["runner"] for s in v["sides"]] == ["local", "ssh", "ssh", "onnxruntime CPU"]
+    device = next(s for s in res.sides if s.label == "candidate")
+    assert device.notes[0].startswith(f"ran on {sshd.target} with {tool} (libGenie 1.21.0)")
+
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(calls) == 2
+    for call in calls:
+        assert call["argv"] == [str(tool), "--config", "genie_config.json", "--tokens_file", "tokens.txt"]
+        assert Path(call["cwd"]).parent == evk and Path(call["cwd"]).name.startswith("q9diff-ssh.")
+        assert call["env"] == {"LD_LIBRARY_PATH": str(qairt / "lib/aarch64-oe-linux-gcc11.2"),
+                               "ADSP_LIBRARY_PATH": str(qairt / "lib/hexagon-v73/unsigned")}  # fmt: skip
+        assert call["tokens"] == prompt
+        assert call["dialog"]["sampler"] == GREEDY_SAMPLER and call["dialog"]["max-num-tokens"] == 6
+        assert len(call["files"]) == 8 and {"genie_config.json", "tokens.txt"} <= set(call["files"])
+    assert list(evk.iterdir()) == [], "every remote directory is removed"
+
+
+@dataclass(frozen=True)
+class _Device:
+    """A device whose genie-t2t-run answers are given: to show how verify judges what comes back."""
+
+    answers: dict[str, GenieOutput]
+
+    def genie(self, bundle: Path, prompt_ids: list[int], steps: int) -> GenieOutput:
+        return self.answers[bundle.name]
+
+
+def test_a_device_answer_that_leaves_the_emulator_fails_and_says_where() -> None:
+    from q9diff.runners.local import LocalRunner
+    from q9diff.verify import bundle_texts, decode_bundle, verify_genie_ssh
+
+    if LocalRunner().missing():
+        pytest.skip(LocalRunner().missing())
+    bundle, prompt, kpis = QWEN / "local", [10, 20, 30, 40, 50], GenieKpis()
+    emulator = decode_bundle(bundle, cpu=False, steps=4, prompt=prompt, seed=0).tokens["emulator"]
+    garbage = (*emulator[:2], (emulator[2] + 1) % 2048, emulator[3])  # right, right, then wrong
+    device = _Device({"local": GenieOutput("", "10 20 30 40 50", kpis, "1.21.0", garbage, ("ran",))})
+    res = verify_genie_ssh(bundle, None, device, cpu=False, steps=4, prompt=prompt)
+    assert not res.passed and res.llm.first_divergence == {"candidate~emulator": 2}
+    assert res.llm.texts["candidate"] != res.llm.texts["emulator"]
+    text = bundle_texts(bundle, {"emulator": emulator})["emulator"]
+    device = _Device({"local": GenieOutput(text, "hi", kpis, None)})  # a tool that answered text
+    res = verify_genie_ssh(bundle, None, device, cpu=False, steps=4, prompt=prompt)
+    assert res.passed and "compared as text" in res.notes[-1] and "candidate" not in res.llm.tokens

@@ -271,10 +271,20 @@ def _work_dir(given: Path | None) -> Iterator[Path]:
 
 
 def write_patched_config(
-    bundle: Path, work: Path, debug_dir: Path | None
+    bundle: Path,
+    work: Path,
+    debug_dir: Path | None,
+    *,
+    place: Callable[[Path], str] = str,
+    max_num_tokens: int | None = None,
 ) -> tuple[Path, list[str], list[Path]]:
     """Write the bundle's config, made runnable from anywhere and greedy, to `work`; return its path,
-    the notes that say what changed, and the absolute ctx-bins in their configured order."""
+    the notes that say what changed, and the absolute ctx-bins in their configured order.
+
+    `place` says what each referenced file (ctx-bin, tokenizer, extensions; given as an absolute local
+    path) is called in the written config: by default its absolute path, for a device the name it is
+    pushed under. `max_num_tokens` bounds the answer where no API call can (genie-t2t-run).
+    """
     config = json.loads((bundle / CONFIG_NAME).read_text())
     dialog = config.get("dialog")
     if not isinstance(dialog, dict):
@@ -282,9 +292,12 @@ def write_patched_config(
     engines = dialog.get("engine")
     engines = engines if isinstance(engines, list) else [engines]
 
-    def absolute(value: str) -> str:
+    def local(value: str) -> Path:
         path = Path(value)
-        return str(path if path.is_absolute() else (bundle / path).resolve())
+        return path if path.is_absolute() else (bundle / path).resolve()
+
+    def absolute(value: str) -> str:
+        return place(local(value))
 
     ctx_bins: list[Path] = []
     tokenizer = dialog.get("tokenizer", {})
@@ -297,18 +310,24 @@ def write_patched_config(
         binary = engine.get("model", {}).get("binary", {})
         for key in ("ctx-bins", "fcb"):
             if key in binary:
+                ctx_bins += [local(p) for p in binary[key]]
                 binary[key] = [absolute(p) for p in binary[key]]
-                ctx_bins += [Path(p) for p in binary[key]]
     missing = [str(p) for p in ctx_bins if not p.is_file()]
     if missing:
         raise GenieError(f"{bundle / CONFIG_NAME}: ctx-bins not found: {', '.join(missing)}")
     old_sampler = dialog.get("sampler")
     dialog["sampler"] = dict(GREEDY_SAMPLER)
+    paths = "absolute" if place is str else "relocated"
     notes = [
-        f"wrote a patched copy of {CONFIG_NAME} (absolute ctx-bin, tokenizer and extension paths) to {work}",
+        f"wrote a patched copy of {CONFIG_NAME} ({paths} ctx-bin, tokenizer and extension paths) to {work}",
         f"replaced the sampler {json.dumps(old_sampler)} by greedy (temp 0, top-k 1): "
         "Genie's greedy flag alone still samples",
     ]
+    if max_num_tokens is not None:
+        # dialog.max-num-tokens counts generated tokens only: with 5 prompt ids and a value of 3 (7),
+        # libGenie 1.21 answered exactly 3 (7) tokens, then SENTENCE_END.
+        dialog["max-num-tokens"] = int(max_num_tokens)
+        notes.append(f"set dialog max-num-tokens {max_num_tokens}: the answer has at most that many tokens")
     if debug_dir is not None:
         Path(debug_dir).mkdir(parents=True, exist_ok=True)
         dialog["debug"] = {

@@ -11,8 +11,15 @@ with one of two remote tools:
 - `tool="qnn-net-run"`: Qualcomm's `qnn-net-run --retrieve_context`, fed native raw files and an input
   list, its `Result_0` raw files pulled back and read with the graph's own dtypes and shapes.
 
-Genie bundles run with `genie-t2t-run`; `genie_t2t_run_argv` and `parse_genie_output` build its
-command line and read its answer.
+Genie bundles run with Qualcomm's `genie-t2t-run` (`SshRunner.genie`): the bundle's ctx-bins,
+tokenizer and backend extensions are pushed under flat names beside a patched `genie_config.json` that
+names them relative to the remote directory (genie-t2t-run runs there), greedy (temp 0, top-k 1, as
+q9diff.runners.genie patches it) and bounded by `dialog.max-num-tokens`, and the prompt goes as a
+`--tokens_file`. Read from a public copy of Qualcomm's genie-t2t-run source (main.cpp, a release with
+--tokens_file): a token query prints `[PROMPT TOKENS]: <ids>` and answers token ids, not text
+(`[BEGIN]: <id> <id> … [END]`, from GenieDialog_tokenQuery's callback), that release prints no `[KPIS]:`
+block, and a query that does not end in SUCCESS (e.g. the context is full) is "Failed to query with
+tokens." and exit status 1.
 
 Trust: host keys are always verified (`StrictHostKeyChecking=yes`, `BatchMode=yes`, an explicit
 `UserKnownHostsFile` when given); an unknown or changed key is a one-line error saying how to add
@@ -40,7 +47,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -53,6 +60,7 @@ from q9diff.runners.worker import WorkerClient, WorkerSession
 Tool = Literal["q9diff", "qnn-net-run"]
 TOOLS: tuple[str, ...] = ("q9diff", "qnn-net-run")
 REMOTE_PREFIX = "q9diff-ssh."
+GENIE_TOKENS_FILE = "tokens.txt"
 SKIP_GRAPH = "__"  # qnn-net-run: "to skip execution of a graph use __ as the file name"
 
 
@@ -362,12 +370,15 @@ class GenieKpis:
 
 @dataclass(frozen=True)
 class GenieOutput:
-    """What genie-t2t-run answered: the prompt it echoed, the generated text, its KPIs, its version."""
+    """What genie-t2t-run answered: the prompt it echoed, the generated text, its KPIs, its version;
+    for a token query (`[PROMPT TOKENS]:`) the answer's token ids, and what the runner noted."""
 
     text: str
     prompt: str | None
     kpis: GenieKpis
     genie_version: str | None
+    tokens: tuple[int, ...] | None = None  # None: a text query, whose answer is text
+    notes: tuple[str, ...] = ()
 
 
 _KPI_PATTERNS = {
@@ -380,15 +391,23 @@ _KPI_PATTERNS = {
 
 
 def parse_genie_output(stdout: str) -> GenieOutput:
-    """Read genie-t2t-run's stdout: `[PROMPT]: …`, `[BEGIN]: … [END]`, then an optional `[KPIS]:` block."""
+    """Read genie-t2t-run's stdout: `[PROMPT]: …` (or `[PROMPT TOKENS]: …`), `[BEGIN]: … [END]`, then
+    an optional `[KPIS]:` block."""
     begin = stdout.find("[BEGIN]:")
     end = stdout.find("[END]", begin + 1)
     if begin < 0 or end < 0:
         last = next((ln.strip() for ln in reversed(stdout.splitlines()) if ln.strip()), "no output")
         raise RunnerError(f"genie-t2t-run gave no [BEGIN]: … [END] answer: {last[:300]}")
     text = stdout[begin + len("[BEGIN]:") : end].strip()
-    prompt_at = stdout.find("[PROMPT]:")
-    prompt = stdout[prompt_at + len("[PROMPT]:") : begin].strip() if 0 <= prompt_at < begin else None
+    token_query = "[PROMPT TOKENS]:" in stdout[:begin]
+    marker = "[PROMPT TOKENS]:" if token_query else "[PROMPT]:"
+    prompt_at = stdout.find(marker)
+    prompt = stdout[prompt_at + len(marker) : begin].strip() if 0 <= prompt_at < begin else None
+    tokens = None
+    if token_query:
+        if not all(word.isdigit() for word in text.split()):
+            raise RunnerError(f"genie-t2t-run answered a token query with {text[:100]!r}, not token ids")
+        tokens = tuple(int(word) for word in text.split())
     tail = stdout[end:]
     values: dict[str, float | int] = {}
     if "[KPIS]:" in tail:
@@ -397,7 +416,34 @@ def parse_genie_output(stdout: str) -> GenieOutput:
             if m:
                 values[field] = float(m.group(1)) if "rate" in field else int(m.group(1))
     version = re.search(r"Using libGenie\.so version (\S+)", stdout[:begin])
-    return GenieOutput(text, prompt, GenieKpis(**values), version.group(1) if version else None)
+    return GenieOutput(text, prompt, GenieKpis(**values), version.group(1) if version else None, tokens)
+
+
+def stage_genie_bundle(bundle: Path, stage: Path, prompt_ids: list[int], steps: int) -> list[str]:
+    """Lay out in `stage` what genie-t2t-run needs on the device, so that one push carries it: each file
+    the bundle's config names (a symlink under a flat, unique name), a patched genie_config.json naming
+    them relative to the directory genie-t2t-run runs in, and the tokens file. Returns what was changed."""
+    from q9diff.runners.genie import CONFIG_NAME, GenieError, write_patched_config
+
+    bundle = bundle.parent if bundle.is_file() else bundle
+    if not prompt_ids or steps < 1:
+        raise RunnerError("a Genie run needs at least one prompt token and one step")
+    names: dict[Path, str] = {}
+
+    def place(local: Path) -> str:
+        if local not in names:
+            if not local.is_file():
+                raise RunnerError(f"{bundle / CONFIG_NAME} names {local}, which does not exist")
+            names[local] = f"{len(names)}_{local.name}"
+            (stage / names[local]).symlink_to(local)
+        return names[local]
+
+    try:
+        _, notes, _ = write_patched_config(bundle, stage, None, place=place, max_num_tokens=steps)
+    except (GenieError, OSError, ValueError) as exc:
+        raise RunnerError(f"{bundle}: {exc}") from None
+    (stage / GENIE_TOKENS_FILE).write_text(tokens_file_text(prompt_ids))
+    return notes
 
 
 # ---- sessions ----
@@ -580,10 +626,39 @@ class SshRunner:
                                     self.remote_pythonpath, self.qairt)  # fmt: skip
         return NetRunSession(self.client, paths, self.remote_dir, self.qairt)
 
+    def genie(self, bundle: Path, prompt_ids: list[int], steps: int) -> GenieOutput:
+        """genie-t2t-run on the device over a Genie bundle: greedy, at most `steps` tokens after
+        `prompt_ids` (without bos: Genie prepends it). The remote directory is removed afterwards."""
+        from q9diff.runners.genie import CONFIG_NAME
+
+        problem = self.missing()
+        if problem:
+            raise RunnerUnavailable(problem)
+        with tempfile.TemporaryDirectory(prefix="q9diff-genie-stage-") as tmp:
+            stage = Path(tmp)
+            notes = stage_genie_bundle(Path(bundle), stage, prompt_ids, steps)  # fail before ssh
+            remote = self.client.mkdtemp(self.remote_dir)  # the first contact: host key checked first
+            notes[0] = notes[0].replace(str(stage), f"{self.target}:{remote}")
+            try:
+                self.client.push(sorted(stage.iterdir()), remote)
+                argv = genie_t2t_run_argv(self.qairt, CONFIG_NAME, tokens_file=GENIE_TOKENS_FILE)
+                stdout = self.client.run(remote_command(argv, remote, self.qairt.env()), "genie-t2t-run")
+            finally:
+                try:
+                    self.client.remove(remote)
+                except RunnerError as exc:  # cleanup must not hide the error that brought us here
+                    notes.append(f"could not remove {remote} on the device: {exc}")
+        out = parse_genie_output(stdout)
+        echoed = [int(w) for w in (out.prompt or "").split() if w.isdigit()]
+        if out.tokens is not None and echoed != [int(t) for t in prompt_ids]:
+            raise RunnerError(f"{self.target}: genie-t2t-run read the tokens file as {echoed[:16]}")
+        ran = f"ran on {self.target} with {argv[0]} (libGenie {out.genie_version or 'version not printed'})"
+        return replace(out, notes=(ran, *notes))
+
 
 __all__ = [
     "GenieKpis", "GenieOutput", "NetRunSession", "QairtPaths", "SshClient", "SshRunner", "SshTarget",
     "SshWorkerSession", "file_safe", "genie_t2t_run_argv", "input_list_arg", "input_list_line",
     "native_raw", "net_run_argv", "output_files", "parse_genie_output", "read_outputs", "remote_command",
-    "ssh_failure", "tokens_file_text",
+    "ssh_failure", "stage_genie_bundle", "tokens_file_text",
 ]  # fmt: skip
