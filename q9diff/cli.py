@@ -279,7 +279,9 @@ def verify(
     html_out: Path = typer.Option(None, "--html", help="write a self-contained HTML report (drift per step)"),
     known_hosts: Path = typer.Option(None, "--known-hosts", help="ssh: the known_hosts file to trust"),
     identity: Path = typer.Option(None, "--identity", help="ssh: private key file"),
-    remote_tool: str = typer.Option("q9diff", "--remote-tool", help="ssh: q9diff (worker) or qnn-net-run"),
+    remote_tool: str = typer.Option(
+        "q9diff", "--remote-tool", help="ssh: q9diff (worker), qnn-net-run, or genie-t2t-run (Genie bundles)"
+    ),
     remote_python: str = typer.Option("python3", "--remote-python", help="ssh: the EVK's Python with q9diff"),
     qairt_root: str = typer.Option(None, "--qairt-root", help="ssh: QAIRT SDK folder on the EVK"),
 ) -> None:
@@ -299,6 +301,14 @@ def verify(
             from q9diff.verify import verify_genie
 
             res = verify_genie(candidate, reference, cpu=cpu, steps=steps, prompt=ids, seed=seed)
+        elif runner.startswith("ssh://") and remote_tool == "genie-t2t-run":
+            from q9diff.runners.ssh import SshRunner
+            from q9diff.verify import verify_genie_ssh
+
+            run = SshRunner.from_url(
+                runner, known_hosts=known_hosts, identity=identity, qairt_root=qairt_root
+            )
+            res = verify_genie_ssh(candidate, reference, run, cpu=cpu, steps=steps, prompt=ids, seed=seed)
         else:
             run = _runner(runner, known_hosts, identity, remote_tool, remote_python, qairt_root)
             given = load_inputs(inputs) if inputs is not None else None
@@ -361,6 +371,8 @@ def _print_verify(res) -> None:
         console.print(f"LLM: prompt {list(c.prompt)} ({len(c.prompt)} tokens), greedy")
         for label, toks in c.tokens.items():
             console.print(f"  tokens {label:<10} {' '.join(map(str, toks))}")
+        for label, text in c.texts.items():
+            console.print(f"  text   {label:<10} {text!r}", markup=False)
         for pair, step in c.first_divergence.items():
             console.print(
                 f"  {pair}: " + ("same tokens at every step" if step is None else f"diverge at step {step}")
