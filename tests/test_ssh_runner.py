@@ -684,6 +684,14 @@ def test_genie_bundles_verified_with_genie_t2t_run_over_ssh(sshd: Server, tmp_pa
         assert len(call["files"]) == 8 and {"genie_config.json", "tokens.txt"} <= set(call["files"])
     assert list(evk.iterdir()) == [], "every remote directory is removed"
 
+    from test_cli import q9diff
+
+    url = f"ssh://{sshd.target.user}@{sshd.target.host}:{sshd.target.port}"
+    r = q9diff("verify", str(QWEN / "local"), "--runner", url, "--remote-tool", "genie-t2t-run",
+               "--qairt-root", str(qairt), "--known-hosts", str(sshd.known_hosts), "--identity",
+               str(sshd.identity), "--steps", "3", "--no-cpu", "--prompt-ids", "10,20,30")  # fmt: skip
+    assert r.returncode == 0 and "PASS" in r.stdout and "text   candidate" in r.stdout, r.stdout + r.stderr
+
 
 @dataclass(frozen=True)
 class _Device:
