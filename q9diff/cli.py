@@ -275,6 +275,14 @@ def verify(
     ),
     seed: int = typer.Option(0, "--seed", help="seed for generated inputs and prompts"),
     inputs: Path = typer.Option(None, "--inputs", help="single graphs: an .npz of named input arrays"),
+    min_cosine: float = typer.Option(
+        None, "--min-cosine", help="single graphs: pass at this cosine or more (default 0.999, 0.99 vs CPU)"
+    ),
+    max_rel: float = typer.Option(
+        None,
+        "--max-rel",
+        help="single graphs: pass at this relative error or less (default 0.02, 0.1 vs CPU)",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the q9diff.verify/1 JSON"),
     html_out: Path = typer.Option(None, "--html", help="write a self-contained HTML report (drift per step)"),
     known_hosts: Path = typer.Option(None, "--known-hosts", help="ssh: the known_hosts file to trust"),
@@ -289,7 +297,7 @@ def verify(
 
     Exit 0 when the candidate computes what the reference does (or, without one, the CPU reference)."""
     from q9diff.runners import RunnerError
-    from q9diff.verify import load_inputs
+    from q9diff.verify import Tolerance, load_inputs
     from q9diff.verify import verify as run_verify
 
     try:
@@ -312,9 +320,16 @@ def verify(
         else:
             run = _runner(runner, known_hosts, identity, remote_tool, remote_python, qairt_root)
             given = load_inputs(inputs) if inputs is not None else None
+            tolerance = None
+            if min_cosine is not None or max_rel is not None:
+                default = Tolerance()
+                tolerance = Tolerance(
+                    default.min_cosine if min_cosine is None else min_cosine,
+                    default.max_rel if max_rel is None else max_rel,
+                )
             res = run_verify(
                 candidate, reference, run, cpu=cpu, recipe=recipe, steps=steps, prompt=ids, seed=seed,
-                inputs=given,
+                inputs=given, tolerance=tolerance,
             )  # fmt: skip
     except (RunnerError, FormatError, RecipeError, RuntimeError) as exc:
         _fail(str(exc))
@@ -421,10 +436,19 @@ def _print_verdict(res) -> None:
             )
     runner = next((s.runner for s in res.sides if s.label == "candidate"), "local")
     console.print(f"reach: {RUNNER_REACH['ssh' if runner.startswith('ssh') else runner]}", markup=False)
+    names = {
+        "reference": "the reference",
+        "emulator": "q9diff's own run of the same ctx-bins",
+        "cpu": "its source model (the CPU reference)",
+    }
+    labels = {s.label for s in res.sides}
+    judge = next(k for k in ("reference", "emulator", "cpu") if k in labels or k == "cpu")
+    failed = {o.against for o in res.outputs if not o.passed}
     if res.passed:
-        console.print("[bold green]PASS: the candidate computes what the reference does.[/]")
+        console.print(f"[bold green]PASS: the candidate computes what {names[judge]} does.[/]")
     else:
-        console.print("[bold red]FAIL: the candidate does not compute what the reference does.[/]")
+        what = names["reference"] if "reference" in failed else names["cpu"] if failed else names[judge]
+        console.print(f"[bold red]FAIL: the candidate does not compute what {what} does.[/]")
 
 
 def _build(r, backend: str, out: Path) -> list[Path]:

@@ -153,11 +153,13 @@ def check_graphs(
     others: dict[str, Session],
     seed: int,
     given: dict[str, np.ndarray] | None = None,
+    tolerance: Tolerance | None = None,
 ) -> list[OutputCheck]:
-    """Every candidate graph on the same inputs as its counterpart in each other session."""
+    """Every candidate graph on the same inputs as its counterpart in each other session; `tolerance`
+    replaces the defaults (BINARY_TOLERANCE against a binary, CPU_TOLERANCE against the CPU)."""
     checks = []
     for label, other in others.items():
-        tol = CPU_TOLERANCE if label == "cpu" else BINARY_TOLERANCE
+        tol = tolerance or (CPU_TOLERANCE if label == "cpu" else BINARY_TOLERANCE)
         for ga, gb in pair_graphs(candidate.graphs, other.graphs):
             values = {**seeded_inputs(ga, seed), **(given or {})}
             out_a = _run_float(candidate, ga, values)
@@ -334,6 +336,7 @@ def verify(
     prompt: list[int] | None = None,
     seed: int = 0,
     inputs: dict[str, np.ndarray] | None = None,
+    tolerance: Tolerance | None = None,
 ) -> VerifyResult:
     """Open every side, decide single-graph or LLM, compare. `run` is a Runner (q9diff.runners)."""
     from q9diff.runners.local import cpu_session
@@ -362,7 +365,7 @@ def verify(
             if not others:
                 raise RunnerError("nothing to compare the candidate with: give a reference or a recipe")
             return VerifyResult(
-                tuple(sides), tuple(check_graphs(cand, others, seed, inputs)), None, tuple(notes)
+                tuple(sides), tuple(check_graphs(cand, others, seed, inputs, tolerance)), None, tuple(notes)
             )
         dialog = DialogConfig.of(candidate)
         if dialog == DialogConfig() and reference is not None:

@@ -183,3 +183,13 @@ def test_genie_bundle_of_weight_shared_ctx_bins_runs_their_unshared_rebuild(tmp_
     genie = next(s for s in v["sides"] if s["label"] == "candidate")
     assert sum("Genie on x86 cannot load" in n for n in genie["notes"]) == 2
     assert v["llm"]["tokens"]["candidate"] == v["llm"]["tokens"]["emulator"]
+
+
+def test_tolerances_decide_and_the_verdict_names_what_failed():
+    """O1 and O3 builds compute bit-identically; against the CPU they differ a little (fp arithmetic):
+    a zero tolerance fails that comparison, and the verdict says it was the source model, not the
+    reference, that the candidate left."""
+    args = (str(VARIANTS / "opt_1.bin"), str(VARIANTS / "opt_3.bin"))
+    r = q9diff("verify", *args, "--min-cosine", "1.0", "--max-rel", "0")
+    assert r.returncode == 1 and "FAIL" in r.stdout and "source model" in r.stdout, r.stdout + r.stderr
+    assert q9diff("verify", *args).returncode == 0
