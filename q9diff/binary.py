@@ -11,7 +11,6 @@ import os
 import struct
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 
@@ -618,10 +617,8 @@ def _clean(r: Region) -> Region:
 
 
 def open_binary(path: str | os.PathLike) -> ContextBinary:
-    """Open a context binary, or the one an ONNX Runtime EPContext model embeds or names."""
-    p = Path(path)
-    if p.suffix == ".onnx":
-        from q9diff.epcontext import extract
+    """Open a context binary, or the one an EPContext model or LiteRT model carries (`FILE#NAME` for one
+    of several); see q9diff.inputs."""
+    from q9diff.inputs import open_one
 
-        return extract(p)
-    return ContextBinary.open(p)
+    return open_one(path)

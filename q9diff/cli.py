@@ -11,6 +11,7 @@ import typer
 from construct import ConstructError
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from q9diff.binary import open_binary
 from q9diff.errors import FormatError
@@ -55,67 +56,100 @@ def inspect(
         None, "--meta", help="a qnn-context-binary-utility JSON as a second metadata source"
     ),
 ) -> None:
-    """Show what a context binary holds: build, target, graphs, settings and every byte's region."""
+    """Show what a context binary holds: build, target, graphs, settings and every byte's region.
+    An EPContext .onnx or LiteRT .tflite with several contexts shows each."""
+    from q9diff.inputs import contexts
+
     try:
-        cb = open_binary(file)
-        summary = inspect_summary(cb)
+        found = contexts(file)
+        summaries = [inspect_summary(cb) for _, cb in found]
     except FormatError as exc:
         _fail(str(exc))
     except (ValueError, IndexError, struct.error, ConstructError) as exc:
         _fail(f"{file}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
-    disagreements = []
-    if oracle:
-        from q9diff.crosscheck import compare_with_oracle
+    for (_, cb), summary in zip(found, summaries):
+        if oracle:
+            from q9diff.crosscheck import compare_with_oracle
 
-        try:
-            disagreements = compare_with_oracle(cb)
-        except Exception as exc:  # the oracle reports its own one-line errors
-            _fail(f"{file}: oracle: {exc}")
-        summary["oracle_disagreements"] = disagreements
-    if meta is not None:
-        from q9diff.crosscheck import compare_with_utility_json
+            try:
+                summary["oracle_disagreements"] = compare_with_oracle(cb)
+            except Exception as exc:  # the oracle reports its own one-line errors
+                _fail(f"{file}: oracle: {exc}")
+        if meta is not None:
+            from q9diff.crosscheck import compare_with_utility_json
 
-        try:
-            summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
-        except (OSError, ValueError) as exc:
-            _fail(f"{meta}: {exc}")
+            try:
+                summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
+            except (OSError, ValueError, RecursionError) as exc:
+                _fail(f"{meta}: {exc}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        data = (
+            summaries[0]
+            if len(summaries) == 1
+            else {
+                "schema": "q9diff.inspect-set/1",
+                "path": str(file),
+                "contexts": summaries,
+            }
+        )
+        print(json.dumps(data, indent=2))
         return
-    _print_inspect(cb, summary)
+    for i, ((_, cb), summary) in enumerate(zip(found, summaries)):
+        if i:
+            console.rule()
+        _print_inspect(cb, summary)
 
 
 def _print_inspect(cb, s: dict) -> None:
-    console.print(f"[bold]{s['path']}[/bold]  {_human(s['size'])} ({s['size']} bytes)")
+    console.print(Text(s["path"], style="bold"), f" {_human(s['size'])} ({s['size']} bytes)")
     console.print(
-        f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"
-        f" · backend API {s['backend_api_version']}"
-        f" · blob {s['context_blob_version']}"
-    )
-    console.print(
-        f"Target: soc_model {s['soc_model']} ({soc_name(s['soc_model'])}), dsp_arch {_arch(s['dsp_arch'])}"
-        + (
-            "  [bold red]generic target: loads everywhere, may compute wrong on device[/]"
-            if s["soc_model"] == 0
-            else ""
+        Text(
+            f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"
+            f" · backend API {s['backend_api_version']}"
+            f" · blob {s['context_blob_version']}"
         )
     )
+    t = s["target"]
+    req = t["soc_model_requested"]
+    head = (
+        "Target: soc_model not recorded"
+        if req is None
+        else f"Target: soc_model {req} ({soc_name(req)}), dsp_arch {_arch(s['dsp_arch'])}"
+    )
+    console.print(Text(head + (" — " + "; ".join(t["evidence"]) if t["evidence"] else "")))
+    if t["generic_target"]:
+        console.print("  [bold red]generic target: loads everywhere, may compute wrong on device[/]")
     for g in s["graphs"]:
         o = g["options"]
         console.print(
-            f"\n[bold]graph {g['name']}[/bold]: {len(g['inputs'])} inputs, {len(g['outputs'])} outputs,"
-            f" {len(g['ops'])} ops"
+            Text(f"\ngraph {g['name']}", style="bold"),
+            f": {len(g['inputs'])} inputs, {len(g['outputs'])} outputs, {len(g['ops'])} ops",
+        )
+
+        def v(key: str, value) -> str:
+            return "unknown" if value is None else str(value)
+
+        console.print(
+            Text(
+                f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')}"
+                f" · vtcm_size {v('vtcm_size', g['vtcm_size'])}"
+                f" · optimizationLevel {v('o', g['optimization_level'])} (options O={o.get('O', '?')})"
+                f" · hvx_threads {v('h', g['num_hvx_threads'])} · dlbc {v('d', g['htp_dlbc'])}"
+            )
         )
         console.print(
-            f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')} · vtcm_size {g['vtcm_size']}"
-            f" · O {o.get('O', '?')} (optimizationLevel {g['optimization_level']})"
-            f" · hvx_threads {g['num_hvx_threads']}"
-            f" · dlbc {g['htp_dlbc']}"
+            Text(
+                f"  spill_fill {v('s', g['spill_fill_buffer_size'])} · const {v('c', g['const_size'])}"
+                f" · shared weights {v('w', g['shared_weights_size'])} · io {v('i', g['io_tensor_size'])}"
+                f" · op data {v('o', g['op_data_size'])}"
+            )
         )
-        console.print(
-            f"  spill_fill {g['spill_fill_buffer_size']} · const {g['const_size']} · shared weights"
-            f" {g['shared_weights_size']} · io {g['io_tensor_size']} · op data {g['op_data_size']}"
-        )
+    if s["unknown"]:
+        reasons: dict[str, list[str]] = {}
+        for field, why in s["unknown"].items():
+            reasons.setdefault(why, []).append(field.rsplit(".", 1)[-1])
+        for why, fields in reasons.items():
+            console.print(Text(f"unknown: {', '.join(dict.fromkeys(fields))}: {why}", style="yellow"))
     t = Table(title="regions", show_lines=False)
     t.add_column("region")
     t.add_column("offset", justify="right")
@@ -129,9 +163,20 @@ def _print_inspect(cb, s: dict) -> None:
         f"named: {s['size'] - unk} bytes ({100 * (s['size'] - unk) / s['size']:.1f}%), unknown: {unk}"
     )
     for d in s.get("oracle_disagreements", []):
-        console.print(f"[red]oracle disagrees[/]: {d}")
+        console.print("[red]oracle disagrees[/]: ", Text(d))
     if "oracle_disagreements" in s and not s["oracle_disagreements"]:
         console.print("oracle (libQnnSystem) agrees on every field")
+    for d in s.get("meta_disagreements", []):
+        console.print("[red]meta disagrees[/]: ", Text(d))
+
+
+def _is_set(path: Path) -> bool:
+    from q9diff.diff import is_set
+
+    try:
+        return is_set(path)
+    except FormatError as exc:
+        _fail(str(exc))
 
 
 def _open_pair(a: Path, b: Path):
@@ -153,7 +198,7 @@ def diff_cmd(
     html_out: Path = typer.Option(None, "--html", help="write a self-contained HTML report to this file"),
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change. Exit 0 same, 1 different."""
-    if candidate.is_dir() or reference.is_dir():
+    if _is_set(candidate) or _is_set(reference):
         _set_diff(candidate, reference, as_json)
     res = _open_pair(candidate, reference)
     from q9diff.diff import to_json
@@ -182,7 +227,7 @@ def suggest(
     out: Path = typer.Option(None, "--out", help="where --recompile writes the new binaries"),
 ) -> None:
     """Print (and with --apply, make) the config changes that make CANDIDATE's build match REFERENCE's."""
-    if candidate.is_dir() or reference.is_dir():
+    if _is_set(candidate) or _is_set(reference):
         from q9diff.diff import diff_sets, set_to_json
 
         try:
