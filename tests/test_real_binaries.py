@@ -76,7 +76,10 @@ def test_unknown_fields_are_declared_with_a_reason():
     assert v232["soc_model"] == 0 and v232["target"]["generic_target"]
     g = v232["graphs"][0]
     assert g["vtcm_size"] == 4 * 1024 * 1024 and g["optimization_level"] == 3
-    assert g["const_size"] is None and "graphBlobInfo version 1" in v232["unknown"][f"graphs[{g['name']}].const_size"]
+    assert (
+        g["const_size"] is None
+        and "graphBlobInfo version 1" in v232["unknown"][f"graphs[{g['name']}].const_size"]
+    )
 
 
 def test_litert_pair_names_the_settings_that_differ():
