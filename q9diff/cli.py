@@ -591,15 +591,22 @@ def _print_diff(res) -> None:
             "; ".join(c.evidence)[:160],
         )
     console.print(t)
+    _print_attribution(res)
     console.print("[bold]Fix[/bold]")
     _print_suggestions(res.suggestions)
     rt = Table(title="regions (every byte of both files)")
-    for col in ("region", "candidate", "reference", "delta", "changed"):
+    for col in ("region", "candidate", "reference", "delta", "changed", "moved", "new"):
         rt.add_column(col, justify="right" if col != "region" else "left")
     for r in res.regions:
         if r["delta"] or r["changed_bytes"]:
             rt.add_row(
-                r["name"], str(r["a_size"]), str(r["b_size"]), f"{r['delta']:+d}", str(r["changed_bytes"])
+                r["name"],
+                str(r["a_size"]),
+                str(r["b_size"]),
+                f"{r['delta']:+d}",
+                str(r["changed_bytes"]),
+                str(r["moved_bytes"]),
+                str(r["new_bytes"]),
             )
     rt.add_row(
         "total",
@@ -607,8 +614,27 @@ def _print_diff(res) -> None:
         str(b.size),
         f"{b.size - a.size:+d}",
         str(sum(r["changed_bytes"] for r in res.regions)),
+        str(sum(r["moved_bytes"] for r in res.regions)),
+        str(sum(r["new_bytes"] for r in res.regions)),
     )
     console.print(rt)
+
+
+def _print_attribution(res) -> None:
+    """Every changed byte and byte of size delta in one row; the rows add up to the totals."""
+    if res.weights_verdict:
+        console.print(Text(res.weights_verdict, style="bold"))
+    at = Table(title="where the changed bytes went (rows add up to the totals)")
+    for col in ("effect", "changed bytes", "size delta"):
+        at.add_column(col, justify="left" if col == "effect" else "right")
+    for row in res.attribution:
+        at.add_row(row["bucket"], str(row["changed_bytes"]), f"{row['size_delta']:+d}")
+    at.add_row(
+        "total",
+        str(sum(r["changed_bytes"] for r in res.attribution)),
+        f"{sum(r['size_delta'] for r in res.attribution):+d}",
+    )
+    console.print(at)
 
 
 def _cell(v) -> str:

@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from deepdiff import DeepDiff
 
+from q9diff.attribution import buckets, moved_new, weights_verdict
 from q9diff.binary import ContextBinary
 from q9diff.rules import FIX_TARGETS, ROOT_SETTINGS, RULES
 from q9diff.summary import inspect_summary, target
@@ -19,6 +19,8 @@ from q9diff.tables import requested_soc_model
 SCHEMA = "q9diff.diff/1"
 BULKY = ("op_kinds", "other_options", "io_signature", "io_names")
 FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
+# The attribution bucket (q9diff.attribution) whose bytes an effect cause carries.
+EFFECT_BUCKETS = {"schedule": "schedule", "compiler_options": "compiler_options", "const_size": "weights"}
 SETTING_OPTIONS = {
     "soc_type",
     "arch",
@@ -50,6 +52,9 @@ class DiffResult:
     suggestions: list[dict] = field(default_factory=list)
     # Settings that could not be compared because a file does not record them: never causes.
     unknown: list[dict] = field(default_factory=list)
+    # Every changed byte and byte of size delta in exactly one bucket (q9diff.attribution).
+    attribution: list[dict] = field(default_factory=list)
+    weights_verdict: str | None = None
 
     @property
     def identical(self) -> bool:
@@ -94,17 +99,25 @@ def observe(cb: ContextBinary) -> dict:
 
 
 def _region_rows(a: ContextBinary, b: ContextBinary) -> list[dict]:
-    """Bloaty-style: every byte of both files in exactly one row, rows keyed by region name."""
+    """Bloaty-style: every byte of both files in exactly one row, rows keyed by region name; changed
+    bytes split into moved (same content elsewhere in the other file's region) and new."""
     ra, rb = _group(a), _group(b)
     rows = []
     for name in list(ra) + [n for n in rb if n not in ra]:
         la, lb = ra.get(name, []), rb.get(name, [])
         sa, sb = sum(r.size for r in la), sum(r.size for r in lb)
-        changed = 0
-        for x, y in zip(la, lb):
-            changed += _changed_bytes(a, x, b, y)
-        changed += abs(sum(r.size for r in la[len(lb) :]) - sum(r.size for r in lb[len(la) :]))
-        rows.append({"name": name, "a_size": sa, "b_size": sb, "delta": sb - sa, "changed_bytes": changed})
+        changed, moved, new = moved_new(a, la, b, lb)
+        rows.append(
+            {
+                "name": name,
+                "a_size": sa,
+                "b_size": sb,
+                "delta": sb - sa,
+                "changed_bytes": changed,
+                "moved_bytes": moved,
+                "new_bytes": new,
+            }
+        )
     return rows
 
 
@@ -113,17 +126,6 @@ def _group(cb: ContextBinary) -> dict[str, list]:
     for r in cb.regions:
         out.setdefault(r.name, []).append(r)
     return out
-
-
-def _changed_bytes(a: ContextBinary, ra, b: ContextBinary, rb) -> int:
-    """Bytes that differ between two mapped regions, compared in 1 MiB blocks with numpy."""
-    n, changed, step = min(ra.size, rb.size), 0, 1 << 20
-    for s in range(0, n, step):
-        k = min(step, n - s)
-        xa = np.frombuffer(a._buf, dtype=np.uint8, count=k, offset=ra.offset + s)
-        xb = np.frombuffer(b._buf, dtype=np.uint8, count=k, offset=rb.offset + s)
-        changed += int(np.count_nonzero(xa != xb))
-    return changed + abs(ra.size - rb.size)
 
 
 def _region_bytes(rows: list[dict], *needles: str) -> int:
@@ -199,6 +201,16 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                 res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + (note,)))
                 break
     res.suggestions = suggestions(res.causes, b)
+    res.attribution = buckets(res.regions)
+    by_bucket = {row["bucket"]: row["changed_bytes"] + abs(row["size_delta"]) for row in res.attribution}
+    res.causes = [
+        Cause(c.name, c.role, c.a, c.b, by_bucket.get(EFFECT_BUCKETS[c.name], 0), c.evidence)
+        if c.name in EFFECT_BUCKETS
+        else c
+        for c in res.causes
+    ]
+    setting_roots = [c.name for c in res.causes if c.role == "root" and c.name in ROOT_SETTINGS]
+    res.weights_verdict = weights_verdict(res.regions, setting_roots)
     return res
 
 
@@ -292,6 +304,8 @@ def to_json(res: DiffResult) -> dict:
         ],
         "suggestions": res.suggestions,
         "unknown": res.unknown,
+        "attribution": res.attribution,
+        "weights_verdict": res.weights_verdict,
     }
 
 
