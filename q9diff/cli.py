@@ -304,6 +304,70 @@ def recompile(
 
 
 @app.command()
+def steps(
+    candidate: Path,
+    reference: Path,
+    recipe: Path = typer.Option(
+        None, "--recipe", help="the candidate's recipe (default: recipe.json beside it)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the q9diff.steps/1 JSON"),
+) -> None:
+    """Rebuild CANDIDATE's recipe with the root-cause settings added one at a time (the seed's table):
+    size, delta and bytes changed vs REFERENCE per step. Exit 0 when the last step equals the reference."""
+    import contextlib
+
+    from q9diff.backends import BackendUnavailable
+    from q9diff.runners.local import cache_root
+    from q9diff.steps import run, to_json
+
+    status = console.status("compiling") if console.is_terminal and not as_json else contextlib.nullcontext()
+    try:
+        with status as s:
+            result = run(
+                candidate,
+                reference,
+                recipe,
+                cache_root() / "builds",
+                progress=(lambda m: s.update(m)) if s is not None else (lambda m: None),
+            )
+    except FormatError as exc:
+        _fail(str(exc))
+    except RecipeError as exc:
+        _fail(str(exc))
+    except (BackendUnavailable, RuntimeError, OSError) as exc:
+        _fail(f"{candidate}: steps: {exc}")
+    if as_json:
+        print(json.dumps(to_json(result, candidate, reference), indent=2))
+    else:
+        t = Table(title=f"steps from {candidate} to {reference}")
+        for col in (
+            "step",
+            "settings added",
+            "size",
+            "Δ vs reference",
+            "changed vs ref",
+            "moved",
+            "new",
+            "=",
+        ):
+            t.add_column(col, justify="left" if col in ("settings added", "=") else "right")
+        for i, st in enumerate(result):
+            t.add_row(
+                str(i),
+                ("+ " + st.label) if st.label else "candidate's recipe",
+                str(st.size),
+                f"{st.delta_vs_reference:+d}",
+                str(st.changed_vs_reference),
+                str(st.moved),
+                str(st.new),
+                st.identical_to or "",
+            )
+        console.print(t)
+        console.print(f"builds kept in {cache_root() / 'builds'}")
+    raise typer.Exit(0 if result and result[-1].identical_to == "reference" else 1)
+
+
+@app.command()
 def verify(
     candidate: Path,
     reference: Path = typer.Argument(None, help="the known-good build (file, folder or Genie bundle)"),
@@ -642,7 +706,7 @@ def _cell(v) -> str:
     return s if len(s) <= 30 else s[:27] + "..."
 
 
-COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "--help", "-h"}
+COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "--help", "-h", "steps"}
 
 
 def main() -> None:

@@ -1,0 +1,181 @@
+"""`q9diff steps`: the seed's table, built. Rebuild the candidate's recipe with the root-cause settings
+applied one at a time, cumulatively, and compare every step with the reference.
+
+The first row is the candidate as its recipe builds it (byte-identical to the candidate proves the
+recipe), the last is the full fix. Builds are kept in the cache under a digest of everything that
+determines their bytes (the compiler is deterministic), like the unshared rebuilds of the runners.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from q9diff.errors import FormatError
+
+SCHEMA = "q9diff.steps/1"
+# The stated order: the seed's team went local -> +VTCM -> +soc_model (with its arch) -> the rest.
+ORDER = (
+    "vtcm_size",
+    "soc_model",
+    "dsp_arch",
+    "weights_packing",
+    "hvx_threads",
+    "dlbc",
+    "optimization_level",
+    "weight_sharing",
+)
+
+
+@dataclass
+class Step:
+    added: tuple[str, ...]  # the settings this step adds (empty for the candidate's own build)
+    label: str  # e.g. "vtcm_size=8" or "soc_model=77, dsp_arch=v73"
+    settings: dict  # the cumulative recipe settings changed so far
+    out: Path
+    size: int = 0
+    delta_vs_reference: int = 0
+    changed_vs_reference: int = 0
+    moved: int = 0
+    new: int = 0
+    identical_to: str | None = None
+    cached: bool = False
+    roots_left: list[str] = field(default_factory=list)
+
+
+def find_recipe(candidate: Path) -> Path:
+    """The recipe beside the candidate: `recipe.json` in its folder (or beside the file)."""
+    folder = candidate if candidate.is_dir() else candidate.parent
+    for p in (folder / "recipe.json", candidate.with_name(candidate.stem + ".recipe.json")):
+        if p.is_file():
+            return p
+    raise FormatError(str(candidate), None, "a recipe.json beside the candidate (or pass --recipe)")
+
+
+def _digest_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def build_key(recipe) -> str:
+    """Everything that determines a build's bytes: settings, parts and graph names, model bytes, QAIRT."""
+    from q9diff.backends.ort_qnn import _our_qairt
+
+    data = {k: v for k, v in recipe.to_dict().items() if k != "notes"}
+    models = [_digest_file(recipe.model_path(g)) for p in recipe.parts for g in p.graphs]
+    text = json.dumps([data, models, recipe.qairt_version or _our_qairt()], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def cached_build(recipe, home: Path) -> tuple[Path, bool]:
+    """Build `recipe` into `home/<digest>` unless it is there already; (folder, was it cached)."""
+    from q9diff.backends import compile_backend
+
+    out = home / build_key(recipe)
+    if all((out / p.output).is_file() for p in recipe.parts):
+        return out, True
+    home.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=home))
+    try:
+        compile_backend(recipe.backend).compile(recipe, work)
+        try:
+            os.rename(work, out)
+        except OSError:  # another run finished first; its bytes are the same
+            pass
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out, False
+
+
+def plan(recipe, suggestions: list[dict]) -> list[tuple[tuple[str, ...], str, dict]]:
+    """(settings added, their label, cumulative recipe settings) per step, in ORDER; soc_model and
+    dsp_arch are one step (a SoC is set as a pair)."""
+    from q9diff.apply import RECIPE_FIELDS
+
+    wanted: dict[str, tuple[str, object]] = {}
+    for s in suggestions:
+        if s["setting"] in RECIPE_FIELDS and s.get("value") is not None:
+            name, conv = RECIPE_FIELDS[s["setting"]]
+            wanted[s["setting"]] = (name, conv(s["value"]))
+    groups: list[tuple[str, ...]] = []
+    for setting in sorted(wanted, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
+        if setting == "dsp_arch" and groups and groups[-1] == ("soc_model",):
+            groups[-1] = ("soc_model", "dsp_arch")
+        else:
+            groups.append((setting,))
+    steps, cumulative = [((), "", {})], {}
+    for g in groups:
+        for setting in g:
+            name, value = wanted[setting]
+            cumulative[name] = value
+        label = ", ".join(f"{setting}={wanted[setting][1]}" for setting in g)
+        steps.append((g, label, dict(cumulative)))
+    return steps
+
+
+def run(
+    candidate: Path,
+    reference: Path,
+    recipe_path: Path | None,
+    home: Path,
+    progress: Callable[[str], None] = lambda _: None,
+) -> list[Step]:
+    from q9diff.diff import diff_sets, set_to_json
+    from q9diff.recipe import load
+
+    recipe = load(recipe_path or find_recipe(candidate))
+    start = set_to_json(diff_sets(candidate, reference))
+    out = []
+    for added, label, settings in plan(recipe, start["suggestions"]):
+        progress(f"compiling step {len(out)}: {label or 'the candidate recipe as it is'}")
+        r = recipe.with_settings(**settings)
+        folder, cached = cached_build(r, home)
+        step = Step(added, label, settings, folder, cached=cached)
+        vs_ref = set_to_json(diff_sets(folder, reference))
+        step.size = vs_ref["a_total"]
+        step.delta_vs_reference = vs_ref["a_total"] - vs_ref["b_total"]
+        regions = [r for p in vs_ref["parts"] for r in p["regions"]]
+        step.changed_vs_reference = sum(x["changed_bytes"] for x in regions)
+        step.moved = sum(x["moved_bytes"] for x in regions)
+        step.new = sum(x["new_bytes"] for x in regions)
+        step.roots_left = [c["name"] for c in vs_ref["causes"] if c["role"] == "root"]
+        if vs_ref["identical"]:
+            step.identical_to = "reference"
+        elif set_to_json(diff_sets(folder, candidate))["identical"]:
+            step.identical_to = "candidate"
+        out.append(step)
+    return out
+
+
+def to_json(steps: list[Step], candidate: Path, reference: Path) -> dict:
+    return {
+        "schema": SCHEMA,
+        "candidate": str(candidate),
+        "reference": str(reference),
+        "order": list(ORDER),
+        "steps": [
+            {
+                "added": list(s.added),
+                "label": s.label,
+                "settings": s.settings,
+                "size": s.size,
+                "delta_vs_reference": s.delta_vs_reference,
+                "changed_vs_reference": s.changed_vs_reference,
+                "moved": s.moved,
+                "new": s.new,
+                "identical_to": s.identical_to,
+                "roots_left": s.roots_left,
+                "binaries": str(s.out),
+            }
+            for s in steps
+        ],
+    }

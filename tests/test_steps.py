@@ -1,0 +1,53 @@
+"""`q9diff steps`: the seed's table, built with the real compiler, from qwen-mini's local build to the
+reference: the first row is the candidate, the last the reference, the middle rows what `recompile` of
+the recipe with those settings gives."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+pytest.importorskip("onnxruntime_qnn")
+
+from q9diff.recipe import dump, load  # noqa: E402
+
+
+def q9diff(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_steps_from_local_to_reference(tmp_path):
+    local, ref = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
+    r = q9diff("steps", str(local), str(ref), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["schema"] == "q9diff.steps/1"
+    steps = data["steps"]
+    assert steps[0]["added"] == [] and steps[0]["identical_to"] == "candidate"
+    assert steps[-1]["identical_to"] == "reference" and steps[-1]["changed_vs_reference"] == 0
+    added = [a for s in steps for a in s["added"]]
+    assert {"vtcm_size", "soc_model", "optimization_level"} <= set(added)
+    assert added.index("vtcm_size") < added.index("soc_model")  # the stated order
+    for s in steps:
+        assert s["moved"] + s["new"] == s["changed_vs_reference"]
+    recipe = load(local / "recipe.json")
+    for i, s in enumerate(steps[1:-1], 1):
+        own = tmp_path / f"step{i}"
+        own.mkdir()
+        path = own / "recipe.json"
+        path.write_text(dump(recipe.with_settings(**s["settings"]).rebased(own)))
+        out = tmp_path / f"built{i}"
+        rc = q9diff("recompile", str(path), "--out", str(out))
+        assert rc.returncode == 0, rc.stderr
+        for p in recipe.parts:
+            assert (out / p.output).read_bytes() == (Path(s["binaries"]) / p.output).read_bytes(), (i, p.name)
