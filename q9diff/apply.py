@@ -40,6 +40,7 @@ RECIPE_FIELDS = {
     "hvx_threads": ("hvx_threads", int),
     "dlbc": ("dlbc", int),
     "weight_sharing": ("weight_sharing", bool),
+    "weights_packing": ("weights_packing", bool),
 }
 
 # Top-level sections that mark a JSON document as an HTP backend extension config.
@@ -449,7 +450,8 @@ class _ExtEdit:
                 soc = {}
             else:
                 soc = {"soc_model": f.reference_soc_model, "dsp_arch": f"v{f.reference_dsp_arch}"}
-            out["devices"] = {**{k: v for k, v in out["devices"].items() if k not in soc}, **soc}
+            rest = {k: v for k, v in out["devices"].items() if k not in ("soc_model", "dsp_arch")}
+            out["devices"] = {**rest, **soc}
             if not out["devices"]:
                 del out["devices"]
         return out

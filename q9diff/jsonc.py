@@ -252,26 +252,14 @@ class Editor:
         """Add `"key": value` to an object: after member `after` if given (else at the end), on its own
         line with the siblings' indentation and colon spacing when the object is laid out that way."""
         members = obj.members
-        colon = ": "
-        if members:
-            m = members[-1]
-            colon = self.text[_STRING.match(self.text, m.key_start).end() : m.value.start]
         if not members:
-            indent = self.line_indent(obj.start)
-            if self.multiline(self.root) and not self.multiline(obj):
-                inner = indent + self.unit
-                text = f"{json.dumps(key)}{colon}{self.render(value, inner, True)}"
-                self._change(obj.start + 1, obj.end - 1, self.newline + inner + text + self.newline + indent)
-            else:
-                text = (
-                    f"{json.dumps(key)}{colon}{self.render(value, indent + self.unit, self.multiline(obj))}"
-                )
-                self._change(obj.start + 1, obj.start + 1, text)
+            self._fill_empty(obj, f"{json.dumps(key)}: ", value)
             return
         index = len(members) - 1
         if after is not None:
             index = max(i for i, m in enumerate(members) if m.key == after)
         ref = members[index]
+        colon = self.text[_STRING.match(self.text, ref.key_start).end() : ref.value.start]
         on_own_line = self.first_on_line(ref.key_start)
         indent = self.line_indent(ref.key_start) if on_own_line else self.line_indent(obj.start) + self.unit
         text = f"{json.dumps(key)}{colon}{self.render(value, indent, self.multiline(obj))}"
@@ -285,18 +273,25 @@ class Editor:
     def append_item(self, arr: Node, value: object) -> None:
         """Add an item at the end of an array, laid out like its last item."""
         if not arr.items:
-            indent = self.line_indent(arr.start)
-            if self.multiline(self.root):
-                inner = indent + self.unit
-                text = self.render(value, inner, True)
-                self._change(arr.start + 1, arr.end - 1, self.newline + inner + text + self.newline + indent)
-            else:
-                self._change(arr.start + 1, arr.start + 1, self.render(value, indent, False))
+            self._fill_empty(arr, "", value)
             return
         last = arr.items[-1]
         on_own_line = self.first_on_line(last.start)
         indent = self.line_indent(last.start)
         self._append(arr, last, on_own_line, indent, self.render(value, indent, self.multiline(arr)))
+
+    def _fill_empty(self, container: Node, prefix: str, value: object) -> None:
+        """The first member or item of `{}` / `[]`: on its own line in a file laid out in lines."""
+        indent = self.line_indent(container.start)
+        inner = indent + self.unit
+        if not self.multiline(self.root):
+            self._change(container.start + 1, container.start + 1, prefix + self.render(value, inner, False))
+            return
+        text = self.newline + inner + prefix + self.render(value, inner, True)
+        if self.text[container.start + 1 : container.end - 1].strip():  # a comment inside: keep it
+            self._change(container.start + 1, container.start + 1, text)
+        else:
+            self._change(container.start + 1, container.end - 1, text + self.newline + indent)
 
     def _append(self, container: Node, last: Node, on_own_line: bool, indent: str, text: str) -> None:
         sep = self.newline + indent if on_own_line else " "

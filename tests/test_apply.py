@@ -288,3 +288,65 @@ def test_dry_run_shows_every_edit_and_writes_nothing(tmp_path, fixtures_dir):
     assert '+device = htp.HtpDeviceConfig(soc_model=77, dsp_arch="v73")' in r.stdout
     assert "--dry-run: nothing written" in r.stdout
     assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
+
+
+def test_a_commented_wrapper_that_carries_graphs_itself_edits_the_file_it_names(tmp_path, suggestions, facts):
+    """Qualcomm's documentation shows a wrapper starting with a // line; its own graphs are not what the
+    extension parser reads, so they stay and the named file is edited."""
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text('{"graphs": [{"graph_names": ["*"], "vtcm_mb": 4}]}\n')
+    wrapper = tmp_path / "config.json"
+    text = (
+        "// config for qnn-context-binary-generator\n"
+        '{\n  "backend_extensions": {\n    "shared_library_path": "libQnnHtpNetRunExtensions.so",\n'
+        '    "config_file_path": "htp_backend_ext_config.json"\n  },\n'
+        '  "graphs": [{"graph_names": ["*"], "vtcm_mb": 2}]\n}\n'
+    )
+    wrapper.write_text(text)
+    edit = plan(wrapper, suggestions, facts)
+    assert edit.path == ext
+    assert json.loads(edit.after)["graphs"] == [{"graph_names": ["*"], "vtcm_mb": 8, "O": 3}]
+    assert f"{wrapper} also holds graphs: not what QNN's extension parser reads; left as is" in prose(
+        edit.note
+    )
+    write(edit)
+    assert wrapper.read_text() == text
+
+
+def test_a_value_q9diff_could_not_read_is_never_written(tmp_path, suggestions, facts):
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text('{"graphs": [{"graph_names": ["*"], "vtcm_mb": 4, "O": 2}]}\n')
+    unknown = [
+        {
+            "setting": "vtcm_size",
+            "value": None,
+            "targets": {"htp_backend_ext_config": {"graphs[0].vtcm_mb": None}},
+        },
+        *(s for s in suggestions if s["setting"] == "optimization_level"),
+    ]
+    edit = plan(ext, unknown, facts)
+    assert json.loads(edit.after)["graphs"] == [{"graph_names": ["*"], "vtcm_mb": 4, "O": 3}]
+    assert "null" not in edit.after and "vtcm_size: the reference's value is unknown" in edit.note
+    soc_only = [s for s in suggestions if s["setting"] == "soc_model"]
+    unknown_arch = BuildFacts(facts.candidate_graphs, 43, 73, 77, None)
+    edit = plan(ext, soc_only, unknown_arch)
+    assert edit.after == edit.before and "dsp_arch is unknown: neither is written" in prose(edit.note)
+    recipe = tmp_path / "recipe.json"
+    shutil.copy(LOCAL / "recipe.json", recipe)
+    edit = plan(recipe, unknown, facts)
+    settings = json.loads(edit.after)["settings"]
+    assert "vtcm_mb" not in settings and settings["optimization_level"] == 3 and "null" not in edit.after
+
+
+def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtures_dir, facts):
+    from q9diff.binary import ContextBinary
+    from q9diff.diff import Cause
+    from q9diff.diff import suggestions as suggest_for
+
+    ref = ContextBinary.open(REFERENCE / "part_1_of_2.bin")
+    packing = suggest_for([Cause("weights_packing", "root", False, True, None, ())], ref)
+    assert packing[0]["targets"]["qairt"] == "HtpGraphConfig(weights_packing=True)"
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text('{\n    "graphs": [\n        {\n            "graph_names": ["*"]\n        }\n    ]\n}\n')
+    edit = plan(ext, packing, facts)
+    assert edit.after == ext.read_text().replace('["*"]\n', '["*"],\n            "weights_packing": true\n')
