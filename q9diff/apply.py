@@ -340,7 +340,10 @@ def _plan_referenced(
             f"{path}: {kind} naming {target}, which is not an htp_backend_ext_config.json "
             "q9diff understands; both left untouched"
         )
-    edit = _plan_backend_ext(target, before, root, suggestions, facts)
+    try:
+        edit = _plan_backend_ext(target, before, root, suggestions, facts)
+    except ApplyError as exc:
+        raise ApplyError(f"{path}: {kind} naming {exc}") from None
     led = [f"{path} is {kind}: its settings live in {target}, edited here", *notes]
     own = sorted(BACKEND_EXT_SECTIONS & set(doc))
     if own:
@@ -527,7 +530,8 @@ class _ExtEdit:
             )
         else:
             self.notes.append(
-                f"{self.path.name} checked with Qualcomm's parser ({extconfig.LIBRARY}){how}: no errors"
+                f"{self.path.name} before and after the edit, checked with Qualcomm's parser "
+                f"({extconfig.LIBRARY}){how}: no errors"
             )
 
     # --- edits -----------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def check(texts: list[str]) -> list[Verdict]:
         for i, text in enumerate(texts):
             d = Path(tmp) / str(i)
             d.mkdir()
-            (d / CONFIG_NAME).write_text(text)
+            (d / CONFIG_NAME).write_text(text, encoding="utf-8")
             dirs.append(str(d))
         try:
             run = subprocess.run(
