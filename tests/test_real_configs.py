@@ -187,3 +187,25 @@ def test_graphs_as_one_object_keeps_its_form_when_it_names_every_graph(tmp_path,
     ]
     assert removed == ['-    "soc_id": 60,']
     assert '"graphs": {' in edit.after and jsonc.loads(edit.after)["graphs"]["vtcm_mb"] == 8
+
+
+def test_the_readme_example_a_qualcomm_wrapper_and_its_extension_file(tmp_path, fixtures_dir):
+    """The README's example: ai-engine-direct-helper's v73 wrapper, run from its folder with --dry-run."""
+    from test_cli import q9diff
+
+    for name in ("config_local.json", "extensions.conf"):
+        shutil.copy(REAL / "aedh" / "v73_wos" / name, tmp_path / name)
+    before = snapshot(tmp_path)
+    r = q9diff(
+        "suggest", str(LOCAL), str(REFERENCE), "--apply", str(tmp_path / "config_local.json"), "--dry-run"
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    diff = r.stdout[r.stdout.index("--- ") :]
+    assert '-            "soc_id": 60,\n+            "soc_id": 77,\n' in diff
+    assert '             "O": 3.0\n+        },\n+        {\n+            "graph_names": [\n' in diff
+    removed = [
+        line for line in diff.splitlines() if line.startswith("-") and not line.startswith(("---", "--dry"))
+    ]
+    assert removed == ['-            "soc_id": 60,']
+    assert "devices[0].soc_id is 60, but the candidate binary was built for soc_model 43" in r.stdout
+    assert snapshot(tmp_path) == before
