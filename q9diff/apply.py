@@ -157,7 +157,7 @@ def plan(
         raise ApplyError(f"{path}: {UNKNOWN} (not JSON: {exc})") from None
     doc = root.to_python()
     if isinstance(doc, dict) and doc.get("schema") == recipe_mod.SCHEMA:
-        edit = _plan_recipe(real, before, doc, suggestions)
+        edit = _plan_recipe(real, before, doc, suggestions, facts)
     elif isinstance(doc, dict) and any(keys[0] in doc for _, keys in REFERRING_CONFIGS):
         kind, keys = next((k, keys) for k, keys in REFERRING_CONFIGS if keys[0] in doc)
         edit = _plan_referenced(path, doc, kind, keys, suggestions, facts, named)
@@ -169,6 +169,7 @@ def plan(
 
 
 def write(edit: Edit) -> list[tuple[Path, Path]]:
+    """Write one edit; see write_all."""
     return write_all([edit])
 
 
@@ -196,15 +197,18 @@ def write_all(edits: list[Edit]) -> list[tuple[Path, Path]]:
         if current != e.before:
             raise ApplyError(f"{path}: changed since q9diff read it; nothing written")
         pending.append(e)
-    prepared: list[tuple[Edit, Path, str]] = []
-    try:
-        for e in pending:
+    prepared: list[tuple[Edit, Path, str]] = []  # (edit, its backup, its new text in a temporary file)
+    for e in pending:
+        try:
             backup = _backup(e.path)
-            prepared.append((e, backup, ""))
-            prepared[-1] = (e, backup, _temp_beside(e.path, e.after))
-    except OSError as exc:
-        _discard(prepared, keep_backups=False)
-        raise ApplyError(f"{e.path}: cannot prepare the edit ({exc}); nothing written") from None
+            try:
+                prepared.append((e, backup, _temp_beside(e.path, e.after)))
+            except OSError:
+                backup.unlink()
+                raise
+        except OSError as exc:
+            _discard(prepared)
+            raise ApplyError(f"{e.path}: cannot prepare the edit ({exc}); nothing written") from None
     done: list[Edit] = []
     for e, _, tmp in prepared:
         try:
@@ -212,7 +216,7 @@ def write_all(edits: list[Edit]) -> list[tuple[Path, Path]]:
         except OSError as exc:
             for d in reversed(done):
                 os.replace(_temp_beside(d.path, d.before), d.path)
-            _discard(prepared, keep_backups=False)
+            _discard(prepared)
             undone = f"; {len(done)} already written put back" if done else ""
             raise ApplyError(f"{e.path}: cannot write ({exc}){undone}; nothing changed") from None
         done.append(e)
@@ -250,9 +254,10 @@ def _temp_beside(path: Path, text: str) -> str:
     return tmp
 
 
-def _discard(prepared: list[tuple[Edit, Path, str]], keep_backups: bool) -> None:
+def _discard(prepared: list[tuple[Edit, Path, str]]) -> None:
+    """Remove the backups and temporary files of a write that did not happen."""
     for _, backup, tmp in prepared:
-        for leftover in ([] if keep_backups else [backup]) + ([Path(tmp)] if tmp else []):
+        for leftover in (backup, Path(tmp)):
             if leftover.exists():
                 leftover.unlink()
 
@@ -295,10 +300,20 @@ def _dump_like(before: str, doc: object) -> str:
     return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
 
 
-def _plan_recipe(path: Path, before: str, doc: dict, suggestions: list[dict]) -> Edit:
+def _plan_recipe(
+    path: Path, before: str, doc: dict, suggestions: list[dict], facts: BuildFacts | None
+) -> Edit:
     new = copy.deepcopy(doc)
     settings = new.setdefault("settings", {})
     notes = []
+    if facts is not None and {"soc_model", "dsp_arch"} & {s["setting"] for s in suggestions}:
+        pair = {"soc_model": facts.reference_soc_model, "dsp_arch": facts.reference_dsp_arch}
+        suggestions = [s for s in suggestions if s["setting"] not in pair]
+        unknown = _unknown_soc(facts)
+        if unknown:
+            notes.append(unknown)
+        else:
+            suggestions += [{"setting": k, "value": v} for k, v in pair.items()]  # the SoC as a pair
     for s in suggestions:
         if s["setting"] in RECIPE_FIELDS:
             if not _writable(s.get("value")):
@@ -308,6 +323,18 @@ def _plan_recipe(path: Path, before: str, doc: dict, suggestions: list[dict]) ->
             settings[field] = conv(s["value"])
     recipe_mod.Recipe.from_dict(new, str(path))  # still a valid recipe
     return Edit(path, before, _dump_like(before, new) if new != doc else before, "\n".join(notes))
+
+
+def _unknown_soc(facts: BuildFacts) -> str:
+    """Why the SoC pair cannot be written (the reference binary's soc_model or dsp_arch is unknown), or ""."""
+    pair = {"soc_model": facts.reference_soc_model, "dsp_arch": facts.reference_dsp_arch}
+    unknown = [k for k, v in pair.items() if v is None]
+    if not unknown:
+        return ""
+    return (
+        f"soc_model and dsp_arch go together and the reference binary's {unknown[0]} is unknown: "
+        "neither is written"
+    )
 
 
 def _plan_referenced(
@@ -439,17 +466,15 @@ class _ExtEdit:
                         f"{s.get('setting')}: the reference's value is unknown, so it is not written"
                     )
                     continue
-                section, key = re.sub(r"\[\d*\]", "", target).split(".", 1)
-                out.setdefault(section, {})[key] = value
+                section, _, key = re.sub(r"\[\d*\]", "", target).partition(".")
+                if key:
+                    out.setdefault(section, {})[key] = value
         soc = {k: v for k, v in out.get("devices", {}).items() if k in ("soc_model", "dsp_arch")}
         if soc and self.facts is not None:
             f = self.facts
-            if f.reference_soc_model is None or f.reference_dsp_arch is None:
-                self.notes.append(
-                    "soc_model and dsp_arch go together and the reference binary's "
-                    f"{'soc_model' if f.reference_soc_model is None else 'dsp_arch'} is unknown: "
-                    "neither is written"
-                )
+            unknown = _unknown_soc(f)
+            if unknown:
+                self.notes.append(unknown)
                 soc = {}
             else:
                 soc = {"soc_model": f.reference_soc_model, "dsp_arch": f"v{f.reference_dsp_arch}"}

@@ -336,6 +336,8 @@ def test_a_value_q9diff_could_not_read_is_never_written(tmp_path, suggestions, f
     edit = plan(recipe, unknown, facts)
     settings = json.loads(edit.after)["settings"]
     assert "vtcm_mb" not in settings and settings["optimization_level"] == 3 and "null" not in edit.after
+    edit = plan(recipe, soc_only, unknown_arch)  # the pair again: a recipe gets neither
+    assert edit.after == edit.before and "dsp_arch is unknown: neither is written" in prose(edit.note)
 
 
 def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtures_dir, facts):
