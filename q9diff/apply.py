@@ -441,7 +441,12 @@ def _plan_backend_ext(
             e.set_section(section, values)
     after = e.editor.result()
     if after != before:
-        jsonc.parse(after)  # an edit of ours that is not JSON is a bug, never a write
+        try:
+            jsonc.parse(after)  # an edit of ours that is not JSON is a bug, never a write
+        except jsonc.JsoncError as exc:
+            raise ApplyError(
+                f"{path}: q9diff's edit would not be JSON ({exc}); please report it; left untouched"
+            ) from None
         e.validate(after)
     return Edit(path, before, after, "\n".join(dict.fromkeys(e.notes)))
 
