@@ -135,7 +135,13 @@ class Edit:
         if not self.note or not (diff or self.advice_only):
             return diff
         wrap = textwrap.TextWrapper(98, "# ", "#   ", break_long_words=False, break_on_hyphens=False)
-        return "".join(f"{line}\n" for note in self.note.splitlines() for line in wrap.wrap(note)) + diff
+        notes = [_printable(note) for note in self.note.split("\n")]  # names from binaries are data
+        return "".join(f"{line}\n" for note in notes for line in wrap.wrap(note)) + diff
+
+
+def _printable(text: str) -> str:
+    """Control characters shown escaped, so a name read from a file cannot drive the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def plan(

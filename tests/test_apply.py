@@ -352,3 +352,13 @@ def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtu
     ext.write_text('{\n    "graphs": [\n        {\n            "graph_names": ["*"]\n        }\n    ]\n}\n')
     edit = plan(ext, packing, facts)
     assert edit.after == ext.read_text().replace('["*"]\n', '["*"],\n            "weights_packing": true\n')
+
+
+def test_notes_show_control_characters_escaped(tmp_path):
+    """Graph names come from a binary someone else built: in a note they are text, never terminal codes."""
+    from q9diff.apply import Edit
+
+    edit = Edit(
+        tmp_path / "x.json", "{}\n", '{"a": 1}\n', "graphs[0] names \x1b[2Jgone, none of the candidate's"
+    )
+    assert "\x1b" not in edit.unified and "graphs[0] names \\x1b[2Jgone" in edit.unified
