@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES
 from test_apply import prose, suggest_apply
 
-from q9diff import apply
+from q9diff import safewrite
 from q9diff.apply import ApplyError, BuildFacts, plan, write_all
 from q9diff.diff import diff_sets, set_to_json
 
@@ -122,7 +122,7 @@ def test_several_files_are_written_all_or_nothing(tmp_path, pair, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(apply.os, "replace", replace_failing_on_the_second_file)
+    monkeypatch.setattr(safewrite.os, "replace", replace_failing_on_the_second_file)
     before = files_under(tmp_path)
     with pytest.raises(ApplyError, match="1 already written put back; nothing changed"):
         write_all(edits)
