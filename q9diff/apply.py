@@ -1,10 +1,15 @@
 """`suggest --apply`: carry the suggested fixes into the user's files, safely.
 
-Every edit is shown as a unified diff, written atomically, and the original kept as FILE.bak.
-Files q9diff edits: q9diff recipes and `htp_backend_ext_config.json` (compile- or device-side),
-reached directly or through the file that names it (a qnn-context-binary-generator `--config_file`
-wrapper, a Genie `genie_config.json`). A Python script that builds a qairt `CompileConfig` gets the
-exact change shown as a diff and is never written; anything else is refused untouched.
+Every edit is shown as a unified diff; writing is all or nothing over the files of one run, each file
+replaced atomically and its original kept as FILE.bak (FILE.bak.1, ... when that name is taken, so no
+backup is ever overwritten). Files q9diff edits: q9diff recipes and `htp_backend_ext_config.json`
+(compile- or device-side), reached directly or through the file that names it (a
+qnn-context-binary-generator `--config_file` wrapper, a Genie config), found the way those tools find
+it and only inside the config's folder (or given by the user). Extension files are edited as text
+(q9diff.extedit over q9diff.jsonc): only the values that change, keys added in the file's own layout,
+comments and spelling kept, checked against the binaries and Qualcomm's own parser. Writes are
+q9diff.safewrite's. A Python script that builds a qairt `CompileConfig` gets the exact change shown as
+a diff and is never written; anything else is refused untouched.
 """
 
 from __future__ import annotations
@@ -14,14 +19,17 @@ import copy
 import difflib
 import io
 import json
-import shutil
+import os
+import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from q9diff import jsonc
 from q9diff import recipe as recipe_mod
-from q9diff.recipe import write_atomic
+from q9diff.extedit import ApplyError, BuildFacts, edit_text, unknown_soc, writable
+from q9diff.safewrite import read_exact, write_all
 
 # Suggestion setting -> (recipe settings field, value transform).
 RECIPE_FIELDS = {
@@ -32,10 +40,11 @@ RECIPE_FIELDS = {
     "hvx_threads": ("hvx_threads", int),
     "dlbc": ("dlbc", int),
     "weight_sharing": ("weight_sharing", bool),
+    "weights_packing": ("weights_packing", bool),
 }
 
 # Top-level sections that mark a JSON document as an HTP backend extension config.
-BACKEND_EXT_SECTIONS = {"devices", "graphs", "context"}
+BACKEND_EXT_SECTIONS = {"devices", "graphs", "context", "memory", "groupContext"}
 
 # Files that name the backend extension config instead of holding the settings:
 # (what the file is, the keys leading to the referenced path, relative to the file's folder).
@@ -44,21 +53,15 @@ REFERRING_CONFIGS = (
     ("a Genie config", ("dialog", "engine", "backend", "extensions")),
 )
 
-# Older htp_backend_ext_config.json key -> the key QNN reads now. A file that still says `soc_id`
-# fails with err 5005 (ai-hub-models #289; QNN_FACTS "Failure cases users report").
-OLDER_EXT_KEYS = {"soc_id": "soc_model"}
-
 # Calls that mark a Python script as one that builds a qairt CompileConfig.
 QAIRT_CALLS = {"CompileConfig", "HtpDeviceConfig", "HtpGraphConfig", "HtpContextConfig"}
+
+PLACEHOLDER = re.compile(r"<[^<>]*>")  # `<soc_model>`, `<path to ext config>` in templates
 
 UNKNOWN = (
     "not a recipe, htp_backend_ext_config.json, qnn-context-binary-generator config, Genie config "
     "or CompileConfig script q9diff understands; left untouched"
 )
-
-
-class ApplyError(ValueError):
-    """A file that q9diff will not edit; the message names it and says why."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class Edit:
     path: Path
     before: str
     after: str
-    note: str = ""  # what the diff alone does not say: a file that led here, a key renamed, a call to add
+    note: str = ""  # what the diff alone does not say: a file that led here, a disagreement, a check
     advice_only: bool = False  # a script: the user makes the change, `write` never touches the file
 
     @property
@@ -90,50 +93,56 @@ class Edit:
         if not self.note or not (diff or self.advice_only):
             return diff
         wrap = textwrap.TextWrapper(98, "# ", "#   ", break_long_words=False, break_on_hyphens=False)
-        return "".join(f"{line}\n" for note in self.note.splitlines() for line in wrap.wrap(note)) + diff
+        notes = [_printable(note) for note in self.note.split("\n")]  # names from binaries are data
+        return "".join(f"{line}\n" for note in notes for line in wrap.wrap(note)) + diff
 
 
-def plan(path: Path, suggestions: list[dict]) -> Edit:
+def _printable(text: str) -> str:
+    """Control characters shown escaped, so a name read from a file cannot drive the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def plan(
+    path: Path, suggestions: list[dict], facts: BuildFacts | None = None, named: Iterable[Path] = ()
+) -> Edit:
     """The edit that carries `suggestions` into `path` (or the file it names), or ApplyError if q9diff
-    does not understand it; planning never writes, so --dry-run and refusals leave every file as it was."""
-    before = _read(path)
+    does not understand it; planning never writes, so --dry-run and refusals leave every file as it was.
+
+    `facts` (from the binaries) check the file and complete the SoC pair; `named` are the files the user
+    gave, which a wrapper may name even outside its own folder. A symbolic link is edited at its target.
+    """
+    real, notes = _follow_link(path)
+    before = read_exact(real)
     if path.suffix == ".py":
         return _plan_script(path, before, suggestions)
-    doc = _parse_json(path, before)
+    try:
+        root = jsonc.parse(before)
+    except jsonc.JsoncError as exc:
+        raise ApplyError(f"{path}: {UNKNOWN} (not JSON: {exc})") from None
+    doc = root.to_python()
     if isinstance(doc, dict) and doc.get("schema") == recipe_mod.SCHEMA:
-        return _plan_recipe(path, before, doc, suggestions)
-    if _is_backend_ext(doc):
-        return _plan_backend_ext(path, before, doc, suggestions)
-    for kind, keys in REFERRING_CONFIGS:
-        if isinstance(doc, dict) and keys[0] in doc:
-            return _plan_referenced(path, doc, kind, keys, suggestions)
-    raise ApplyError(f"{path}: {UNKNOWN}")
+        edit = _plan_recipe(real, before, doc, suggestions, facts)
+    elif isinstance(doc, dict) and any(keys[0] in doc for _, keys in REFERRING_CONFIGS):
+        kind, keys = next((k, keys) for k, keys in REFERRING_CONFIGS if keys[0] in doc)
+        edit = _plan_referenced(path, doc, kind, keys, suggestions, facts, named)
+    elif _is_backend_ext(doc):
+        edit = _plan_backend_ext(real, before, root, suggestions, facts)
+    else:
+        raise ApplyError(f"{path}: {UNKNOWN}")
+    return replace(edit, note="\n".join(filter(None, (*notes, edit.note))))
 
 
-def write(edit: Edit) -> None:
-    """Write the fixed file atomically, keeping the original as FILE.bak; advice is never written.
-
-    A file already holding `edit.after` is left alone, so applying a wrapper and the extension file it
-    names in one run does not overwrite the .bak of the original with the fixed text.
-    """
-    if edit.advice_only or edit.before == edit.after or edit.path.read_text() == edit.after:
-        return
-    shutil.copy2(edit.path, edit.path.with_name(edit.path.name + ".bak"))
-    write_atomic(edit.path, edit.after)
+def write(edit: Edit) -> list[tuple[Path, Path]]:
+    """Write one edit; see write_all."""
+    return write_all([edit])
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ApplyError(f"{path}: cannot read ({exc})") from None
-
-
-def _parse_json(path: Path, text: str) -> object:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise ApplyError(f"{path}: {UNKNOWN}") from None
+def _follow_link(path: Path) -> tuple[Path, list[str]]:
+    """The file to edit for `path`: itself, or the target of a symbolic link, said in a note."""
+    if not path.is_symlink():
+        return path, []
+    real = Path(os.path.realpath(path))
+    return real, [f"{path} is a symbolic link: its target {real} is edited, the link stays"]
 
 
 def _is_backend_ext(doc: object) -> bool:
@@ -151,91 +160,123 @@ def _dump_like(before: str, doc: object) -> str:
     return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
 
 
-def _plan_recipe(path: Path, before: str, doc: dict, suggestions: list[dict]) -> Edit:
+def _plan_recipe(
+    path: Path, before: str, doc: dict, suggestions: list[dict], facts: BuildFacts | None
+) -> Edit:
     new = copy.deepcopy(doc)
     settings = new.setdefault("settings", {})
+    notes = []
+    if facts is not None and {"soc_model", "dsp_arch"} & {s["setting"] for s in suggestions}:
+        pair = {"soc_model": facts.reference_soc_model, "dsp_arch": facts.reference_dsp_arch}
+        suggestions = [s for s in suggestions if s["setting"] not in pair]
+        unknown = unknown_soc(facts)
+        if unknown:
+            notes.append(unknown)
+        else:
+            suggestions += [{"setting": k, "value": v} for k, v in pair.items()]  # the SoC as a pair
     for s in suggestions:
         if s["setting"] in RECIPE_FIELDS:
+            if not writable(s.get("value")):
+                notes.append(f"{s['setting']}: the reference's value is unknown, so it is not written")
+                continue
             field, conv = RECIPE_FIELDS[s["setting"]]
             settings[field] = conv(s["value"])
     recipe_mod.Recipe.from_dict(new, str(path))  # still a valid recipe
-    return Edit(path, before, _dump_like(before, new) if new != doc else before)
+    return Edit(path, before, _dump_like(before, new) if new != doc else before, "\n".join(notes))
 
 
 def _plan_referenced(
-    path: Path, doc: dict, kind: str, keys: tuple[str, ...], suggestions: list[dict]
+    path: Path,
+    doc: dict,
+    kind: str,
+    keys: tuple[str, ...],
+    suggestions: list[dict],
+    facts: BuildFacts | None,
+    named: Iterable[Path],
 ) -> Edit:
     """The settings of a wrapper or Genie config live in the extension file it names: edit that one."""
     node: object = doc
     for key in keys:
         node = node.get(key) if isinstance(node, dict) else None
+    where = ".".join(keys)
     if not isinstance(node, str) or not node:
-        raise ApplyError(
-            f"{path}: {kind} that names no backend extension file ({'.'.join(keys)}); left untouched"
-        )
-    target = path.parent / node
-    if not target.is_file():
-        raise ApplyError(
-            f"{path}: {kind} whose {'.'.join(keys)} names {target}, which does not exist; nothing edited"
-        )
-    before = _read(target)
+        raise ApplyError(f"{path}: {kind} that names no backend extension file ({where}); left untouched")
+    target, notes = _resolve_reference(path, node, kind, where, named)
+    before = read_exact(target)
     try:
-        ext = json.loads(before)
-    except json.JSONDecodeError:
-        ext = None
-    if not _is_backend_ext(ext):
+        root = jsonc.parse(before)
+    except jsonc.JsoncError as exc:
+        raise ApplyError(
+            f"{path}: {kind} naming {target}, which is not JSON ({exc}); both left untouched"
+        ) from None
+    ext = root.to_python()
+    if not _is_backend_ext(ext) or any(k[0] in ext for _, k in REFERRING_CONFIGS):
         raise ApplyError(
             f"{path}: {kind} naming {target}, which is not an htp_backend_ext_config.json "
             "q9diff understands; both left untouched"
         )
-    edit = _plan_backend_ext(target, before, ext, suggestions)
-    led = f"{path} is {kind}: its settings live in {target}, edited here"
-    return replace(edit, note="\n".join(filter(None, (led, edit.note))))
+    try:
+        edit = _plan_backend_ext(target, before, root, suggestions, facts)
+    except ApplyError as exc:
+        raise ApplyError(f"{path}: {kind} naming {exc}") from None
+    led = [f"{path} is {kind}: its settings live in {target}, edited here", *notes]
+    own = sorted(BACKEND_EXT_SECTIONS & set(doc))
+    if own:
+        led.append(f"{path} also holds {', '.join(own)}: not what QNN's extension parser reads; left as is")
+    return replace(edit, note="\n".join(filter(None, (*led, edit.note))))
 
 
-def _plan_backend_ext(path: Path, before: str, doc: dict, suggestions: list[dict]) -> Edit:
-    new = copy.deepcopy(doc)
-    notes: list[str] = []
-    for s in suggestions:
-        for target, value in s["targets"].get("htp_backend_ext_config", {}).items():
-            notes += _set_in_section(path, new, target, value)
-    after = _dump_like(before, new) if new != doc else before
-    return Edit(path, before, after, "\n".join(dict.fromkeys(notes)))
+def _resolve_reference(
+    config: Path, ref: str, kind: str, where: str, named: Iterable[Path]
+) -> tuple[Path, list[str]]:
+    """The file a config names, as its tools find it: relative to the config, then to the working
+    directory, `\\` or `/` alike; a device path by its file name beside the config (said in a note).
 
-
-def _set_in_section(path: Path, doc: dict, target: str, value: object) -> list[str]:
-    """Set `section[0].key` / `section.key` in every entry of the section, the way QNN reads it.
-
-    Every entry, because a file with several `graphs` entries configures each graph through its own;
-    a missing section is created in the target's shape. Returns notes on what the diff does not explain.
+    A path that leads outside the folder it was resolved in is refused unless the user named that file.
     """
-    section_ref, key = target.split(".")
-    section, is_list = section_ref.split("[")[0], "[" in section_ref
-    notes = []
-    if section not in doc:
-        doc[section] = [{}] if is_list else {}
-        if section == "graphs":
-            notes.append("added a graphs entry: name the graphs it is for in its graph_names")
-    entries = doc[section] if isinstance(doc[section], list) else [doc[section]]
-    if not entries:
-        entries.append({})
-    for entry in entries:
-        if not isinstance(entry, dict):
-            raise ApplyError(f"{path}: {section} holds {entry!r}, not an object; left untouched")
-        notes += _set_key(entry, key, value)
-    return notes
+    if PLACEHOLDER.search(ref):
+        raise ApplyError(
+            f"{config}: {kind} whose {where} is the placeholder {ref!r}; pass the extension file itself "
+            "with --apply; left untouched"
+        )
+    posix = ref.replace("\\", "/")
+    allowed = {Path(os.path.realpath(p)) for p in named}
+    if PurePosixPath(posix).is_absolute() or re.match(r"[A-Za-z]:/", posix):
+        beside = config.parent / PurePosixPath(posix).name
+        if not beside.is_file():
+            raise ApplyError(
+                f"{config}: {kind} whose {where} is {ref}, a path on the device, and there is no "
+                f"{beside.name} beside it; pass the extension file itself with --apply; left untouched"
+            )
+        found = [(beside, config.parent)]
+        note = [f"{ref} is a path on the device: edited {beside}, the file of that name beside {config.name}"]
+    else:
+        found = [(base / posix, base) for base in (config.parent, Path.cwd()) if (base / posix).is_file()]
+        note = []
+        if not found:
+            tried = " or ".join(dict.fromkeys(str(b / posix) for b in (config.parent, Path.cwd())))
+            raise ApplyError(
+                f"{config}: {kind} whose {where} names {tried}, which does not exist; nothing edited"
+            )
+    target, base = found[0]
+    real = Path(os.path.realpath(target))
+    if real not in allowed and not real.is_relative_to(os.path.realpath(base)):
+        raise ApplyError(
+            f"{config}: {kind} whose {where} leads to {real}, outside {base}; q9diff edits only files in "
+            "the config's folder or given with --apply; nothing edited"
+        )
+    if target.is_symlink():
+        note.append(f"{target} is a symbolic link: its target {real} is edited, the link stays")
+        return real, note
+    return target, note
 
 
-def _set_key(entry: dict, key: str, value: object) -> list[str]:
-    """Set `key`, renaming an older spelling of it in place so the user's key order is kept."""
-    older = [old for old, new in OLDER_EXT_KEYS.items() if new == key and old in entry]
-    if key in entry or not older:
-        entry[key] = value
-        return []
-    items = [(key, value) if k == older[0] else (k, v) for k, v in entry.items()]
-    entry.clear()
-    entry.update(items)
-    return [f"{older[0]} replaced by {key}: QNN reads {key}, and a file saying {older[0]} fails (err 5005)"]
+def _plan_backend_ext(
+    path: Path, before: str, root: jsonc.Node, suggestions: list[dict], facts: BuildFacts | None
+) -> Edit:
+    if root.kind != "object":
+        raise ApplyError(f"{path}: {UNKNOWN}")
+    return Edit(path, before, *edit_text(path, before, root, suggestions, facts))
 
 
 @dataclass(frozen=True)

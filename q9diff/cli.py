@@ -235,24 +235,31 @@ def suggest(
         except FormatError as exc:
             _fail(str(exc))
         suggestions, identical = data["suggestions"], data["identical"]
+        pairs = [(p["a"], p["b"]) for p in data["parts"]]
     else:
         res = _open_pair(candidate, reference)
         suggestions, identical = res.suggestions, res.identical
+        pairs = [(res.a, res.b)]
     _print_suggestions(suggestions)
     if not apply:
         raise typer.Exit(0 if identical else 1)
-    from q9diff.apply import ApplyError, plan, write
+    from q9diff.apply import ApplyError, BuildFacts, plan, write_all
 
+    facts = BuildFacts.of([a for a, _ in pairs], [b for _, b in pairs])
     edits = []
     for f in apply:
         try:
-            edits.append(plan(f, suggestions))
+            edits.append(plan(f, suggestions, facts, named=apply))
         except ApplyError as exc:
             _fail(str(exc))
     for e in edits:
         console.print(e.unified or f"{e.path}: already matches", markup=False)
-        if not dry_run:
-            write(e)
+    if not dry_run:
+        try:
+            for path, backup in write_all(edits):
+                console.print(f"{path}: written; the original is kept as {backup}", markup=False)
+        except ApplyError as exc:
+            _fail(str(exc))
     if dry_run:
         console.print("--dry-run: nothing written")
         raise typer.Exit(1)

@@ -84,6 +84,10 @@ FIX_TARGETS: dict[str, dict[str, str]] = {
         "htp_backend_ext_config": "graphs[0].hvx_threads",
     },
     "dlbc": {"qairt": "HtpGraphConfig(dlbc={v})", "htp_backend_ext_config": "graphs[0].dlbc"},
+    "weights_packing": {
+        "qairt": "HtpGraphConfig(weights_packing={v})",
+        "htp_backend_ext_config": "graphs[0].weights_packing",
+    },
     "weight_sharing": {
         "qairt": "HtpContextConfig(weight_sharing_enabled={v})",
         "htp_backend_ext_config": "context.weight_sharing_enabled",

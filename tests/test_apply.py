@@ -12,15 +12,36 @@ import pytest
 from conftest import FIXTURES
 from test_cli import q9diff
 
-from q9diff.apply import ApplyError, plan, write
+from q9diff.apply import ApplyError, BuildFacts, plan, write
 from q9diff.diff import diff_sets, set_to_json
 
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
 
 
 @pytest.fixture(scope="module")
-def suggestions(fixtures_dir) -> list[dict]:
-    return set_to_json(diff_sets(LOCAL, REFERENCE))["suggestions"]
+def pair(fixtures_dir) -> dict:
+    return set_to_json(diff_sets(LOCAL, REFERENCE))
+
+
+@pytest.fixture(scope="module")
+def suggestions(pair) -> list[dict]:
+    return pair["suggestions"]
+
+
+@pytest.fixture(scope="module")
+def facts(pair) -> BuildFacts:
+    return BuildFacts.of([p["a"] for p in pair["parts"]], [p["b"] for p in pair["parts"]])
+
+
+@pytest.fixture(scope="module")
+def graphs(pair) -> list[str]:
+    """The candidate's graph names, as the binaries say (the reference's extension file names the same)."""
+    names = [g["name"] for p in pair["parts"] for g in p["a"]["graphs"]]
+    assert (
+        names
+        == json.loads((REFERENCE / "htp_backend_ext_config.json").read_text())["graphs"][0]["graph_names"]
+    )
+    return names
 
 
 def suggest_apply(*files: Path, dry_run: bool = False):
@@ -35,7 +56,7 @@ def prose(stdout: str) -> str:
     return " ".join(stdout.replace("\n#   ", " ").split())
 
 
-def test_wrapper_config_edits_the_extension_file_it_names(tmp_path, fixtures_dir):
+def test_wrapper_config_edits_the_extension_file_it_names(tmp_path, graphs):
     ext = tmp_path / "htp_backend_ext_config.json"
     shutil.copy(LOCAL / "htp_backend_ext_config.json", ext)
     wrapper = tmp_path / "htp_config.json"
@@ -58,7 +79,7 @@ def test_wrapper_config_edits_the_extension_file_it_names(tmp_path, fixtures_dir
     assert '-      "soc_model": 0,' in r.stdout and '+      "soc_model": 77,' in r.stdout
     assert json.loads(ext.read_text()) == {
         "devices": [{"soc_model": 77, "dsp_arch": "v73"}],
-        "graphs": [{"vtcm_mb": 8, "O": 3}],
+        "graphs": [{"graph_names": graphs, "vtcm_mb": 8, "O": 3}],
     }
     assert (tmp_path / "htp_backend_ext_config.json.bak").read_text() == ext_before
     assert wrapper.read_text() == wrapper_before and not (tmp_path / "htp_config.json.bak").exists()
@@ -87,7 +108,7 @@ def test_wrapper_naming_something_else_is_refused(tmp_path, suggestions):
     assert str(wrapper) in str(exc.value) and str(tmp_path / "recipe.json") in str(exc.value)
 
 
-def test_genie_bundle_edits_its_device_side_extension_file(tmp_path, fixtures_dir):
+def test_genie_bundle_edits_its_device_side_extension_file(tmp_path, graphs):
     bundle = tmp_path / "local"
     shutil.copytree(LOCAL, bundle)
     genie, ext = bundle / "genie_config.json", bundle / "htp_backend_ext_config.json"
@@ -98,63 +119,67 @@ def test_genie_bundle_edits_its_device_side_extension_file(tmp_path, fixtures_di
     assert f"{genie} is a Genie config: its settings live in {ext}" in prose(r.stdout)
     device_side = json.loads(ext.read_text())
     assert device_side["devices"] == [{"soc_model": 77, "dsp_arch": "v73"}]
-    assert device_side["graphs"] == [{"vtcm_mb": 8, "O": 3}]
+    assert device_side["graphs"] == [{"graph_names": graphs, "vtcm_mb": 8, "O": 3}]
     assert (bundle / "htp_backend_ext_config.json.bak").read_text() == ext_before
     assert genie.read_text() == genie_before and not (bundle / "genie_config.json.bak").exists()
 
 
-def test_older_soc_id_is_renamed_and_every_graph_gets_the_setting(tmp_path, suggestions):
-    """soc_id is the key behind err 5005; the user's other keys, their order and indentation stay."""
+def test_soc_id_is_kept_and_graph_settings_go_to_an_entry_naming_the_candidates_graphs(
+    tmp_path, suggestions, facts, graphs
+):
+    """Qualcomm's schema takes soc_id as an integer: the file's key stays. Entries for other graphs stay
+    as they are (said in a note); the candidate's graphs get an entry of their own, added in place."""
     ext = tmp_path / "htp_backend_ext_config.json"
-    ext.write_text(
-        json.dumps(
-            {
-                "graphs": [
-                    {"graph_names": ["prompt_ar32"], "O": 2, "fp16_relaxed_precision": False},
-                    {"graph_names": ["token_ar1"]},
-                ],
-                "devices": [{"device_id": 0, "soc_id": 0, "dsp_arch": "v73", "cores": [{"core_id": 0}]}],
-                "memory": {"mem_type": "shared_buffer"},
-            },
-            indent=4,
-        )
-        + "\n"
+    text = json.dumps(
+        {
+            "graphs": [
+                {"graph_names": ["prompt_ar32"], "O": 2, "fp16_relaxed_precision": 0},
+                {"graph_names": ["token_ar1"]},
+            ],
+            "devices": [{"device_id": 0, "soc_id": 0, "dsp_arch": "v79", "cores": [{"core_id": 0}]}],
+            "memory": {"mem_type": "shared_buffer"},
+        },
+        indent=4,
     )
-    edit = plan(ext, suggestions)
-    assert (
-        edit.after
-        == json.dumps(
-            {
-                "graphs": [
-                    {"graph_names": ["prompt_ar32"], "O": 3, "fp16_relaxed_precision": False, "vtcm_mb": 8},
-                    {"graph_names": ["token_ar1"], "vtcm_mb": 8, "O": 3},
-                ],
-                "devices": [{"device_id": 0, "soc_model": 77, "dsp_arch": "v73", "cores": [{"core_id": 0}]}],
-                "memory": {"mem_type": "shared_buffer"},
-            },
-            indent=4,
-        )
-        + "\n"
-    )
-    assert "soc_id replaced by soc_model" in edit.note and "5005" in edit.unified
+    ext.write_text(text + "\n")
+    edit = plan(ext, suggestions, facts)
+    after = json.loads(edit.after)
+    assert after["devices"] == [{"device_id": 0, "soc_id": 77, "dsp_arch": "v73", "cores": [{"core_id": 0}]}]
+    assert after["graphs"] == [
+        {"graph_names": ["prompt_ar32"], "O": 2, "fp16_relaxed_precision": 0},
+        {"graph_names": ["token_ar1"]},
+        {"graph_names": graphs, "vtcm_mb": 8, "O": 3},
+    ]
+    assert after["memory"] == {"mem_type": "shared_buffer"}
+    changed = [
+        line for line in edit.unified.splitlines() if line.startswith("-") and not line.startswith("---")
+    ]
+    assert changed == ['-            "soc_id": 0,', '-            "dsp_arch": "v79",']
+    note = prose(edit.note)
+    assert "soc_model" not in edit.after and "5005" not in note
+    assert "devices[0].soc_id is 0, but the candidate binary was built for soc_model 43" in note
+    assert 'devices[0].dsp_arch is "v79", but the candidate binary was built for v73' in note
+    assert "graphs[0].graph_names names prompt_ar32, none of the candidate's 4 graphs" in note
     before = ext.read_text()
     write(edit)
-    assert (
-        ext.read_text() == edit.after and (tmp_path / "htp_backend_ext_config.json.bak").read_text() == before
-    )
+    assert ext.read_text() == edit.after
+    assert (tmp_path / "htp_backend_ext_config.json.bak").read_text() == before
 
 
-def test_device_entry_without_the_key_gets_it_added_there(tmp_path, suggestions):
+def test_device_entry_without_the_key_gets_the_pair_beside_its_arch(tmp_path, suggestions, facts, graphs):
     ext = tmp_path / "htp_backend_ext_config.json"
     ext.write_text(
         '{\n  "devices": [\n    {\n      "device_id": 0,\n      "dsp_arch": "v73"\n    }\n  ]\n}\n'
     )
-    edit = plan(ext, suggestions)
+    edit = plan(ext, suggestions, facts)
+    assert edit.after.startswith(
+        '{\n  "devices": [\n    {\n      "device_id": 0,\n      "dsp_arch": "v73",\n      "soc_model": 77\n'
+    )
     assert json.loads(edit.after) == {
         "devices": [{"device_id": 0, "dsp_arch": "v73", "soc_model": 77}],
-        "graphs": [{"vtcm_mb": 8, "O": 3}],
+        "graphs": [{"graph_names": graphs, "vtcm_mb": 8, "O": 3}],
     }
-    assert "added a graphs entry: name the graphs it is for in its graph_names" in edit.note
+    assert "added a graphs entry naming the candidate's 4 graphs" in edit.note
 
 
 def test_recipe_gets_the_settings(tmp_path, suggestions):
@@ -263,3 +288,77 @@ def test_dry_run_shows_every_edit_and_writes_nothing(tmp_path, fixtures_dir):
     assert '+device = htp.HtpDeviceConfig(soc_model=77, dsp_arch="v73")' in r.stdout
     assert "--dry-run: nothing written" in r.stdout
     assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
+
+
+def test_a_commented_wrapper_that_carries_graphs_itself_edits_the_file_it_names(tmp_path, suggestions, facts):
+    """Qualcomm's documentation shows a wrapper starting with a // line; its own graphs are not what the
+    extension parser reads, so they stay and the named file is edited."""
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text('{"graphs": [{"graph_names": ["*"], "vtcm_mb": 4}]}\n')
+    wrapper = tmp_path / "config.json"
+    text = (
+        "// config for qnn-context-binary-generator\n"
+        '{\n  "backend_extensions": {\n    "shared_library_path": "libQnnHtpNetRunExtensions.so",\n'
+        '    "config_file_path": "htp_backend_ext_config.json"\n  },\n'
+        '  "graphs": [{"graph_names": ["*"], "vtcm_mb": 2}]\n}\n'
+    )
+    wrapper.write_text(text)
+    edit = plan(wrapper, suggestions, facts)
+    assert edit.path == ext
+    assert json.loads(edit.after)["graphs"] == [{"graph_names": ["*"], "vtcm_mb": 8, "O": 3}]
+    assert f"{wrapper} also holds graphs: not what QNN's extension parser reads; left as is" in prose(
+        edit.note
+    )
+    write(edit)
+    assert wrapper.read_text() == text
+
+
+def test_a_value_q9diff_could_not_read_is_never_written(tmp_path, suggestions, facts):
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text('{"graphs": [{"graph_names": ["*"], "vtcm_mb": 4, "O": 2}]}\n')
+    unknown = [
+        {
+            "setting": "vtcm_size",
+            "value": None,
+            "targets": {"htp_backend_ext_config": {"graphs[0].vtcm_mb": None}},
+        },
+        *(s for s in suggestions if s["setting"] == "optimization_level"),
+    ]
+    edit = plan(ext, unknown, facts)
+    assert json.loads(edit.after)["graphs"] == [{"graph_names": ["*"], "vtcm_mb": 4, "O": 3}]
+    assert "null" not in edit.after and "vtcm_size: the reference's value is unknown" in edit.note
+    soc_only = [s for s in suggestions if s["setting"] == "soc_model"]
+    unknown_arch = BuildFacts(facts.candidate_graphs, 43, 73, 77, None)
+    edit = plan(ext, soc_only, unknown_arch)
+    assert edit.after == edit.before and "dsp_arch is unknown: neither is written" in prose(edit.note)
+    recipe = tmp_path / "recipe.json"
+    shutil.copy(LOCAL / "recipe.json", recipe)
+    edit = plan(recipe, unknown, facts)
+    settings = json.loads(edit.after)["settings"]
+    assert "vtcm_mb" not in settings and settings["optimization_level"] == 3 and "null" not in edit.after
+    edit = plan(recipe, soc_only, unknown_arch)  # the pair again: a recipe gets neither
+    assert edit.after == edit.before and "dsp_arch is unknown: neither is written" in prose(edit.note)
+
+
+def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtures_dir, facts):
+    from q9diff.binary import ContextBinary
+    from q9diff.diff import Cause
+    from q9diff.diff import suggestions as suggest_for
+
+    ref = ContextBinary.open(REFERENCE / "part_1_of_2.bin")
+    packing = suggest_for([Cause("weights_packing", "root", False, True, None, ())], ref)
+    assert packing[0]["targets"]["qairt"] == "HtpGraphConfig(weights_packing=True)"
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text('{\n    "graphs": [\n        {\n            "graph_names": ["*"]\n        }\n    ]\n}\n')
+    edit = plan(ext, packing, facts)
+    assert edit.after == ext.read_text().replace('["*"]\n', '["*"],\n            "weights_packing": true\n')
+
+
+def test_notes_show_control_characters_escaped(tmp_path):
+    """Graph names come from a binary someone else built: in a note they are text, never terminal codes."""
+    from q9diff.apply import Edit
+
+    edit = Edit(
+        tmp_path / "x.json", "{}\n", '{"a": 1}\n', "graphs[0] names \x1b[2Jgone, none of the candidate's"
+    )
+    assert "\x1b" not in edit.unified and "graphs[0] names \\x1b[2Jgone" in edit.unified

@@ -1,0 +1,165 @@
+"""`suggest --apply` writes only where it belongs (issue 9.3): a config's reference never leads it out of
+the config's folder, a .bak never overwrites anything nor follows a link, a symlinked config is edited at
+its target and says so, and several files are written all or nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from conftest import FIXTURES
+from test_apply import prose, suggest_apply
+
+from q9diff import safewrite
+from q9diff.apply import ApplyError, BuildFacts, plan, write_all
+from q9diff.diff import diff_sets, set_to_json
+
+LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
+EXT = '{\n  "devices": [\n    {\n      "soc_model": 0,\n      "dsp_arch": "v73"\n    }\n  ]\n}\n'
+
+
+@pytest.fixture(scope="module")
+def pair(fixtures_dir) -> tuple[list[dict], BuildFacts]:
+    data = set_to_json(diff_sets(LOCAL, REFERENCE))
+    return data["suggestions"], BuildFacts.of(
+        [p["a"] for p in data["parts"]], [p["b"] for p in data["parts"]]
+    )
+
+
+def wrapper_naming(path: str) -> str:
+    return json.dumps({"backend_extensions": {"shared_library_path": "x.so", "config_file_path": path}})
+
+
+def files_under(folder) -> dict:
+    return {
+        p: os.readlink(p) if p.is_symlink() else p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_symlink() or p.is_file()
+    }
+
+
+def test_a_reference_out_of_the_configs_folder_is_refused_unless_named(tmp_path, fixtures_dir):
+    (tmp_path / "cfg").mkdir()
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(EXT)
+    wrapper = tmp_path / "cfg" / "wrapper.json"
+    wrapper.write_text(wrapper_naming("../elsewhere.json"))
+    before = files_under(tmp_path)
+    r = suggest_apply(wrapper)
+    assert r.returncode == 2 and "outside" in r.stderr and str(outside) in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and files_under(tmp_path) == before
+    r = suggest_apply(wrapper, outside)  # the user named it: then it may be edited
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(outside.read_text())["devices"][0]["soc_model"] == 77
+
+
+def test_a_symlinked_extension_file_pointing_out_is_refused(tmp_path, fixtures_dir):
+    secret = tmp_path / "secret.json"
+    secret.write_text(EXT)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "htp.json").symlink_to(secret)
+    wrapper = tmp_path / "cfg" / "wrapper.json"
+    wrapper.write_text(wrapper_naming("htp.json"))
+    before = files_under(tmp_path)
+    r = suggest_apply(wrapper)
+    assert r.returncode == 2 and f"leads to {secret}, outside" in r.stderr
+    assert files_under(tmp_path) == before
+
+
+def test_a_symlinked_config_is_edited_at_its_target_and_says_so(tmp_path, fixtures_dir):
+    target = tmp_path / "real" / "htp_backend_ext_config.json"
+    target.parent.mkdir()
+    target.write_text(EXT)
+    link = tmp_path / "htp_backend_ext_config.json"
+    link.symlink_to(target)
+    r = suggest_apply(link)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{link} is a symbolic link: its target {target} is edited, the link stays" in prose(r.stdout)
+    assert link.is_symlink() and json.loads(target.read_text())["devices"][0]["soc_model"] == 77
+    assert (target.parent / "htp_backend_ext_config.json.bak").read_text() == EXT
+    assert not (tmp_path / "htp_backend_ext_config.json.bak").exists()
+
+
+def test_backups_are_numbered_and_never_follow_a_link(tmp_path, pair):
+    suggestions, facts = pair
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text(EXT)
+    earlier = tmp_path / "htp_backend_ext_config.json.bak"
+    earlier.write_text("the user's earlier backup\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not q9diff's\n")
+    (tmp_path / "htp_backend_ext_config.json.bak.1").symlink_to(victim)
+    written = write_all([plan(ext, suggestions, facts)])
+    third = tmp_path / "htp_backend_ext_config.json.bak.2"
+    assert written == [(ext, third)] and third.read_text() == EXT and not third.is_symlink()
+    assert earlier.read_text() == "the user's earlier backup\n" and victim.read_text() == "not q9diff's\n"
+    ext.write_text(EXT)  # the user puts the old file back and runs again: one more backup, none lost
+    assert write_all([plan(ext, suggestions, facts)]) == [
+        (ext, tmp_path / "htp_backend_ext_config.json.bak.3")
+    ]
+
+
+def test_several_files_are_written_all_or_nothing(tmp_path, pair, monkeypatch):
+    suggestions, facts = pair
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for f in (first, second):
+        f.write_text(EXT)
+    edits = [plan(first, suggestions, facts), plan(second, suggestions, facts)]
+    second.write_text(EXT.replace("v73", "v75"))  # changed by someone after q9diff read it
+    before = files_under(tmp_path)
+    with pytest.raises(ApplyError, match="changed since q9diff read it; nothing written"):
+        write_all(edits)
+    assert files_under(tmp_path) == before
+
+    second.write_text(EXT)
+    real_replace, calls = os.replace, []
+
+    def replace_failing_on_the_second_file(src, dst):
+        calls.append(dst)
+        if dst == second:
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(safewrite.os, "replace", replace_failing_on_the_second_file)
+    before = files_under(tmp_path)
+    with pytest.raises(ApplyError, match="1 already written put back; nothing changed"):
+        write_all(edits)
+    assert calls[:2] == [first, second] and files_under(tmp_path) == before  # no .bak, no temp file left
+
+
+def test_config_paths_are_found_as_their_tools_find_them(tmp_path, pair, monkeypatch):
+    """Relative to the config, then to the working directory, with \\ or /; a device path by its file
+    name beside the config, said in a note; a <placeholder> refused, naming it."""
+    suggestions, facts = pair
+    genie_text = (FIXTURES / "qwen-mini" / "local" / "genie_config.json").read_text()
+    bundle, work = tmp_path / "bundle", tmp_path / "work"
+    (work / "qai_libs").mkdir(parents=True)
+    bundle.mkdir()
+    ext = work / "qai_libs" / "htp_backend_ext_config.json"
+    ext.write_text(EXT)
+    genie = bundle / "genie_config.json"
+    genie.write_text(
+        genie_text.replace('"htp_backend_ext_config.json"', '"qai_libs\\\\htp_backend_ext_config.json"')
+    )
+    monkeypatch.chdir(work)
+    edit = plan(genie, suggestions, facts)
+    assert edit.path == work / "qai_libs" / "htp_backend_ext_config.json" and '"soc_model": 77' in edit.after
+
+    device = "/storage/emulated/0/Android/data/app/files/htp_backend_ext_config.json"
+    genie.write_text(genie_text.replace('"htp_backend_ext_config.json"', json.dumps(device)))
+    with pytest.raises(ApplyError, match="a path on the device, and there is no htp_backend_ext_config.json"):
+        plan(genie, suggestions, facts)
+    shutil.copy(ext, bundle / "htp_backend_ext_config.json")
+    edit = plan(genie, suggestions, facts)
+    assert edit.path == bundle / "htp_backend_ext_config.json"
+    assert f"{device} is a path on the device: edited {edit.path}" in prose(edit.note)
+
+    genie.write_text(
+        genie_text.replace('"htp_backend_ext_config.json"', '"<path to htp_backend_ext_config>"')
+    )
+    with pytest.raises(ApplyError) as exc:
+        plan(genie, suggestions, facts)
+    assert "the placeholder '<path to htp_backend_ext_config>'" in str(exc.value)
+    assert "pass the extension file itself with --apply" in str(exc.value)
