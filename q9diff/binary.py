@@ -117,8 +117,8 @@ class PickleLayout:
     ops: tuple[Op, ...]
 
 
-def _version(v) -> str:
-    return f"{v.major}.{v.minor}.{v.patch}"
+def _version(v) -> str | None:
+    return None if v is None else f"{v.major}.{v.minor}.{v.patch}"
 
 
 class ContextBinary:
@@ -177,7 +177,10 @@ class ContextBinary:
         self.core_api_version = _version(info.struct_at(s["core_api_version"], api, 12))
         self.backend_api_version = _version(info.struct_at(s["backend_api_version"], api, 12))
         blob_v = info.struct_at(s["context_blob_version"], api, 12)
-        self.context_blob_version = _version(blob_v) if blob_v else None
+        self.context_blob_version = _version(blob_v)
+        for name in ("core_api_version", "backend_api_version", "context_blob_version"):
+            if getattr(self, name) is None:
+                self.unknown[name] = f"not recorded: the BinaryInfo has no {name}"
         self.context_blob_size = info.scalar(s["context_blob_size"], "Q")
         if version == 3:
             # An absent socModel is the FlatBuffer default 0, which is what libQnnSystem reports.

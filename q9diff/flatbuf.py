@@ -14,12 +14,40 @@ from q9diff.errors import FormatError
 MAX_VECTOR = 1 << 20
 
 
+class Budget:
+    """Work allowed for one FlatBuffer: a tree of tables and vectors cannot hold more items than its
+    bytes (each takes at least 4), so a file whose tables share children (a DAG that would be walked
+    again and again) is refused once the walk reads more items than that."""
+
+    def __init__(self, size: int):
+        self.left = size // 4 + 1024
+
+    def spend(self, n: int, path: str, pos: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise FormatError(
+                path,
+                pos,
+                "FlatBuffer tables that do not share children (the walk read more than the bytes hold)",
+            )
+
+
 class Table:
     """One FlatBuffer table at absolute position `pos` of `buf` (positions are absolute in the file)."""
 
-    def __init__(self, buf: memoryview, pos: int, path: str, base: int = 0, end: int | None = None):
+    def __init__(
+        self,
+        buf: memoryview,
+        pos: int,
+        path: str,
+        base: int = 0,
+        end: int | None = None,
+        budget: Budget | None = None,
+    ):
         self.buf, self.pos, self.path, self.base = buf, pos, path, base
         self.end = len(buf) if end is None else end
+        self.budget = budget or Budget(self.end - self.base)
+        self.budget.spend(1, path, pos)
         vt = pos - self._i32(pos)
         self._check(vt, 4, "a FlatBuffer vtable")
         vlen, _ = struct.unpack_from("<HH", buf, vt)
@@ -62,7 +90,9 @@ class Table:
 
     def table(self, slot: int) -> Table | None:
         target = self._deref(slot)
-        return None if target is None else Table(self.buf, target, self.path, self.base, self.end)
+        return (
+            None if target is None else Table(self.buf, target, self.path, self.base, self.end, self.budget)
+        )
 
     def raw_vector(self, slot: int) -> tuple[int, int] | None:
         """(position of the first element, element count) of a vector slot."""
@@ -72,6 +102,7 @@ class Table:
         n = self._i32(target)
         if n < 0 or n > MAX_VECTOR:
             raise FormatError(self.path, target, f"a FlatBuffer vector length below {MAX_VECTOR} (got {n})")
+        self.budget.spend(n // 4 + 1, self.path, target)
         return target + 4, n
 
     def bytes(self, slot: int) -> bytes | None:
@@ -104,7 +135,7 @@ class Table:
         out = []
         for i in range(n):
             p = start + 4 * i
-            out.append(Table(self.buf, p + self._i32(p), self.path, self.base, self.end))
+            out.append(Table(self.buf, p + self._i32(p), self.path, self.base, self.end, self.budget))
         return out
 
     def struct_at(self, slot: int, parse: Callable[[bytes], object], size: int):
