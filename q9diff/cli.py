@@ -100,6 +100,15 @@ def inspect(
         _print_inspect(cb, summary)
 
 
+def _opt_level(recorded: int | None, option: str | None) -> str:
+    """The metadata's optimizationLevel (0 = not set) beside the mode the compiler ran (options O)."""
+    if recorded is None:
+        return f"optimization_level unknown (options O={option or '?'})"
+    if recorded == 0:
+        return f"optimization_level not set (0), compiler ran O={option or '?'}"
+    return f"optimization_level {recorded} (options O={option or '?'})"
+
+
 def _print_inspect(cb, s: dict) -> None:
     console.print(Text(s["path"], style="bold"), f" {_human(s['size'])} ({s['size']} bytes)")
     console.print(
@@ -133,7 +142,7 @@ def _print_inspect(cb, s: dict) -> None:
             Text(
                 f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')}"
                 f" · vtcm_size {v('vtcm_size', g['vtcm_size'])}"
-                f" · optimizationLevel {v('o', g['optimization_level'])} (options O={o.get('O', '?')})"
+                f" · {_opt_level(g['optimization_level'], o.get('O'))}"
                 f" · hvx_threads {v('h', g['num_hvx_threads'])} · dlbc {v('d', g['htp_dlbc'])}"
             )
         )
