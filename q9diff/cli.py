@@ -318,7 +318,7 @@ def _parts(path: Path) -> list[Path]:
     return parts
 
 
-def _inputs(candidate: Path, reference: Path, quiet: bool = False) -> tuple[Path, Path]:
+def _inputs(candidate: Path, reference: Path) -> tuple[Path, Path]:
     """Check both inputs before anything is compared; a file against a folder of parts is compared
     with its counterpart part (same file name), or refused."""
     for p in (candidate, reference):
@@ -335,8 +335,7 @@ def _inputs(candidate: Path, reference: Path, quiet: bool = False) -> tuple[Path
             f"{file} is a file and {folder} a set of parts ({names}), none named {file.name}:"
             " give two files or two folders"
         )
-    if not quiet:
-        _note(f"comparing {file} with its counterpart {match[0]}")
+    _note(f"comparing {file} with its counterpart {match[0]}")
     return (candidate, match[0]) if file == candidate else (match[0], reference)
 
 
@@ -387,7 +386,7 @@ def diff_cmd(
 
     `q9diff A B` is short for `q9diff diff A B`.
     Exit status: 0 identical, 1 different, 2 error."""
-    candidate, reference = _inputs(candidate, reference, quiet=as_json)
+    candidate, reference = _inputs(candidate, reference)
     if _is_set(candidate):
         _set_diff(candidate, reference, as_json, html_out)
     res = _open_pair(candidate, reference)
@@ -844,26 +843,7 @@ def _print_diff(res) -> None:
     for w in warnings(res.causes):
         console.print(_t((w, "bold red")))
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
-    t = Table(title="causes")
-    t.add_column("cause", no_wrap=True)
-    t.add_column("role", no_wrap=True)
-    t.add_column("candidate", overflow="fold")
-    t.add_column("reference", overflow="fold")
-    t.add_column("bytes", justify="right", no_wrap=True)
-    t.add_column("evidence", ratio=1)
-    for c in res.causes:
-        ca, cb = _cell(c.a), _cell(c.b)
-        if c.name == "compiler_options":  # a and b are both the count of options that differ
-            ca, cb = f"{c.a} options differ", ""
-        t.add_row(
-            _t(c.name),
-            _t(c.role),
-            _t(ca),
-            _t(cb),
-            "" if c.bytes is None else str(c.bytes),
-            _t(_clip("; ".join(c.evidence), 240)),
-        )
-    console.print(t)
+    _print_causes(res.causes)
     console.print(_t(("Fix", "bold")))
     _print_suggestions(res.suggestions)
     rt = Table(title="regions (every byte of both files)")
@@ -882,6 +862,41 @@ def _print_diff(res) -> None:
         str(sum(r["changed_bytes"] for r in res.regions)),
     )
     console.print(rt)
+
+
+def _cause_values(c) -> tuple[str, str]:
+    if c.name == "compiler_options":  # a and b are both the count of options that differ
+        return f"{c.a} options differ", ""
+    return _cell(c.a), _cell(c.b)
+
+
+def _print_causes(causes) -> None:
+    """A table on a wide terminal; on a narrow one, each cause on a line and its evidence below it,
+    wrapped at word boundaries (a table's evidence column would be a few characters wide)."""
+    from rich.padding import Padding
+    from rich.table import Table
+
+    if console.width < 120:
+        console.print(_t(("causes", "bold")))
+        for c in causes:
+            ca, cb = _cause_values(c)
+            change = ca if c.name == "compiler_options" else f"{ca} → {cb}"
+            nbytes = "" if c.bytes is None else f", {c.bytes} bytes"
+            console.print(_t("  ", (c.name, "bold"), f" ({c.role}): {change}{nbytes}"))
+            console.print(Padding(_t(_clip("; ".join(c.evidence), 400)), (0, 0, 0, 6), expand=False))
+        return
+    t = Table(title="causes")
+    t.add_column("cause", no_wrap=True)
+    t.add_column("role", no_wrap=True)
+    t.add_column("candidate", overflow="fold")
+    t.add_column("reference", overflow="fold")
+    t.add_column("bytes", justify="right", no_wrap=True)
+    t.add_column("evidence", ratio=1)
+    for c in causes:
+        ca, cb = _cause_values(c)
+        nbytes = "" if c.bytes is None else str(c.bytes)
+        t.add_row(_t(c.name), _t(c.role), _t(ca), _t(cb), nbytes, _t(_clip("; ".join(c.evidence), 400)))
+    console.print(t)
 
 
 def _clip(s: str, n: int) -> str:
