@@ -873,7 +873,8 @@ def _cause_values(c) -> tuple[str, str]:
 def _print_causes(causes) -> None:
     """A table on a wide terminal; on a narrow one, each cause on a line and its evidence below it,
     wrapped at word boundaries (a table's evidence column would be a few characters wide)."""
-    from rich.padding import Padding
+    import textwrap
+
     from rich.table import Table
 
     if console.width < 120:
@@ -883,7 +884,11 @@ def _print_causes(causes) -> None:
             change = ca if c.name == "compiler_options" else f"{ca} → {cb}"
             nbytes = "" if c.bytes is None else f", {c.bytes} bytes"
             console.print(_t("  ", (c.name, "bold"), f" ({c.role}): {change}{nbytes}"))
-            console.print(Padding(_t(_clip("; ".join(c.evidence), 400)), (0, 0, 0, 6), expand=False))
+            evidence = _clip("; ".join(c.evidence), 400)
+            for line in textwrap.wrap(
+                evidence, console.width - 6, break_long_words=False, break_on_hyphens=False
+            ):
+                console.print(_t(f"      {line}"), soft_wrap=True)
         return
     t = Table(title="causes")
     t.add_column("cause", no_wrap=True)
