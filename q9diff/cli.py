@@ -96,22 +96,24 @@ def _t(*parts):
     return out
 
 
-def _json_safe(v, path: str = "$", nulled: list | None = None):
+def _json_safe(v):
     """Strict JSON: a non-finite float (NaN, ±inf, e.g. a NaN scale read from a file) becomes null."""
     if isinstance(v, float) and not math.isfinite(v):
-        if nulled is not None:
-            nulled.append(path)
         return None
     if isinstance(v, dict):
-        return {k: _json_safe(x, f"{path}.{k}", nulled) for k, x in v.items()}
+        return {k: _json_safe(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_json_safe(x, f"{path}[{i}]", nulled) for i, x in enumerate(v)]
+        return [_json_safe(x) for x in v]
     return v
 
 
 def _print_json(data: dict) -> None:
     """Print strict JSON (RFC 8259): non-finite numbers are written as null, never NaN/Infinity."""
-    print(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
+    try:
+        text = json.dumps(data, indent=2, default=str, allow_nan=False)
+    except ValueError:  # a NaN or infinity somewhere: rare, so only then walk the tree
+        text = json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False)
+    print(text)
 
 
 def _fail(msg: str) -> None:
@@ -922,17 +924,17 @@ COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "--help", "-h"}
 
 
 def main() -> None:
-    from q9diff.recipe import RecipeError
-
     argv = sys.argv[1:]
     if argv and argv[0] not in COMMANDS:
         argv = ["diff", *argv]
     try:
         app(args=argv, prog_name="q9diff")
-    except (FormatError, RecipeError) as exc:
-        print(f"q9diff: error: {_clean(exc)}", file=sys.stderr)
-        sys.exit(2)
     except Exception as exc:  # the last line of defence: one line, exit 2, never a traceback
+        from q9diff.recipe import RecipeError  # imported only now: --help must not pay for it
+
+        if isinstance(exc, (FormatError, RecipeError)):
+            print(f"q9diff: error: {_clean(exc)}", file=sys.stderr)
+            sys.exit(2)
         name = type(exc).__name__
         print(f"q9diff: error: internal error ({name}: {_clean(exc)}); please report it", file=sys.stderr)
         sys.exit(2)
