@@ -135,7 +135,7 @@ def _busy(message: str, quiet: bool = False):
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    columns = (SpinnerColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         progress.add_task(_clean(message), total=None)
         yield
@@ -366,7 +366,7 @@ def _open_pair(a: Path, b: Path):
 def _diff_sets(a: Path, b: Path, quiet: bool):
     from q9diff.diff import diff_sets
 
-    with _busy(f"comparing the parts of {a} with {b}", quiet):
+    with _busy(f"comparing the parts of {a.name} and {b.name}", quiet):
         try:
             return diff_sets(a, b)
         except FormatError as exc:
@@ -850,7 +850,9 @@ def _print_diff(res) -> None:
     _print_suggestions(res.suggestions)
     rt = Table(title="regions (every byte of both files)")
     for col in ("region", "candidate", "reference", "delta", "changed"):
-        rt.add_column(col, justify="right" if col != "region" else "left", no_wrap=col != "region")
+        rt.add_column(
+            col, justify="right" if col != "region" else "left", no_wrap=col != "region", overflow="fold"
+        )
     for r in res.regions:
         if r["delta"] or r["changed_bytes"]:
             rt.add_row(

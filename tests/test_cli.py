@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -246,3 +247,22 @@ def test_json_is_strict_non_finite_numbers_are_null(fixtures_dir, capsys):
 
     data = json.loads(capsys.readouterr().out, parse_constant=reject)
     assert data["graphs"][0]["inputs"][0]["scale"] is None and data["graphs"][0]["inputs"][1]["scale"] is None
+
+
+@pytest.mark.skipif(
+    shutil.which("script") is None, reason="util-linux script (a pseudo-terminal) not installed"
+)
+def test_progress_on_a_terminal_quiet_in_a_pipe_and_with_json(fixtures_dir):
+    command = f"{sys.executable} -c 'from q9diff.cli import main; main()' {LOCAL} {REFERENCE}"
+    tty = subprocess.run(
+        ["script", "-qec", command, "/dev/null"], capture_output=True, text=True, timeout=120
+    )
+    assert tty.returncode == 1 and "comparing the parts of local and reference" in tty.stdout
+    for args in ([str(LOCAL), str(REFERENCE)], [str(LOCAL), str(REFERENCE), "--json"]):
+        piped = q9diff(*args)
+        assert piped.returncode == 1 and "comparing the parts" not in piped.stdout + piped.stderr
+        assert "\x1b" not in piped.stdout + piped.stderr
+    quiet = subprocess.run(
+        ["script", "-qec", command + " --json", "/dev/null"], capture_output=True, text=True
+    )
+    assert quiet.returncode == 1 and "comparing the parts" not in quiet.stdout
