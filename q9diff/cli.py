@@ -516,6 +516,10 @@ def recompile(
         _fail(f"{recipe}: {exc}")
     for b in built:
         console.print(_t(f"wrote {b}"), soft_wrap=True)
+    if (out / "recipe.json").exists() and (
+        r.path is None or (out / "recipe.json").resolve() != Path(r.path).resolve()
+    ):
+        console.print(_t(f"wrote {out / 'recipe.json'} (the recipe beside the binaries)"), soft_wrap=True)
 
 
 @app.command(cls=_Command)
