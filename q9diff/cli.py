@@ -80,9 +80,15 @@ console = _Console()
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def _clean(v) -> str:
-    """A string from a file, safe to show: control characters become visible escapes such as \\x1b."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(v))
+def _clean(v, keep: str = "") -> str:
+    """A string from a file, safe to show: control characters (but those in `keep`, e.g. the newlines
+    of a diff) become visible escapes such as \\x1b."""
+
+    def escape(m: re.Match) -> str:
+        c = m.group()
+        return c if c in keep else c.encode("unicode_escape").decode("ascii")
+
+    return _CONTROL.sub(escape, str(v))
 
 
 def _t(*parts):
@@ -128,17 +134,19 @@ def _note(msg: str) -> None:
 
 @contextmanager
 def _busy(message: str, quiet: bool = False):
-    """A spinner with the elapsed time on stderr while a long phase runs; nothing in a pipe or with --json."""
+    """A spinner with the elapsed time on stderr while a long phase runs; nothing in a pipe or with --json.
+
+    Yields a function that replaces the message (e.g. which part is being compared)."""
     if quiet or not sys.stderr.isatty():
-        yield
+        yield lambda text: None
         return
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = (SpinnerColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        progress.add_task(_clean(message), total=None)
-        yield
+        task = progress.add_task(_clean(message), total=None)
+        yield lambda text: progress.update(task, description=_clean(text))
 
 
 def _wrote(path: Path, what: str) -> None:
@@ -363,12 +371,22 @@ def _open_pair(a: Path, b: Path):
         _fail(f"{a} / {b}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
 
 
-def _diff_sets(a: Path, b: Path, quiet: bool):
+def _diff_sets(a: Path, b: Path, quiet: bool, along: dict | None = None):
+    """Diff two sets part by part, showing which part is compared; with `along` (for the HTML report),
+    each part's where-bytes-changed chart is drawn while its files are still mapped."""
     from q9diff.diff import diff_sets
 
-    with _busy(f"comparing the parts of {a.name} and {b.name}", quiet):
+    with _busy(f"comparing the parts of {a.name} and {b.name}", quiet) as say:
+
+        def on_part(pa: Path, pb: Path, r) -> None:
+            say(f"compared {pa.name} with {pb.name}")
+            if along is not None:
+                from q9diff.html import changes_along
+
+                along[pa] = changes_along(r)
+
         try:
-            return diff_sets(a, b)
+            return diff_sets(a, b, on_part=on_part)
         except FormatError as exc:
             _fail(str(exc))
         except (OSError, *_read_errors()) as exc:
@@ -451,11 +469,15 @@ def suggest(
             edits.append(plan(f, suggestions))
         except ApplyError as exc:
             _fail(str(exc))
+    from rich.text import Text
+
     for e in edits:
-        console.print(_t(e.unified or f"{e.path}: already matches"))
+        block = _clean(e.unified, keep="\n\t") if e.unified else _clean(f"{e.path}: already matches")
+        console.print(Text(block), soft_wrap=True)  # a patch: never wrapped, so it can be copied
         if not dry_run:
+            changed = not e.advice_only and e.path.read_text() != e.after
             write(e)
-            if e.unified:
+            if changed:
                 _wrote(e.path, "the fixed config")
     if dry_run:
         console.print("--dry-run: nothing written")
@@ -780,7 +802,8 @@ def _build(r, backend: str, out: Path) -> list[Path]:
 def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> None:
     from q9diff.diff import set_to_json
 
-    sd = _diff_sets(a, b, quiet=as_json)
+    along: dict | None = {} if html_out is not None else None
+    sd = _diff_sets(a, b, quiet=as_json, along=along)
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
     data = set_to_json(sd)
@@ -792,7 +815,7 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
         from q9diff.recipe import write_atomic
 
         with _busy(f"writing {html_out}", as_json):
-            write_atomic(html_out, render_set(sd, data))
+            write_atomic(html_out, render_set(sd, data, along))
     if as_json:
         _print_json(data)
         if html_out is not None:

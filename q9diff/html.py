@@ -149,7 +149,7 @@ def _maps(data: dict):
     return fig
 
 
-def _changes_along(res, bins: int = 200):
+def changes_along(res, bins: int = 200):
     """Where bytes differ along the file, in equal-width bins of the shorter file."""
     import numpy as np
     import plotly.graph_objects as go
@@ -285,7 +285,7 @@ def render(res) -> str:
     from q9diff.diff import to_json
 
     data = to_json(res)
-    figs = [_waterfall(data), _maps(data), _changes_along(res), _settings_table(res), _ops_figure(res)]
+    figs = [_waterfall(data), _maps(data), changes_along(res), _settings_table(res), _ops_figure(res)]
     body = (
         _verdict(data["causes"], data["identical"])
         + f"<p>q9diff: candidate {_e(res.a.path)} vs reference {_e(res.b.path)}</p>"
@@ -298,9 +298,11 @@ def render(res) -> str:
     return _page("q9diff report", body)
 
 
-def render_set(sd, data: dict) -> str:
+def render_set(sd, data: dict, along: dict | None = None) -> str:
     """The report for two sets of parts: the verdict over the set, the set's totals part by part,
-    then each part's verdict, causes, fix and size change."""
+    then each part's verdict, causes, fix and size change. The parts' files are no longer mapped
+    (`diff_sets` releases them), so where bytes changed comes drawn already: `along[part path]`."""
+    along = along or {}
 
     def row(cells, tag="td") -> str:
         return "<tr>" + "".join(f"<{tag}{' class=n' if n else ''}>{c}</{tag}>" for c, n in cells) + "</tr>"
@@ -326,7 +328,7 @@ def render_set(sd, data: dict) -> str:
     )
     sections = []
     for i, ((pa, pb, r), part) in enumerate(zip(sd.pairs, data["parts"])):
-        figs = [_waterfall(part, f"{pa.name}: size change by region"), _changes_along(r)]
+        figs = [_waterfall(part, f"{pa.name}: size change by region")] + ([along[pa]] if pa in along else [])
         sections.append(
             f"<hr><h2>{_e(pa.name)} vs {_e(pb.name)}</h2>"
             + _verdict(part["causes"], part["identical"]).replace("<h2>", "<h3>").replace("</h2>", "</h3>")

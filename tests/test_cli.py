@@ -266,3 +266,25 @@ def test_progress_on_a_terminal_quiet_in_a_pipe_and_with_json(fixtures_dir):
         ["script", "-qec", command + " --json", "/dev/null"], capture_output=True, text=True
     )
     assert quiet.returncode == 1 and "comparing the parts" not in quiet.stdout
+
+
+def test_a_directory_diff_releases_each_part_once_compared(fixtures_dir):
+    from q9diff.diff import diff_sets, set_to_json
+
+    def mapped() -> set[str]:
+        return {ln.split(maxsplit=5)[-1] for ln in Path("/proc/self/maps").read_text().splitlines()}
+
+    seen = []
+
+    def on_part(pa, pb, r):
+        seen.append((pa.name, {str(p.resolve()) for p in (pa, pb)} & mapped()))
+
+    sd = diff_sets(LOCAL, REFERENCE, on_part=on_part)
+    part_1 = {str((d / "part_1_of_2.bin").resolve()) for d in (LOCAL, REFERENCE)}
+    assert seen[0] == ("part_1_of_2.bin", part_1)  # mapped while compared
+    assert seen[1][0] == "part_2_of_2.bin" and len(seen[1][1]) == 2
+    assert not part_1 & mapped()  # ... and let go of before the next part
+    assert not {str(p.resolve()) for pa, pb, _ in sd.pairs for p in (pa, pb)} & mapped()
+    data = set_to_json(sd)  # the set's JSON still has every part, from what was kept
+    assert [p["part"] for p in data["parts"]] == ["part_1_of_2.bin", "part_2_of_2.bin"]
+    assert data["a_total"] == sum((LOCAL / f"part_{i}_of_2.bin").stat().st_size for i in (1, 2))
