@@ -1,4 +1,4 @@
-"""Byte layout of a QNN HTP context binary (QAIRT 2.48-2.51), as construct definitions and slot maps.
+"""Byte layout of a QNN HTP context binary (QNN 2.22 - QAIRT 2.51), as construct definitions and slot maps.
 
 Nothing here runs logic; `q9diff.binary` walks the file with these definitions. Every fact names
 its evidence: "oracle" means the value was checked against libQnnSystem.so (tests/test_parser.py
@@ -19,6 +19,17 @@ FileHeader = Struct(
 FILE_HEADER_SIZE = FileHeader.sizeof()
 METADATA_OFFSET = 0x28
 
+# QNN 2.22 files (context blob 3.1.x) start with big-endian u32 2, 2, 0, 0 and no size words: the
+# metadata FlatBuffer follows at 0x10; its root table holds the BinaryInfo wrapper (slot 0) and the
+# metadata size counted from 0x28 (slot 2, u64); a u64 blob size follows the metadata, then the blob,
+# which ends the file. Evidence: the 2.22 binaries in ../shared/real/binaries (add_add_1_quant ...bin and
+# both contexts of qnn_multi_ctx_embed.onnx): 0x28 + slot 2 = the blob-size word, whose value equals the
+# oracle's contextBlobSize, and the blob ends exactly at the end of the file.
+FILE_MAGIC_2_22 = b"\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00"
+LEGACY_FILE_HEADER_SIZE = 16
+LEGACY_METADATA_BASE = 0x28
+LEGACY_ROOT_SLOTS = {"binary_info": 0, "metadata_size": 2}
+
 # Context blob header, 32 bytes; version == oracle contextBlobVersion. Evidence: fixtures.
 BlobHeader = Struct(
     "major" / Int64ul,
@@ -27,8 +38,16 @@ BlobHeader = Struct(
     "directory_size" / Int64ul,  # FlatBuffer of the record directory at blob + 0x20
 )
 BLOB_HEADER_SIZE = BlobHeader.sizeof()
-# QAIRT 2.47 writes blob version 3.3.4 and a header {3, 3, 4, 0x1000}: no directory follows.
+# Blob header word 3 means different things by blob version (evidence: the real binaries and fixtures):
+# - 4.0.x (QAIRT 2.48-2.51): size of the record directory FlatBuffer at +0x20;
+# - 3.3.x (QNN 2.40 = 3.3.3, QAIRT 2.47 = 3.3.4): 0x1000, the offset of the first pickle; the HTP context
+#   FlatBuffer sits at +0x20, padded to that page; no directory;
+# - 3.1.x / 3.2.x (QNN 2.22, 2.25, 2.32-2.34): the first pickle starts at +8 + word 3, right after the
+#   HTP context FlatBuffer at +0x20; no directory, no page padding.
 LEGACY_BLOB_VERSION = (3, 3)
+PAGED_BLOB_MAJOR_MINOR = ((3, 3),)
+PACKED_BLOB_MAJOR_MINOR = ((3, 1), (3, 2))
+PACKED_FIRST_PICKLE_BIAS = 8
 
 # Per-graph HTP blob info inside metadata GraphInfo v3 slot 2 (raw 112 bytes). Layout from the
 # public QnnHtpSystemContext.h field order; every value equals the oracle's.
@@ -54,13 +73,44 @@ GraphBlobInfo = Struct(
     "shared_weights_size" / Int64ul,
 )
 GRAPH_BLOB_INFO_SIZE = GraphBlobInfo.sizeof()  # 112
+# QNN 2.32-2.34 write only the first record (40 bytes, version 1): the v2 fields are not recorded.
+# Evidence: the QNN 2.32 binary inside simple_add_op_qc_v75_precompiled.tflite (oracle: VTCM, O, DLBC,
+# HVX threads, spill/fill given; ioTensorSize .. sharedWeightsSize absent).
+GRAPH_BLOB_INFO_V1_SIZE = 40
+GRAPH_BLOB_INFO_V1_FIELDS = (
+    "spill_fill_buffer_size",
+    "vtcm_size",
+    "optimization_level",
+    "htp_dlbc",
+    "num_hvx_threads",
+)
 
 ApiVersion = Struct("major" / Int32ul, "minor" / Int32ul, "patch" / Int32ul)
 ContextMetadata = Struct("version" / Int32ul, "dsp_arch" / Int32ul)  # metadata slot 15
 
 # The metadata root table holds one slot: the versioned BinaryInfo wrapper. Evidence: oracle.
 METADATA_ROOT_SLOT = 0
-# FlatBuffer slot maps of the metadata (mirrors QnnSystemContext_BinaryInfo_t). Evidence: oracle.
+# BinaryInfo version 1 (QNN 2.22, 2.25): one slot per field of QnnSystemContext_BinaryInfoV1_t, with the
+# hardware-info blob before the context blob version and the u64 blob size last. Evidence: oracle on the
+# 2.22 and 2.25 binaries of ../shared/real/binaries. No version-2 file has been seen; libQnnSystem's
+# struct says v2 = v1 + platform info, so version 2 is read with this map.
+BINARY_INFO_V1_SLOTS = {
+    "backend_id": 0,
+    "build_id": 1,
+    "core_api_version": 2,
+    "backend_api_version": 3,
+    "soc_version": 4,
+    "hw_info_blob_version": 5,
+    "context_blob_version": 6,
+    "hw_info_blob_size": 7,
+    "hw_info_blob": 8,
+    "num_graphs": 12,
+    "graphs": 13,
+    "context_blob_size": 14,
+}
+# FlatBuffer slot maps of the metadata, BinaryInfo version 3 (mirrors QnnSystemContext_BinaryInfoV3_t).
+# Evidence: oracle on every fixture and the 2.32 / 2.40 binaries. An absent socModel reads as 0, as the
+# FlatBuffer default and libQnnSystem say (QNN 2.32 LiteRT binary: no slot 16, oracle socModel 0).
 BINARY_INFO_SLOTS = {
     "backend_id": 0,
     "build_id": 1,
@@ -126,7 +176,8 @@ HEADER_TAG_NAMES = {
     b"Mu": "multi",
     b"Zz": "end",
 }
-INNER_PICKLE_OFFSET = 0x3000  # Tc word 1 x 64 in every barrel seen (I)
+INNER_PICKLE_OFFSET = 0x3000  # where the inner pickle sits when a barrel has no Tc record (none seen)
+CONTENTS_UNIT = 16  # Tc word 2 x 16 = the inner pickle's offset in the barrel (every fixture and real file)
 # Aux records after the inner header: marker = tag << 16 | (~tag & 0xFFFF), then a payload length word.
 AUX_TAG_NAMES = {
     b"Co": "op_types",

@@ -11,7 +11,6 @@ import os
 import struct
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 
@@ -70,6 +69,26 @@ class Graph:
     const_size: int | None = None
     ddr_tensor_size: int | None = None
     shared_weights_size: int | None = None
+    graph_info_version: int = 3
+    # (field, why it is unknown) for every blob-info field the file does not record.
+    unknown: tuple[tuple[str, str], ...] = ()
+
+
+def _blob_info_fields(raw: bytes) -> dict[str, int]:
+    """The graphBlobInfo fields a file records: version 1 alone (40 bytes) or versions 1 and 2 (112)."""
+    out: dict[str, int] = {}
+    if (
+        len(raw) >= F.GRAPH_BLOB_INFO_SIZE
+        and struct.unpack_from("<I", raw, F.GRAPH_BLOB_INFO_V1_SIZE)[0] == 2
+    ):
+        blob = F.GraphBlobInfo.parse(raw[: F.GRAPH_BLOB_INFO_SIZE])
+        if blob.version1 == 1:
+            out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in BLOB_INFO_FIELDS}
+    elif len(raw) >= F.GRAPH_BLOB_INFO_V1_SIZE and struct.unpack_from("<I", raw, 0)[0] == 1:
+        padded = raw[: F.GRAPH_BLOB_INFO_V1_SIZE] + bytes(F.GRAPH_BLOB_INFO_SIZE - F.GRAPH_BLOB_INFO_V1_SIZE)
+        blob = F.GraphBlobInfo.parse(padded)
+        out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in F.GRAPH_BLOB_INFO_V1_FIELDS}
+    return out
 
 
 @dataclass(frozen=True)
@@ -143,8 +162,62 @@ class ContextBinary:
 
     def _parse_header(self) -> None:
         buf, path = self._buf, self.path
-        if self.size < F.FILE_HEADER_SIZE or bytes(buf[:16]) != F.FILE_MAGIC:
-            raise FormatError(path, 0, "the QNN context binary magic 00000002 00000003 00000000 00000001")
+        magic = bytes(buf[:16]) if self.size >= 16 else b""
+        if magic == F.FILE_MAGIC:
+            top = self._header_2_3_0_1()
+        elif magic == F.FILE_MAGIC_2_22:
+            top = self._header_2_2_0_0()
+        else:
+            raise FormatError(
+                path,
+                0,
+                "a QNN context binary header (big-endian words 2 3 0 1, or 2 2 0 0 before QNN 2.25)",
+            )
+        meta = top.table(F.METADATA_ROOT_SLOT)
+        version = meta.scalar(F.WRAPPER_SLOTS["version"], "I") if meta is not None else None
+        info = meta.table(F.WRAPPER_SLOTS["body"]) if version is not None else None
+        if info is None:
+            raise FormatError(path, top.pos, "a versioned BinaryInfo wrapper table")
+        if version not in (1, 2, 3):
+            raise FormatError(path, meta.pos, f"BinaryInfo version 1, 2 or 3 (got {version})")
+        self.binary_info_version = version
+        self.unknown: dict[str, str] = {}
+        s = F.BINARY_INFO_SLOTS if version == 3 else F.BINARY_INFO_V1_SLOTS
+        api = F.ApiVersion.parse
+        self.backend_id = info.scalar(s["backend_id"], "I", 0)
+        self.build_id = info.string(s["build_id"]) or ""
+        self.core_api_version = _version(info.struct_at(s["core_api_version"], api, 12))
+        self.backend_api_version = _version(info.struct_at(s["backend_api_version"], api, 12))
+        blob_v = info.struct_at(s["context_blob_version"], api, 12)
+        self.context_blob_version = _version(blob_v) if blob_v else None
+        self.context_blob_size = info.scalar(s["context_blob_size"], "Q")
+        if version == 3:
+            # An absent socModel is the FlatBuffer default 0, which is what libQnnSystem reports.
+            self.soc_model = info.scalar(s["soc_model"], "I", 0)
+            cm = info.bytes(s["context_metadata"])
+            meta_v = F.ContextMetadata.parse(cm) if cm and len(cm) >= 8 else None
+            self.dsp_arch = meta_v.dsp_arch if meta_v is not None and meta_v.version == 1 else None
+            if self.dsp_arch is None:
+                self.unknown["dsp_arch"] = "not recorded: the metadata carries no version-1 contextMetadata"
+        else:
+            self.soc_model = self.dsp_arch = None
+            why = f"not recorded: BinaryInfo version {version} (QNN {self.build_id[1:5] or '?'}) has no "
+            self.unknown["soc_model"] = why + "socModel"
+            self.unknown["dsp_arch"] = why + "contextMetadata (dspArch)"
+        self.graphs = tuple(self._graph(w) for w in info.tables(s["graphs"]))
+        if self.context_blob_size is not None and self.context_blob_size != self.blob_size:
+            raise FormatError(
+                path,
+                top.pos,
+                f"metadata contextBlobSize equal to the file's blob size {self.blob_size}"
+                f" (got {self.context_blob_size})",
+            )
+
+    def _header_2_3_0_1(self) -> flatbuf.Table:
+        """QNN 2.25 on: a 40-byte header with the metadata size and the blob's offset and size."""
+        buf, path = self._buf, self.path
+        if self.size < F.FILE_HEADER_SIZE:
+            raise FormatError(path, 0, f"a {F.FILE_HEADER_SIZE}-byte context binary header")
         h = F.FileHeader.parse(bytes(buf[: F.FILE_HEADER_SIZE]))
         if F.METADATA_OFFSET + h.metadata_size > min(h.blob_offset, self.size):
             raise FormatError(
@@ -156,44 +229,48 @@ class ContextBinary:
                 0x20,
                 f"a context blob of {h.blob_size} bytes at {h.blob_offset:#x} (file has {self.size})",
             )
-        self.header = h
         self.blob_offset, self.blob_size = h.blob_offset, h.blob_size
-        top = flatbuf.root(buf, F.METADATA_OFFSET, h.metadata_size, path)
-        meta = top.table(F.METADATA_ROOT_SLOT)
-        s = F.BINARY_INFO_SLOTS
-        if (
-            meta is not None
-            and meta.scalar(F.WRAPPER_SLOTS["version"], "I") is not None
-            and meta.has(F.WRAPPER_SLOTS["body"])
-        ):
-            self.binary_info_version = meta.scalar(F.WRAPPER_SLOTS["version"], "I")
-            info = meta.table(F.WRAPPER_SLOTS["body"])
-        else:
-            raise FormatError(path, top.pos, "a versioned BinaryInfo wrapper table")
-        api = F.ApiVersion.parse
-        self.backend_id = info.scalar(s["backend_id"], "I", 0)
-        self.build_id = info.string(s["build_id"]) or ""
-        self.core_api_version = _version(info.struct_at(s["core_api_version"], api, 12))
-        self.backend_api_version = _version(info.struct_at(s["backend_api_version"], api, 12))
-        blob_v = info.struct_at(s["context_blob_version"], api, 12)
-        self.context_blob_version = _version(blob_v) if blob_v else None
-        self.context_blob_size = info.scalar(s["context_blob_size"], "Q")
-        self.soc_model = info.scalar(s["soc_model"], "I")
-        cm = info.bytes(s["context_metadata"])
-        self.dsp_arch = F.ContextMetadata.parse(cm).dsp_arch if cm and len(cm) >= 8 else None
-        self.graphs = tuple(self._graph(w) for w in info.tables(s["graphs"]))
+        self.header_regions = (
+            Region("file_header", 0, F.FILE_HEADER_SIZE),
+            Region("metadata", F.METADATA_OFFSET, h.metadata_size),
+        )
+        return flatbuf.root(buf, F.METADATA_OFFSET, h.metadata_size, path)
+
+    def _header_2_2_0_0(self) -> flatbuf.Table:
+        """QNN 2.22: a 16-byte header, the metadata FlatBuffer at 0x10 carrying its own size, a u64
+        blob size, then the blob to the end of the file (see formats.context_binary)."""
+        buf, path = self._buf, self.path
+        start = F.LEGACY_FILE_HEADER_SIZE
+        top = flatbuf.root(buf, start, self.size - start, path)
+        msize = top.scalar(F.LEGACY_ROOT_SLOTS["metadata_size"], "Q")
+        if msize is None or F.LEGACY_METADATA_BASE + msize + 8 > self.size:
+            raise FormatError(path, top.pos, f"a metadata size inside the file (got {msize})")
+        mend = F.LEGACY_METADATA_BASE + msize
+        blob_size = struct.unpack_from("<Q", buf, mend)[0]
+        if mend + 8 + blob_size > self.size:
+            raise FormatError(
+                path,
+                mend,
+                f"a context blob size that fits the file (got {blob_size}, {self.size - mend - 8} left)",
+            )
+        self.blob_offset, self.blob_size = mend + 8, blob_size
+        self.header_regions = (
+            Region("file_header", 0, start),
+            Region("metadata", start, mend - start),
+            Region("blob_size", mend, 8),
+        )
+        return flatbuf.root(buf, start, mend - start, path)
 
     def _graph(self, wrapper: flatbuf.Table) -> Graph:
         version = wrapper.scalar(F.WRAPPER_SLOTS["version"], "I", 1)
         body = wrapper.table(F.WRAPPER_SLOTS["body"])
         if body is None:
             raise FormatError(self.path, wrapper.pos, "a GraphInfo body")
-        blob = None
         v1 = body
+        fields: dict[str, int] = {}
         if version >= 3:
-            raw = body.bytes(F.GRAPH_V3_SLOTS["blob_info"])
-            if raw and len(raw) >= F.GRAPH_BLOB_INFO_SIZE:
-                blob = F.GraphBlobInfo.parse(raw[: F.GRAPH_BLOB_INFO_SIZE])
+            raw = body.bytes(F.GRAPH_V3_SLOTS["blob_info"]) or b""
+            fields = _blob_info_fields(raw)
             v1 = body.table(F.GRAPH_V3_SLOTS["v2"])
             v1 = v1.table(F.GRAPH_V2_SLOTS["v1"]) if v1 is not None else None
         elif version == 2:
@@ -201,14 +278,25 @@ class ContextBinary:
         if v1 is None:
             raise FormatError(self.path, body.pos, "a GraphInfo v1 table")
         g = F.GRAPH_V1_SLOTS
-        kwargs = {}
-        if blob is not None:
-            kwargs = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in BLOB_INFO_FIELDS}
+        unknown = []
+        for k in BLOB_INFO_FIELDS:
+            if k in fields:
+                continue
+            if version < 3:
+                unknown.append((k, f"not recorded: GraphInfo version {version} has no graphBlobInfo"))
+            elif not fields:
+                unknown.append(
+                    (k, "not recorded: this graph's graphBlobInfo is empty or of an unknown version")
+                )
+            else:
+                unknown.append((k, "not recorded: graphBlobInfo version 1 only (before QNN 2.40)"))
         return Graph(
             name=v1.string(g["name"]) or "",
             inputs=tuple(self._tensor(t) for t in v1.tables(g["inputs"])),
             outputs=tuple(self._tensor(t) for t in v1.tables(g["outputs"])),
-            **kwargs,
+            graph_info_version=version,
+            unknown=tuple(unknown),
+            **fields,
         )
 
     def _tensor(self, wrapper: flatbuf.Table) -> Tensor:
@@ -256,11 +344,19 @@ class ContextBinary:
         return h
 
     @cached_property
-    def records(self) -> tuple[Record, ...]:
-        """The record directory. QAIRT 2.47 files (blob 3.3.4) have none: empty tuple."""
+    def has_directory(self) -> bool:
+        """Blob 4.0.x has a record directory; 3.x blobs have the HTP context FlatBuffer there instead."""
         h = self.blob_header
-        if (h.major, h.minor) == F.LEGACY_BLOB_VERSION:
-            return self._legacy_records()
+        return (h.major, h.minor) not in F.PAGED_BLOB_MAJOR_MINOR + F.PACKED_BLOB_MAJOR_MINOR
+
+    @cached_property
+    def records(self) -> tuple[Record, ...]:
+        """The record directory, or for 3.x blobs (no directory) the records walked from the pickles."""
+        h = self.blob_header
+        if (h.major, h.minor) in F.PAGED_BLOB_MAJOR_MINOR:
+            return self._legacy_records(h.directory_size, paged=True)
+        if (h.major, h.minor) in F.PACKED_BLOB_MAJOR_MINOR:
+            return self._legacy_records(h.directory_size, paged=False)
         start = self.blob_offset + F.BLOB_HEADER_SIZE
         directory = flatbuf.root(self._buf, start, h.directory_size, self.path)
         out = []
@@ -278,27 +374,40 @@ class ContextBinary:
             )
         return tuple(sorted(out, key=lambda rec: rec.offset))
 
-    def _legacy_records(self) -> tuple[Record, ...]:
-        """QAIRT 2.47 (blob 3.3.x): no directory. The HTP context FlatBuffer sits at +0x20 up to the
-        first page; the barrels follow back to back on 4 KiB boundaries, each sized by its Sz word 0 x 4;
-        whatever follows them is the shared weights. Evidence: fixtures/variants/qairt_2.47.bin."""
+    def _legacy_records(self, first: int, paged: bool) -> tuple[Record, ...]:
+        """3.x blobs have no directory. The HTP context FlatBuffer sits at +0x20 up to `first`. In 3.3.x
+        the pickles follow on 4 KiB boundaries, each barrel sized by its Sz word 0 x 4, and whatever
+        follows the last one is the shared weights. In 3.1.x/3.2.x each pickle (a barrel, or a single
+        pickle in QNN 2.22/2.25) is preceded by its size as a u64. Evidence: fixtures/variants/qairt_2.47.bin
+        and the 2.22-2.40 binaries in ../shared/real/binaries, each walked with no gap or overlap."""
         b, end = self.blob_offset, self.blob_offset + self.blob_size
-        out = [
-            Record("ROOT", b + F.BLOB_HEADER_SIZE, min(F.PAGE, self.blob_size) - F.BLOB_HEADER_SIZE, F.PAGE)
-        ]
-        pos = b + F.PAGE
+        if not F.BLOB_HEADER_SIZE <= first <= self.blob_size:
+            raise FormatError(self.path, b + 24, f"a first-pickle offset inside the blob (got {first})")
+        out = [Record("ROOT", b + F.BLOB_HEADER_SIZE, first - F.BLOB_HEADER_SIZE, F.PAGE if paged else 8)]
+        pos = b + first
         for i, g in enumerate(self.graphs):
-            if pos + 8 > end or self._u32(pos) != F.BARREL_MAGIC:
+            if not paged:
+                if pos + 8 > end:
+                    raise FormatError(self.path, pos, f"the u64 size of graph {i}'s pickle inside the blob")
+                out.append(Record(f"PICKLE_SIZE/{256 + i}", pos, 8, 8))
+                size, pos = struct.unpack_from("<Q", self._buf, pos)[0], pos + 8
+            magic = self._u32(pos) if pos + 8 <= end else None
+            if not paged and magic in (F.PICKLE_MAGIC, F.BARREL_MAGIC):
+                pass
+            elif magic == F.BARREL_MAGIC:
+                hdr, _ = self._header_records(pos + 8, end)
+                sz = next((o for t, o, _ in hdr if t == F.TAG_SIZE), None)
+                size = 4 * self._u32(sz + 4) if sz is not None else 0
+            else:
                 raise FormatError(
-                    self.path, pos, f"the pickle barrel of graph {i} (magic {F.BARREL_MAGIC:#x})"
+                    self.path,
+                    pos,
+                    f"the pickle of graph {i} (magic {F.BARREL_MAGIC:#x} or {F.PICKLE_MAGIC:#x})",
                 )
-            hdr, _ = self._header_records(pos + 8, end)
-            sz = next((o for t, o, _ in hdr if t == F.TAG_SIZE), None)
-            size = 4 * self._u32(sz + 4) if sz is not None else 0
             if size <= 0 or pos + size > end:
-                raise FormatError(self.path, pos, f"a barrel size inside the blob (got {size})")
-            out.append(Record(f"PICKLE/{256 + i}/{g.name}", pos, size, F.PAGE))
-            pos += -(-size // F.PAGE) * F.PAGE
+                raise FormatError(self.path, pos, f"a pickle size inside the blob (got {size})")
+            out.append(Record(f"PICKLE/{256 + i}/{g.name}", pos, size, F.PAGE if paged else 4))
+            pos += -(-size // F.PAGE) * F.PAGE if paged else size
         if pos < end and not self._is_zero(pos, end):
             out.append(Record("WEIGHTS/0", pos, end - pos, F.PAGE))
         return tuple(out)
@@ -347,14 +456,17 @@ class ContextBinary:
         magic = self._u32(p)
         if magic not in (F.BARREL_MAGIC, F.PICKLE_MAGIC):
             raise FormatError(self.path, p, f"pickle magic {F.BARREL_MAGIC:#x} or {F.PICKLE_MAGIC:#x}")
-        regions.append(Region(f"{pre}/barrel/start", p, 8))
-        hdr, hend = self._header_records(p + 8, end)
-        regions += [Region(f"{pre}/barrel/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in hdr]
-        inner = p + F.INNER_PICKLE_OFFSET if magic == F.BARREL_MAGIC else p
+        inner = p
+        if magic == F.BARREL_MAGIC:
+            regions.append(Region(f"{pre}/barrel/start", p, 8))
+            hdr, hend = self._header_records(p + 8, end)
+            regions += [
+                Region(f"{pre}/barrel/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in hdr
+            ]
+            inner = p + self._inner_offset(hdr)
         options_text, ops = "", []
         if inner + 8 <= end and self._u32(inner) == F.PICKLE_MAGIC:
-            if inner != p:
-                regions.append(Region(f"{pre}/inner/start", inner, 8))
+            regions.append(Region(f"{pre}/inner/start", inner, 8))
             ihdr, iend = self._header_records(inner + 8, end)
             regions += [
                 Region(f"{pre}/inner/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in ihdr
@@ -396,6 +508,13 @@ class ContextBinary:
                 if tail < end and not self._is_zero(tail, end):
                     regions.append(Region(f"{pre}/tail", tail, min(F.PAGE, end - tail)))
         return PickleLayout(tuple(self._fill(regions, rec.offset, end, pre)), options_text, tuple(ops))
+
+    def _inner_offset(self, barrel_header: list[tuple[bytes, int, int]]) -> int:
+        """Where a barrel's single pickle starts: the contents record's word 2 x 16 bytes (0x300 x 16 =
+        0x3000 in QAIRT 2.47-2.51, 0x1c8 x 16 = 0x1c80 in QNN 2.32). Evidence: the inner pickle magic
+        sits there in every fixture and real binary."""
+        tc = next((o for t, o, n in barrel_header if t == F.TAG_CONTENTS and n >= 12), None)
+        return F.INNER_PICKLE_OFFSET if tc is None else self._u32(tc + 8) * F.CONTENTS_UNIT
 
     def _string_table(self, start: int, n: int) -> list[str]:
         """The op-type table: count, string word count, NUL-separated names."""
@@ -468,13 +587,10 @@ class ContextBinary:
     @cached_property
     def regions(self) -> tuple[Region, ...]:
         """Named, non-overlapping regions covering every byte of the file, in file order."""
-        top = [
-            Region("file_header", 0, F.FILE_HEADER_SIZE),
-            Region("metadata", F.METADATA_OFFSET, self.header.metadata_size),
-        ]
+        top = list(self.header_regions)
         b = self.blob_offset
         blob = [Region("blob/header", b, F.BLOB_HEADER_SIZE)]
-        if self.records and (self.blob_header.major, self.blob_header.minor) != F.LEGACY_BLOB_VERSION:
+        if self.has_directory:
             blob.append(Region("blob/directory", b + F.BLOB_HEADER_SIZE, self.blob_header.directory_size))
         graph_of = {}
         for i in range(len(self.graphs)):
@@ -513,10 +629,8 @@ def _clean(r: Region) -> Region:
 
 
 def open_binary(path: str | os.PathLike) -> ContextBinary:
-    """Open a context binary, or the one an ONNX Runtime EPContext model embeds or names."""
-    p = Path(path)
-    if p.suffix == ".onnx":
-        from q9diff.epcontext import extract
+    """Open a context binary, or the one an EPContext model or LiteRT model carries (`FILE#NAME` for one
+    of several); see q9diff.inputs."""
+    from q9diff.inputs import open_one
 
-        return extract(p)
-    return ContextBinary.open(p)
+    return open_one(path)

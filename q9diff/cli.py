@@ -206,36 +206,48 @@ def inspect(
     """Show what a context binary holds: build, target, graphs, settings and every byte's region.
 
     Exit status: 0 read, 2 error."""
+    from q9diff.inputs import contexts
     from q9diff.summary import inspect_summary
 
     _exists(file)
-    cb = _open(file)
     try:
-        summary = inspect_summary(cb)
+        found = contexts(file)
+        summaries = [inspect_summary(cb) for _, cb in found]
     except FormatError as exc:
         _fail(str(exc))
     except _read_errors() as exc:
         _fail(f"{file}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
-    disagreements = []
-    if oracle:
-        from q9diff.crosscheck import compare_with_oracle
+    for (_, cb), summary in zip(found, summaries):
+        if oracle:
+            from q9diff.crosscheck import compare_with_oracle
 
-        try:
-            disagreements = compare_with_oracle(cb)
-        except Exception as exc:  # the oracle reports its own one-line errors
-            _fail(f"{file}: oracle: {exc}")
-        summary["oracle_disagreements"] = disagreements
-    if meta is not None:
-        from q9diff.crosscheck import compare_with_utility_json
+            try:
+                summary["oracle_disagreements"] = compare_with_oracle(cb)
+            except Exception as exc:  # the oracle reports its own one-line errors
+                _fail(f"{file}: oracle: {exc}")
+        if meta is not None:
+            from q9diff.crosscheck import compare_with_utility_json
 
-        try:
-            summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
-        except (OSError, ValueError) as exc:
-            _fail(f"{meta}: {exc}")
+            try:
+                summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
+            except (OSError, ValueError, RecursionError) as exc:
+                _fail(f"{meta}: {exc}")
     if as_json:
-        _print_json(summary)
+        data = (
+            summaries[0]
+            if len(summaries) == 1
+            else {
+                "schema": "q9diff.inspect-set/1",
+                "path": str(file),
+                "contexts": summaries,
+            }
+        )
+        _print_json(data)
         return
-    _print_inspect(cb, summary)
+    for i, ((_, cb), summary) in enumerate(zip(found, summaries)):
+        if i:
+            console.rule()
+        _print_inspect(cb, summary)
 
 
 def _print_inspect(cb, s: dict) -> None:
@@ -244,7 +256,7 @@ def _print_inspect(cb, s: dict) -> None:
     from q9diff.summary import unknown_bytes
     from q9diff.tables import soc_name
 
-    console.print(_t((s["path"], "bold"), f"  {_human(s['size'])} ({s['size']} bytes)"))
+    console.print(_t((s["path"], "bold"), f" {_human(s['size'])} ({s['size']} bytes)"))
     console.print(
         _t(
             f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"
@@ -252,18 +264,16 @@ def _print_inspect(cb, s: dict) -> None:
             f" · blob {s['context_blob_version']}"
         )
     )
-    console.print(
-        _t(
-            f"Target: soc_model {s['soc_model']} ({soc_name(s['soc_model'])}),"
-            f" dsp_arch {_arch(s['dsp_arch'])}",
-            (
-                "  generic target: loads everywhere, may compute wrong on device"
-                if s["soc_model"] == 0
-                else "",
-                "bold red",
-            ),
-        )
+    t = s["target"]
+    req = t["soc_model_requested"]
+    head = (
+        "Target: soc_model not recorded"
+        if req is None
+        else f"Target: soc_model {req} ({soc_name(req)}), dsp_arch {_arch(s['dsp_arch'])}"
     )
+    console.print(_t(head + (" — " + "; ".join(t["evidence"]) if t["evidence"] else "")))
+    if t["generic_target"]:
+        console.print(_t(("  generic target: loads everywhere, may compute wrong on device", "bold red")))
     for g in s["graphs"]:
         o = g["options"]
         console.print(
@@ -273,19 +283,31 @@ def _print_inspect(cb, s: dict) -> None:
                 f": {len(g['inputs'])} inputs, {len(g['outputs'])} outputs, {len(g['ops'])} ops",
             )
         )
+
+        def v(key: str, value) -> str:
+            return "unknown" if value is None else str(value)
+
         console.print(
             _t(
                 f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')}"
-                f" · vtcm_size {g['vtcm_size']}"
-                f" · O {o.get('O', '?')} (optimizationLevel {g['optimization_level']})"
-                f" · hvx_threads {g['num_hvx_threads']}"
-                f" · dlbc {g['htp_dlbc']}"
+                f" · vtcm_size {v('vtcm_size', g['vtcm_size'])}"
+                f" · optimizationLevel {v('o', g['optimization_level'])} (options O={o.get('O', '?')})"
+                f" · hvx_threads {v('h', g['num_hvx_threads'])} · dlbc {v('d', g['htp_dlbc'])}"
             )
         )
         console.print(
-            f"  spill_fill {g['spill_fill_buffer_size']} · const {g['const_size']} · shared weights"
-            f" {g['shared_weights_size']} · io {g['io_tensor_size']} · op data {g['op_data_size']}"
+            _t(
+                f"  spill_fill {v('s', g['spill_fill_buffer_size'])} · const {v('c', g['const_size'])}"
+                f" · shared weights {v('w', g['shared_weights_size'])} · io {v('i', g['io_tensor_size'])}"
+                f" · op data {v('o', g['op_data_size'])}"
+            )
         )
+    if s["unknown"]:
+        reasons: dict[str, list[str]] = {}
+        for field, why in s["unknown"].items():
+            reasons.setdefault(why, []).append(field.rsplit(".", 1)[-1])
+        for why, fields in reasons.items():
+            console.print(_t((f"unknown: {', '.join(dict.fromkeys(fields))}: {why}", "yellow")))
     t = Table(title="regions", show_lines=False)
     t.add_column("region")
     t.add_column("offset", justify="right")
@@ -302,6 +324,8 @@ def _print_inspect(cb, s: dict) -> None:
         console.print(_t(("oracle disagrees", "red"), f": {d}"))
     if "oracle_disagreements" in s and not s["oracle_disagreements"]:
         console.print("oracle (libQnnSystem) agrees on every field")
+    for d in s.get("meta_disagreements", []):
+        console.print(_t(("meta disagrees", "red"), f": {d}"))
 
 
 # ---- the inputs of diff and suggest: two files, or two sets of parts ----
@@ -313,7 +337,13 @@ def _exists(path: Path) -> None:
 
 
 def _is_set(path: Path) -> bool:
-    return path.is_dir() or path.name == "genie_config.json"
+    """A folder of parts, a Genie bundle, or one file carrying several contexts (EPContext, LiteRT)."""
+    from q9diff.diff import is_set
+
+    try:
+        return is_set(path)
+    except FormatError as exc:
+        _fail(str(exc))
 
 
 def _parts(path: Path) -> list[Path]:
@@ -873,17 +903,24 @@ def _print_diff(res) -> None:
         console.print(_t((w, "bold red")))
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
     _print_causes(res.causes)
+    _print_attribution(res)
     console.print(_t(("Fix", "bold")))
     _print_suggestions(res.suggestions)
     rt = Table(title="regions (every byte of both files)")
-    for col in ("region", "candidate", "reference", "delta", "changed"):
+    for col in ("region", "candidate", "reference", "delta", "changed", "moved", "new"):
         rt.add_column(
             col, justify="right" if col != "region" else "left", no_wrap=col != "region", overflow="fold"
         )
     for r in res.regions:
         if r["delta"] or r["changed_bytes"]:
             rt.add_row(
-                _t(r["name"]), str(r["a_size"]), str(r["b_size"]), f"{r['delta']:+d}", str(r["changed_bytes"])
+                _t(r["name"]),
+                str(r["a_size"]),
+                str(r["b_size"]),
+                f"{r['delta']:+d}",
+                str(r["changed_bytes"]),
+                str(r["moved_bytes"]),
+                str(r["new_bytes"]),
             )
     rt.add_row(
         "total",
@@ -891,8 +928,29 @@ def _print_diff(res) -> None:
         str(b.size),
         f"{b.size - a.size:+d}",
         str(sum(r["changed_bytes"] for r in res.regions)),
+        str(sum(r["moved_bytes"] for r in res.regions)),
+        str(sum(r["new_bytes"] for r in res.regions)),
     )
     console.print(rt)
+
+
+def _print_attribution(res) -> None:
+    """Every changed byte and byte of size delta in one row; the rows add up to the totals."""
+    from rich.table import Table
+
+    if res.weights_verdict:
+        console.print(_t((res.weights_verdict, "bold")))
+    at = Table(title="where the changed bytes went (rows add up to the totals)")
+    for col in ("effect", "changed bytes", "size delta"):
+        at.add_column(col, justify="left" if col == "effect" else "right")
+    for row in res.attribution:
+        at.add_row(_t(row["bucket"]), str(row["changed_bytes"]), f"{row['size_delta']:+d}")
+    at.add_row(
+        "total",
+        str(sum(r["changed_bytes"] for r in res.attribution)),
+        f"{sum(r['size_delta'] for r in res.attribution):+d}",
+    )
+    console.print(at)
 
 
 def _cause_values(c) -> tuple[str, str]:

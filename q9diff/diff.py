@@ -8,17 +8,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from deepdiff import DeepDiff
 
+from q9diff.attribution import buckets, moved_new, weights_verdict
 from q9diff.binary import ContextBinary
 from q9diff.rules import FIX_TARGETS, ROOT_SETTINGS, RULES
-from q9diff.summary import inspect_summary
+from q9diff.summary import inspect_summary, target
 from q9diff.tables import requested_soc_model
 
 SCHEMA = "q9diff.diff/1"
-BULKY = ("op_kinds", "other_options", "io_signature")
+BULKY = ("op_kinds", "other_options", "io_signature", "io_names")
 FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
+# The attribution bucket (q9diff.attribution) whose bytes an effect cause carries.
+EFFECT_BUCKETS = {"schedule": "schedule", "compiler_options": "compiler_options", "const_size": "weights"}
 SETTING_OPTIONS = {
     "soc_type",
     "arch",
@@ -48,6 +50,11 @@ class DiffResult:
     regions: list[dict] = field(default_factory=list)
     causes: list[Cause] = field(default_factory=list)
     suggestions: list[dict] = field(default_factory=list)
+    # Settings that could not be compared because a file does not record them: never causes.
+    unknown: list[dict] = field(default_factory=list)
+    # Every changed byte and byte of size delta in exactly one bucket (q9diff.attribution).
+    attribution: list[dict] = field(default_factory=list)
+    weights_verdict: str | None = None
     summary: dict | None = None  # to_json(self), kept when a set diff releases the files' mappings
 
     @property
@@ -67,7 +74,7 @@ def observe(cb: ContextBinary) -> dict:
     graphs = cb.graphs
     opts = [cb.options(i) for i in range(len(graphs))]
     return {
-        "soc_model": requested_soc_model(cb.soc_model, cb.dsp_arch, opts[0] if opts else {}),
+        "soc_model": requested_soc_model(cb.soc_model, cb.dsp_arch, opts[0] if opts else {}, cb.build_id),
         "dsp_arch": cb.dsp_arch,
         "vtcm_size": _one(g.vtcm_size for g in graphs),
         "optimization_level": _one(g.optimization_level for g in graphs),
@@ -79,7 +86,9 @@ def observe(cb: ContextBinary) -> dict:
         "fp16_kernels": any(FP16_KERNEL in op.kind for i in range(len(graphs)) for op in cb.ops(i)),
         "num_graphs": len(graphs),
         "build_id": cb.build_id,
-        "io_signature": tuple(sorted((t.name, t.dims) for g in graphs for t in g.inputs + g.outputs)),
+        # Shapes apart from names: two exports of one model may name their tensors differently.
+        "io_signature": tuple(tuple(t.dims for t in g.inputs + g.outputs) for g in graphs),
+        "io_names": tuple(sorted(t.name for g in graphs for t in g.inputs + g.outputs)),
         "soc_type": _one(o.get("soc_type") for o in opts),
         "spill_fill_buffer_size": _one(g.spill_fill_buffer_size for g in graphs),
         "const_size": _one(g.const_size for g in graphs),
@@ -91,17 +100,25 @@ def observe(cb: ContextBinary) -> dict:
 
 
 def _region_rows(a: ContextBinary, b: ContextBinary) -> list[dict]:
-    """Bloaty-style: every byte of both files in exactly one row, rows keyed by region name."""
+    """Bloaty-style: every byte of both files in exactly one row, rows keyed by region name; changed
+    bytes split into moved (same content elsewhere in the other file's region) and new."""
     ra, rb = _group(a), _group(b)
     rows = []
     for name in list(ra) + [n for n in rb if n not in ra]:
         la, lb = ra.get(name, []), rb.get(name, [])
         sa, sb = sum(r.size for r in la), sum(r.size for r in lb)
-        changed = 0
-        for x, y in zip(la, lb):
-            changed += _changed_bytes(a, x, b, y)
-        changed += abs(sum(r.size for r in la[len(lb) :]) - sum(r.size for r in lb[len(la) :]))
-        rows.append({"name": name, "a_size": sa, "b_size": sb, "delta": sb - sa, "changed_bytes": changed})
+        changed, moved, new = moved_new(a, la, b, lb)
+        rows.append(
+            {
+                "name": name,
+                "a_size": sa,
+                "b_size": sb,
+                "delta": sb - sa,
+                "changed_bytes": changed,
+                "moved_bytes": moved,
+                "new_bytes": new,
+            }
+        )
     return rows
 
 
@@ -110,17 +127,6 @@ def _group(cb: ContextBinary) -> dict[str, list]:
     for r in cb.regions:
         out.setdefault(r.name, []).append(r)
     return out
-
-
-def _changed_bytes(a: ContextBinary, ra, b: ContextBinary, rb) -> int:
-    """Bytes that differ between two mapped regions, compared in 1 MiB blocks with numpy."""
-    n, changed, step = min(ra.size, rb.size), 0, 1 << 20
-    for s in range(0, n, step):
-        k = min(step, n - s)
-        xa = np.frombuffer(a._buf, dtype=np.uint8, count=k, offset=ra.offset + s)
-        xb = np.frombuffer(b._buf, dtype=np.uint8, count=k, offset=rb.offset + s)
-        changed += int(np.count_nonzero(xa != xb))
-    return changed + abs(ra.size - rb.size)
 
 
 def _region_bytes(rows: list[dict], *needles: str) -> int:
@@ -136,6 +142,17 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     settings_b = {k: v for k, v in ob.items() if k not in BULKY}
     changed = {str(k) for k in DeepDiff(settings_a, settings_b).affected_root_keys}
     changed |= {k for k in BULKY if oa[k] != ob[k]}
+    for getter in sorted(changed):
+        if _has_unknown(oa[getter]) or _has_unknown(ob[getter]):
+            changed.discard(getter)
+            res.unknown.append(
+                {
+                    "setting": getter,
+                    "a": _jsonable(oa[getter]),
+                    "b": _jsonable(ob[getter]),
+                    "why": _unknown_reason(a, getter) or _unknown_reason(b, getter),
+                }
+            )
     hit = [r for r in RULES if r.role == "root" and r.getter in changed]
     direct = {r.name for r in hit if not r.explained_by}
     roots = direct | {r.name for r in hit if r.explained_by and not set(r.explained_by) & direct}
@@ -172,20 +189,58 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                 f"{weights} bytes of weights differ",
                 "op lists differ" if "op_kinds" in changed else "",
             )
+            ops_a, ops_b = sum(map(len, oa["op_kinds"])), sum(map(len, ob["op_kinds"]))
             res.causes.insert(
-                0, Cause("graph_structure", "root", None, None, weights, tuple(e for e in evidence if e))
+                0, Cause("graph_structure", "root", ops_a, ops_b, weights, tuple(e for e in evidence if e))
             )
     if oa["soc_model"] == 0 or ob["soc_model"] == 0:
         for c in res.causes:
             if c.name == "soc_model":
                 res.causes.remove(c)
-                note = "soc_model 0: generic target"
-                if c.a == 0 and a.soc_model:
-                    note += f" (metadata records {a.soc_model}, options relaxed_precision_flag=false)"
+                side = a if oa["soc_model"] == 0 else b
+                note = "soc_model 0: generic target (" + "; ".join(target(side)["evidence"]) + ")"
                 res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + (note,)))
                 break
     res.suggestions = suggestions(res.causes, b)
+    res.attribution = buckets(res.regions)
+    by_bucket = {row["bucket"]: row["changed_bytes"] + abs(row["size_delta"]) for row in res.attribution}
+    res.causes = [
+        Cause(c.name, c.role, c.a, c.b, by_bucket.get(EFFECT_BUCKETS[c.name], 0), c.evidence)
+        if c.name in EFFECT_BUCKETS
+        else c
+        for c in res.causes
+    ]
+    setting_roots = [c.name for c in res.causes if c.role == "root" and c.name in ROOT_SETTINGS]
+    res.weights_verdict = weights_verdict(res.regions, setting_roots)
     return res
+
+
+# Where an observation comes from, to say why it is unknown: binary-level or per-graph blob info.
+_OBSERVED_FROM = {
+    "soc_model": "soc_model",
+    "dsp_arch": "dsp_arch",
+    "vtcm_size": "vtcm_size",
+    "optimization_level": "optimization_level",
+    "num_hvx_threads": "num_hvx_threads",
+    "htp_dlbc": "htp_dlbc",
+    "spill_fill_buffer_size": "spill_fill_buffer_size",
+    "const_size": "const_size",
+}
+
+
+def _has_unknown(v) -> bool:
+    return v is None or (isinstance(v, tuple) and any(_has_unknown(x) for x in v))
+
+
+def _unknown_reason(cb: ContextBinary, getter: str) -> str | None:
+    name = _OBSERVED_FROM.get(getter, getter)
+    if name in cb.unknown:
+        return f"{Path(cb.path).name}: {cb.unknown[name]}"
+    for g in cb.graphs:
+        reasons = dict(g.unknown)
+        if name in reasons:
+            return f"{Path(cb.path).name}: {reasons[name]}"
+    return f"{Path(cb.path).name}: {getter} not recorded"
 
 
 def _op_list_change(a: tuple[str, ...], b: tuple[str, ...]) -> str:
@@ -211,7 +266,7 @@ def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
     """For each root cause, the change that makes the candidate's build match the reference."""
     out = []
     for c in causes:
-        if c.role != "root" or c.name not in FIX_TARGETS:
+        if c.role != "root" or c.name not in FIX_TARGETS or _has_unknown(c.b):
             continue
         value = c.b
         if c.name == "vtcm_size" and isinstance(value, int):
@@ -251,11 +306,27 @@ def to_json(res: DiffResult) -> dict:
             for c in res.causes
         ],
         "suggestions": res.suggestions,
+        "unknown": res.unknown,
+        "attribution": res.attribution,
+        "weights_verdict": res.weights_verdict,
     }
 
 
+def is_set(path: Path) -> bool:
+    """A directory, a Genie config, or one file carrying several contexts (EPContext, LiteRT)."""
+    from q9diff.inputs import part_paths
+
+    return path.is_dir() or path.name == "genie_config.json" or bool(part_paths(path))
+
+
 def bins_of(path: Path) -> list[Path]:
-    """The context binaries of a directory or a Genie bundle, in part order."""
+    """The context binaries of a directory or a Genie bundle, in part order; for a file with several
+    contexts, `FILE#NAME` for each."""
+    from q9diff.inputs import part_paths
+
+    parts = part_paths(path)
+    if parts:
+        return parts
     cfg = path / "genie_config.json" if path.is_dir() else path
     if cfg.name == "genie_config.json" and cfg.exists() and not (path.is_dir() and list(path.glob("*.bin"))):
         import json

@@ -33,6 +33,7 @@ SDK_ROOT_VARIABLES = ("QNN_SDK_ROOT", "QAIRT_SDK_ROOT")
 
 # Qnn_QuantizationEncoding_t values this reader decodes (QnnTypes.h).
 _ENCODING_SCALE_OFFSET = 0
+_DEFINITION_UNDEFINED = 0x7FFFFFFF
 _ENCODING_AXIS_SCALE_OFFSET = 1
 _ENCODING_BW_SCALE_OFFSET = 2
 _ENCODING_BW_AXIS_SCALE_OFFSET = 3
@@ -415,6 +416,9 @@ def _tensor(raw: _Tensor) -> TensorInfo:
     params = t.quantize_params
     encoding = params.quantization_encoding
     scale = offset = axis = scales = offsets = None
+    if params.encoding_definition == _DEFINITION_UNDEFINED:
+        # QNN 2.22 float tensors say UNDEFINED beside a zeroed scale/offset encoding: no quantization.
+        encoding = None
     if encoding == _ENCODING_SCALE_OFFSET:
         scale, offset = params.encoding.scale_offset.scale, params.encoding.scale_offset.offset
     elif encoding == _ENCODING_BW_SCALE_OFFSET:

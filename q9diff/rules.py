@@ -47,6 +47,8 @@ RULES: tuple[Rule, ...] = (
     Rule("graph_set", "root", "num_graphs"),
     Rule("sdk_version", "root", "build_id"),
     Rule("graph_structure", "root", "io_signature", explained_by=("quantization", "graph_set")),
+    # Graph I/O renamed with the same shapes (e.g. LiteRT 2.32 vs 2.40 exports): what it is, no setting.
+    Rule("tensor_names", "root", "io_names", explained_by=("graph_structure", "graph_set")),
     Rule("soc_type", "effect", "soc_type", explained_by=("soc_model", "dsp_arch")),
     Rule("spill_fill", "effect", "spill_fill_buffer_size"),
     Rule("const_size", "effect", "const_size"),

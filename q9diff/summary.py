@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from q9diff.binary import BLOB_INFO_FIELDS, ContextBinary
+from q9diff.tables import GENERIC_SIGNATURE_OPTION, GENERIC_SOC_TYPE, requested_soc_model, soc_name
 
 SCHEMA = "q9diff.inspect/1"
 
@@ -33,12 +34,52 @@ def inspect_summary(cb: ContextBinary) -> dict:
         "core_api_version": cb.core_api_version,
         "backend_api_version": cb.backend_api_version,
         "context_blob_version": cb.context_blob_version,
+        # What the metadata records (0 where a v3 file omits it, as libQnnSystem reports); `target`
+        # says what the build asked for and why; `unknown` lists what the file does not record.
         "soc_model": cb.soc_model,
         "dsp_arch": cb.dsp_arch,
+        "target": target(cb),
+        "unknown": unknown_fields(cb),
         "records": [asdict(r) for r in cb.records],
         "graphs": graphs,
         "regions": [{"name": r.name, "offset": r.offset, "size": r.size} for r in cb.regions],
     }
+
+
+def target(cb: ContextBinary) -> dict:
+    """One soc_model story for inspect, diff and JSON: recorded vs requested, with the evidence."""
+    opts = cb.options(0) if cb.graphs else {}
+    requested = requested_soc_model(cb.soc_model, cb.dsp_arch, opts, cb.build_id)
+    if cb.soc_model is None:
+        evidence = [cb.unknown.get("soc_model", "soc_model not recorded")]
+    elif cb.soc_model == 0:
+        evidence = ["metadata socModel 0: built for no SoC"]
+    else:
+        evidence = [f"metadata socModel {cb.soc_model} ({soc_name(cb.soc_model)})"]
+    if requested == 0 and cb.soc_model != 0:
+        if opts.get("soc_type") == GENERIC_SOC_TYPE:
+            evidence.append(f"options soc_type={GENERIC_SOC_TYPE}: built for no SoC")
+        else:
+            key, value = GENERIC_SIGNATURE_OPTION
+            evidence.append(
+                f"options {key}={value} beside arch {cb.dsp_arch}'s default SoC {cb.soc_model}:"
+                " the compiler's choice for a soc_model 0 build"
+            )
+    return {
+        "soc_model_recorded": cb.soc_model,
+        "soc_model_requested": requested,
+        "generic_target": requested == 0,
+        "evidence": evidence,
+    }
+
+
+def unknown_fields(cb: ContextBinary) -> dict[str, str]:
+    """Every reported field the file does not record, with the reason (`graphs[NAME].FIELD` per graph)."""
+    out = dict(cb.unknown)
+    for g in cb.graphs:
+        for k, why in g.unknown:
+            out[f"graphs[{g.name}].{k}"] = why
+    return out
 
 
 def unknown_bytes(cb: ContextBinary) -> int:

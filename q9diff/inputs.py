@@ -1,0 +1,205 @@
+"""Files that carry context binaries: a plain `.bin`, an ONNX Runtime EPContext model (one context per
+EPContext node, embedded or named), a LiteRT `.tflite` whose DISPATCH_OP nodes point at QNN bytecode.
+
+Each opener finds the bytes through its container's own structure and hands them to `ContextBinary`;
+a container with several contexts is a set, like a directory, and each context is addressed as
+`FILE#NAME` (the node's name).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from q9diff import flatbuf
+from q9diff.binary import ContextBinary
+from q9diff.errors import FormatError
+
+# TFLite schema (tensorflow/lite/schema/schema.fbs, public): Model {1 operator_codes, 2 subgraphs},
+# OperatorCode {1 custom_code}, SubGraph {3 operators}, Operator {0 opcode_index, 5 custom_options}.
+TFLITE_IDENT = b"TFL3"
+TFLITE_MODEL = {"operator_codes": 1, "subgraphs": 2}
+TFLITE_OPCODE = {"custom_code": 1}
+TFLITE_SUBGRAPH = {"operators": 3}
+TFLITE_OPERATOR = {"opcode_index": 0, "custom_options": 5}
+# LiteRT's dispatch op: custom_options is a FlexBuffer map {bytecode_offset, bytecode_size, name}, the
+# offset counted from the start of the model file (public litert/core/dispatch_op_schema.cc).
+DISPATCH_OP = "DISPATCH_OP"
+
+
+def _regular_file(path: Path) -> None:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise FormatError(str(path), None, f"a readable file ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise FormatError(str(path), None, "a regular file (this is a device, FIFO or folder)")
+
+
+def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
+    """Every context binary the file carries, with the name that addresses it (the file's own name for
+    a plain binary)."""
+    p = Path(path)
+    _regular_file(p)
+    if p.suffix == ".onnx":
+        return _epcontext(p)
+    if p.suffix == ".tflite":
+        return _tflite(p)
+    return [(p.name, ContextBinary.open(p))]
+
+
+def open_one(path: str | os.PathLike) -> ContextBinary:
+    """The context at `FILE` or `FILE#NAME`; a container with several contexts needs its #NAME."""
+    p = Path(path)
+    name = None
+    if not p.exists() and "#" in p.name:
+        p, name = p.with_name(p.name.rsplit("#", 1)[0]), p.name.rsplit("#", 1)[1]
+    found = contexts(p)
+    if name is not None:
+        for n, cb in found:
+            if n == name:
+                return cb
+        raise FormatError(str(p), None, f"a context named {name!r} (it holds {[n for n, _ in found]})")
+    if len(found) != 1:
+        names = ", ".join(n for n, _ in found)
+        raise FormatError(
+            str(p), None, f"one context binary (it holds {len(found)}: {names}; diff it as a set)"
+        )
+    return found[0][1]
+
+
+def part_paths(path: Path) -> list[Path]:
+    """`FILE#NAME` for every context of a container holding several, else []."""
+    if not path.is_file() or path.suffix not in (".onnx", ".tflite"):
+        return []
+    found = contexts(path)
+    return [path.with_name(f"{path.name}#{n}") for n, _ in found] if len(found) > 1 else []
+
+
+# -- ONNX Runtime EPContext ----------------------------------------------------------------------
+
+
+def _epcontext(path: Path) -> list[tuple[str, ContextBinary]]:
+    try:
+        import onnx
+    except ImportError:
+        raise FormatError(
+            str(path), None, "the onnx package to read an EPContext model (pip install q9diff[ort])"
+        ) from None
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # onnx raises several unrelated types for a bad protobuf
+        raise FormatError(str(path), None, f"an ONNX model ({type(exc).__name__})") from None
+    out = []
+    for node in model.graph.node:
+        if node.op_type != "EPContext":
+            continue
+        attrs = {a.name: a for a in node.attribute}
+        if "ep_cache_context" not in attrs:
+            continue
+        data = attrs["ep_cache_context"].s
+        embed = attrs["embed_mode"].i if "embed_mode" in attrs else 1
+        if embed == 1:
+            out.append((node.name, ContextBinary(data, f"{path}#{node.name}")))
+            continue
+        out.append((node.name, ContextBinary.open(_beside(path, data))))
+    if not out:
+        raise FormatError(str(path), None, "an EPContext node with an ep_cache_context attribute")
+    return out
+
+
+def _beside(model: Path, ref: bytes) -> Path:
+    """A context file an EPContext node names: relative, inside the model's folder, a regular file."""
+    try:
+        name = ref.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(str(model), None, "an ep_cache_context file name in UTF-8") from None
+    folder = model.resolve().parent
+    target = (folder / name).resolve()
+    if Path(name).is_absolute() or folder not in target.parents:
+        raise FormatError(str(model), None, f"an ep_cache_context path inside {folder} (got {name!r})")
+    _regular_file(target)
+    return target
+
+
+# -- LiteRT .tflite ------------------------------------------------------------------------------
+
+
+def _tflite(path: Path) -> list[tuple[str, ContextBinary]]:
+    import mmap
+
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size < 8:
+            raise FormatError(str(path), 0, "a TFLite FlatBuffer (file too short)")
+        buf = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    if bytes(buf[4:8]) != TFLITE_IDENT:
+        raise FormatError(str(path), 4, f"the TFLite identifier {TFLITE_IDENT!r}")
+    model = flatbuf.root(buf, 0, len(buf), str(path))
+    codes = [c.string(TFLITE_OPCODE["custom_code"]) for c in model.tables(TFLITE_MODEL["operator_codes"])]
+    out = []
+    for sg in model.tables(TFLITE_MODEL["subgraphs"]):
+        for op in sg.tables(TFLITE_SUBGRAPH["operators"]):
+            index = op.scalar(TFLITE_OPERATOR["opcode_index"], "I", 0)
+            if index >= len(codes) or codes[index] != DISPATCH_OP:
+                continue
+            options = op.bytes(TFLITE_OPERATOR["custom_options"]) or b""
+            fields = _flexbuffer_map(options, str(path))
+            offset, size, name = (
+                fields.get("bytecode_offset"),
+                fields.get("bytecode_size"),
+                fields.get("name"),
+            )
+            if not isinstance(offset, int) or not isinstance(size, int) or offset + size > len(buf):
+                raise FormatError(
+                    str(path), None, f"a DISPATCH_OP bytecode range inside the file (got {offset}, {size})"
+                )
+            label = name if isinstance(name, str) and name else f"dispatch_{len(out)}"
+            out.append((label, ContextBinary(buf[offset : offset + size], f"{path}#{label}")))
+    if not out:
+        raise FormatError(str(path), None, "a LiteRT DISPATCH_OP node carrying NPU bytecode")
+    return out
+
+
+def _flexbuffer_map(data: bytes, path: str) -> dict[str, int | str]:
+    """The unsigned-integer and string values of a FlexBuffer map (the FlexBuffers format, public):
+    the last byte is the root's width, the one before its packed type, then the root value."""
+
+    def uint(pos: int, width: int) -> int:
+        if pos < 0 or pos + width > len(data) or width not in (1, 2, 4, 8):
+            raise FormatError(path, None, "a FlexBuffer value inside the DISPATCH_OP options")
+        return int.from_bytes(data[pos : pos + width], "little")
+
+    if len(data) < 3:
+        raise FormatError(path, None, "DISPATCH_OP custom options (a FlexBuffer map)")
+    root_width, packed = data[-1], data[-2]
+    root_pos = len(data) - 2 - root_width
+    if packed >> 2 != 9:  # FBT_MAP
+        raise FormatError(path, None, "DISPATCH_OP custom options holding a FlexBuffer map")
+    width = 1 << (packed & 3)
+    values = root_pos - uint(root_pos, root_width)
+    count = uint(values - width, width)
+    keys_at = values - 3 * width
+    keys = keys_at - uint(keys_at, width)
+    key_width = uint(values - 2 * width, width)
+    if count > 64:
+        raise FormatError(path, None, f"a small DISPATCH_OP options map (got {count} entries)")
+    out: dict[str, int | str] = {}
+    for i in range(count):
+        kp = keys + i * key_width
+        kstart = kp - uint(kp, key_width)
+        kend = data.find(b"\x00", max(kstart, 0))
+        if kstart < 0 or kend < 0:
+            raise FormatError(path, None, "a FlexBuffer key inside the DISPATCH_OP options")
+        key = data[kstart:kend].decode("utf-8", "replace")
+        vtype = uint(values + count * width + i, 1)
+        vp = values + i * width
+        if vtype >> 2 == 2:  # FBT_UINT
+            out[key] = uint(vp, width)
+        elif vtype >> 2 == 5:  # FBT_STRING
+            sstart = vp - uint(vp, width)
+            slen = uint(sstart - (1 << (vtype & 3)), 1 << (vtype & 3))
+            if sstart < 0 or sstart + slen > len(data):
+                raise FormatError(path, None, "a FlexBuffer string inside the DISPATCH_OP options")
+            out[key] = data[sstart : sstart + slen].decode("utf-8", "replace")
+    return out

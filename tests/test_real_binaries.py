@@ -1,0 +1,155 @@
+"""Context binaries made by other people's tools (../shared/real/binaries: QNN 2.22 to 2.40, ONNX Runtime
+EPContext models, LiteRT models): q9diff reads what libQnnSystem reads, names every byte, and never turns
+a value it could not read into a cause or a fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import product
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, all_bins
+
+from q9diff.diff import diff
+from q9diff.inputs import contexts
+from q9diff.summary import inspect_summary, unknown_bytes
+
+REAL = ROOT.parent / "shared" / "real" / "binaries"
+NEGATIVE = ("not_a_context_binary_converter_tar.bin", "qnn_ctx_2_inputs_order_test.onnx")
+
+pytestmark = pytest.mark.skipif(
+    not REAL.is_dir(), reason=f"{REAL} is absent: the real third-party binaries live in the shared folder"
+)
+
+
+def real_files() -> list[Path]:
+    return sorted(p for p in REAL.iterdir() if p.name not in NEGATIVE) if REAL.is_dir() else []
+
+
+def real_contexts():
+    return [(f"{p.name}#{n}", cb) for p in real_files() for n, cb in contexts(p)]
+
+
+def q9diff(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def test_every_real_file_is_read_and_every_byte_named():
+    seen = []
+    for name, cb in real_contexts():
+        s = inspect_summary(cb)
+        assert sum(r["size"] for r in s["regions"]) == cb.size, name
+        assert unknown_bytes(cb) <= 0.10 * cb.size, (name, unknown_bytes(cb))
+        assert cb.graphs and all(g.inputs and g.outputs for g in cb.graphs), name
+        seen.append(cb.build_id[:5])
+    # QNN 2.22 (header 2 2 0 0, blob 3.1.1), 2.25 (3.2.0), 2.32 (3.2.2), 2.40 (3.3.3)
+    assert {"v2.22", "v2.25", "v2.32", "v2.40"} <= set(seen)
+
+
+def test_real_binaries_agree_with_libqnnsystem(tmp_path):
+    pytest.importorskip("onnxruntime_qnn")
+    from q9diff.crosscheck import disagreements
+    from q9diff.oracle import read_binary_info_isolated, to_dict
+
+    for i, (name, cb) in enumerate(real_contexts()):
+        raw = tmp_path / f"{i}.bin"  # contexts inside .onnx/.tflite: the oracle reads the same bytes
+        raw.write_bytes(bytes(cb._buf))
+        assert disagreements(cb, to_dict(read_binary_info_isolated(raw))) == [], name
+
+
+def test_unknown_fields_are_declared_with_a_reason():
+    by_build = {cb.build_id[:5]: cb for _, cb in real_contexts()}
+    old = inspect_summary(by_build["v2.25"])  # BinaryInfo v1: no socModel, no graphBlobInfo
+    assert old["soc_model"] is None and "socModel" in old["unknown"]["soc_model"]
+    assert old["graphs"][0]["vtcm_size"] is None
+    assert any(k.endswith(".vtcm_size") for k in old["unknown"])
+    v232 = inspect_summary(by_build["v2.32"])  # absent socModel in v3 is 0, as libQnnSystem says
+    assert v232["soc_model"] == 0 and v232["target"]["generic_target"]
+    g = v232["graphs"][0]
+    assert g["vtcm_size"] == 4 * 1024 * 1024 and g["optimization_level"] == 3
+    assert (
+        g["const_size"] is None
+        and "graphBlobInfo version 1" in v232["unknown"][f"graphs[{g['name']}].const_size"]
+    )
+
+
+def test_litert_pair_names_the_settings_that_differ():
+    a = contexts(REAL / "simple_add_op_qc_v75_precompiled.tflite")[0][1]
+    b = contexts(REAL / "simple_add_op.sm8750.tflite")[0][1]
+    res = diff(a, b)
+    roots = {c.name: c for c in res.causes if c.role == "root"}
+    assert set(roots) == {"soc_model", "dsp_arch", "vtcm_size", "sdk_version", "tensor_names"}
+    assert (roots["soc_model"].a, roots["soc_model"].b) == (0, 69)
+    assert (roots["dsp_arch"].a, roots["dsp_arch"].b) == (75, 79)
+    assert (roots["vtcm_size"].a, roots["vtcm_size"].b) == (4 << 20, 8 << 20)
+    assert "optimization_level" not in roots  # O3 in both
+    assert {s["setting"] for s in res.suggestions} == {"soc_model", "dsp_arch", "vtcm_size"}
+
+
+def _no_unknown(v) -> bool:
+    if v is None:
+        return False
+    if isinstance(v, (list, tuple)):
+        return all(_no_unknown(x) for x in v)
+    if isinstance(v, dict):
+        return all(_no_unknown(x) for x in v.values())
+    return str(v) not in ("unknown", "None", "null")  # UNKNOWN_SDM is a soc_type the compiler wrote
+
+
+def test_no_cause_or_suggestion_carries_an_unknown_value():
+    pool = [cb for _, cb in real_contexts()]
+    fixtures = [p for p in all_bins() if "variants" in p.parts][:6]
+    from q9diff.binary import ContextBinary
+
+    pool += [ContextBinary.open(p) for p in fixtures]
+    for a, b in product(pool, pool):
+        res = diff(a, b)
+        for c in res.causes:
+            assert _no_unknown(c.a) and _no_unknown(c.b), (a.path, b.path, c)
+        for s in res.suggestions:
+            assert _no_unknown(s["value"]) and _no_unknown(s["targets"]), (a.path, b.path, s)
+
+
+def test_multi_context_epcontext_model_is_a_set():
+    r = q9diff("inspect", "--json", str(REAL / "qnn_multi_ctx_embed.onnx"))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert len(data["contexts"]) == 2
+    r = q9diff("--json", str(REAL / "qnn_multi_ctx_embed.onnx"), str(REAL / "qnn_multi_ctx_embed.onnx"))
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)["parts"]) == 2
+
+
+def test_negative_cases_are_refused_in_one_line():
+    for name in NEGATIVE:
+        r = q9diff("inspect", str(REAL / name))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (name, r.stderr)
+        assert "Traceback" not in r.stderr and name in r.stderr
+
+
+def test_epcontext_path_outside_the_models_folder_is_refused(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    helper, TensorProto = onnx.helper, onnx.TensorProto
+    for ref in (str(all_bins()[0].resolve()), "../outside.bin"):
+        node = helper.make_node(
+            "EPContext", ["x"], ["y"], domain="com.microsoft", embed_mode=0, ep_cache_context=ref
+        )
+        graph = helper.make_graph(
+            [node],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        )
+        model = tmp_path / "m.onnx"
+        onnx.save(helper.make_model(graph), model)
+        r = q9diff("inspect", str(model))
+        assert r.returncode == 2 and "inside" in r.stderr, r.stderr
