@@ -276,9 +276,9 @@ def _print_inspect(cb, s: dict) -> None:
         console.print(_t(("  generic target: loads everywhere, may compute wrong on device", "bold red")))
     for g in s["graphs"]:
         o = g["options"]
+        console.print()
         console.print(
             _t(
-                "\n",
                 (f"graph {g['name']}", "bold"),
                 f": {len(g['inputs'])} inputs, {len(g['outputs'])} outputs, {len(g['ops'])} ops",
             )
@@ -940,7 +940,7 @@ def _print_attribution(res) -> None:
 
     if res.weights_verdict:
         console.print(_t((res.weights_verdict, "bold")))
-    at = Table(title="where the changed bytes went (rows add up to the totals)")
+    at = Table(title="where the changed bytes went (rows add up)")
     for col in ("effect", "changed bytes", "size delta"):
         at.add_column(col, justify="left" if col == "effect" else "right")
     for row in res.attribution:

@@ -229,7 +229,7 @@ def test_strings_from_a_file_are_text_not_markup_nor_escapes(tmp_path, fixtures_
         assert "\x1b" not in r.stdout and "\x07" not in r.stdout
         assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     r = q9diff("inspect", str(hostile), env={"COLUMNS": "200"})
-    assert "graph [/]\\x1b[31mRED\\x1b]0;title\\x07[bold]x" in r.stdout  # shown, escaped, not interpreted
+    assert "\ngraph [/]\\x1b[31mRED\\x1b]0;title\\x07[bold]x" in r.stdout  # shown, escaped, not interpreted
     assert "QAIRT build [/]\\x1b[2J[u]" in r.stdout
 
 
