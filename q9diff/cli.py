@@ -50,12 +50,13 @@ class _Group(TyperGroup):
         return option
 
 
-app = typer.Typer(
+app = typer.Typer(  # plain click help: half the start-up of rich panels (scripts/bench.py)
     cls=_Group,
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help=MAIN_HELP,
+    rich_markup_mode=None,
 )
 
 
@@ -194,7 +195,7 @@ def _open(path: Path):
         _fail(f"{path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="What a context binary holds, every byte's region.")
 def inspect(
     file: Path = typer.Argument(..., metavar="FILE", help="a context binary or an EPContext .onnx"),
     as_json: bool = _flag("--json", "print the q9diff.inspect/1 JSON (strict: NaN/inf written as null)"),
@@ -205,6 +206,7 @@ def inspect(
 ) -> None:
     """Show what a context binary holds: build, target, graphs, settings and every byte's region.
 
+    \b
     Exit status: 0 read, 2 error."""
     from q9diff.inputs import contexts
     from q9diff.summary import inspect_summary
@@ -423,7 +425,7 @@ def _diff_sets(a: Path, b: Path, quiet: bool, along: dict | None = None):
             _fail(f"{a} / {b}: {exc}")
 
 
-@app.command("diff", cls=_Command)
+@app.command("diff", cls=_Command, short_help="Why CANDIDATE differs from REFERENCE (the main form).")
 def diff_cmd(
     candidate: Path = CANDIDATE,
     reference: Path = REFERENCE,
@@ -435,6 +437,8 @@ def diff_cmd(
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
     `q9diff A B` is short for `q9diff diff A B`.
+
+    \b
     Exit status: 0 identical, 1 different, 2 error."""
     candidate, reference = _inputs(candidate, reference)
     if _is_set(candidate):
@@ -460,7 +464,7 @@ def diff_cmd(
     raise typer.Exit(0 if res.identical else 1)
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="The config changes that close the gap; --apply makes them.")
 def suggest(
     candidate: Path = CANDIDATE,
     reference: Path = REFERENCE,
@@ -473,9 +477,12 @@ def suggest(
 ) -> None:
     """Print (and with --apply, make) the config changes that make CANDIDATE's build match REFERENCE's.
 
-    Exit status: 0 nothing to change; 1 something to change (with --recompile:
-    the gap is not closed); 2 error, also when the REFERENCE looks like the
-    broken build (the arguments swapped)."""
+    \b
+    Exit status:
+      0  nothing to change
+      1  something to change (also --dry-run; with --recompile: gap not closed)
+      2  error, also when the REFERENCE looks like the broken build
+         (the arguments swapped)"""
     candidate, reference = _inputs(candidate, reference)
     if _is_set(candidate):
         from q9diff.diff import set_to_json
@@ -545,7 +552,7 @@ def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
     raise typer.Exit(1)
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Rebuild the context binaries a recipe describes.")
 def recompile(
     recipe: Path = typer.Argument(..., metavar="RECIPE", help="a q9diff.recipe/1 JSON"),
     out: Path = typer.Option(Path("q9diff-out"), "--out", metavar="DIR", help="output directory"),
@@ -555,6 +562,7 @@ def recompile(
 ) -> None:
     """Rebuild the context binaries a recipe describes.
 
+    \b
     Exit status: 0 built, 2 error."""
     from q9diff.backends import BackendUnavailable
     from q9diff.recipe import load
@@ -574,7 +582,7 @@ def recompile(
         console.print(_t(f"wrote {out / 'recipe.json'} (the recipe beside the binaries)"), soft_wrap=True)
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Run both builds and the CPU reference; compare outputs.")
 def verify(
     candidate: Path = typer.Argument(
         ..., metavar="CANDIDATE", help="your build (file, folder or Genie bundle)"
@@ -637,8 +645,12 @@ def verify(
 ) -> None:
     """Run CANDIDATE (and REFERENCE, and the CPU reference) on the same inputs and compare what they compute.
 
-    Exit status: 0 PASS, the candidate computes what the reference does (or,
-    without one, the CPU reference); 1 FAIL; 2 error."""
+    \b
+    Exit status:
+      0  PASS: the candidate computes what the reference does
+         (or, without one, the CPU reference)
+      1  FAIL
+      2  error"""
     from q9diff.recipe import RecipeError
     from q9diff.runners import RunnerError
     from q9diff.verify import Tolerance, load_inputs

@@ -178,7 +178,8 @@ def test_help_shows_the_main_form_and_exit_statuses():
     for command, text in helps.items():
         assert "Exit status" in text, command
         assert "<bool>" not in text and "<list" not in text, (command, text)
-    assert "1 something to change" in helps["suggest"] and "swapped" in helps["suggest"]
+    assert "1  something to change" in helps["suggest"] and "swapped" in helps["suggest"]
+    assert "0  PASS" in helps["verify"] and "1  FAIL" in helps["verify"]
     assert "0 identical, 1 different, 2 error" in helps["diff"]
     # a flag takes no value: `--json true` is a usage error, not "true"
     r = q9diff("inspect", "--json", "true", str(LOCAL / "part_1_of_2.bin"))
