@@ -146,6 +146,18 @@ class ContextBinary:
             raise FormatError(p, None, f"a readable file ({exc.strerror})") from None
         return cls(mapped, p)
 
+    def release(self) -> None:
+        """Unmap the file (a directory diff does so once a part is compared, so a set of 1 GB parts
+        never holds more than one pair). Values already read stay; reading bytes afterwards fails."""
+        buf, self._buf, self._words_cache = self._buf, memoryview(b""), None
+        mapped = buf.obj
+        try:
+            buf.release()
+            if isinstance(mapped, mmap.mmap):
+                mapped.close()
+        except BufferError:  # a numpy view still uses it: unmapped when that view goes
+            pass
+
     # -- header and metadata (eager) -------------------------------------------------------------
 
     def _parse_header(self) -> None:

@@ -55,6 +55,7 @@ class DiffResult:
     # Every changed byte and byte of size delta in exactly one bucket (q9diff.attribution).
     attribution: list[dict] = field(default_factory=list)
     weights_verdict: str | None = None
+    summary: dict | None = None  # to_json(self), kept when a set diff releases the files' mappings
 
     @property
     def identical(self) -> bool:
@@ -284,6 +285,8 @@ def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
 
 
 def to_json(res: DiffResult) -> dict:
+    if res.summary is not None:
+        return res.summary
     return {
         "schema": SCHEMA,
         "a": inspect_summary(res.a),
@@ -359,7 +362,9 @@ class SetDiff:
         return Cause("split", "root", na, nb, None, (f"{na} parts vs {nb} parts",))
 
 
-def diff_sets(a: Path, b: Path) -> SetDiff:
+def diff_sets(a: Path, b: Path, on_part=None) -> SetDiff:
+    """Pair the parts and diff each pair; `on_part(pa, pb, result)` runs while both files are mapped,
+    then the pair's JSON is kept and both mappings are released."""
     from q9diff.binary import open_binary
 
     la, lb = bins_of(a), bins_of(b)
@@ -372,7 +377,12 @@ def diff_sets(a: Path, b: Path) -> SetDiff:
         if pb is None:
             ua.append(pa)
             continue
-        pairs.append((pa, pb, diff(open_binary(pa), open_binary(pb))))
+        r = diff(open_binary(pa), open_binary(pb))
+        if on_part is not None:
+            on_part(pa, pb, r)
+        r.summary = to_json(r)
+        r.a.release(), r.b.release()
+        pairs.append((pa, pb, r))
     used = {pb for _, pb, _ in pairs}
     return SetDiff(pairs, ua, [p for p in lb if p not in used])
 

@@ -50,9 +50,14 @@ class BuildFacts:
 
 
 def _binary_facts(b: object) -> tuple[list[str], object, object]:
+    """Graph names, the soc_model the build asked for (0 for a generic build, even where the metadata
+    records the compiler's default SoC: one story with inspect and diff) and the dsp_arch."""
     if isinstance(b, dict):
-        return [g.get("name") for g in b.get("graphs", [])], b.get("soc_model"), b.get("dsp_arch")
-    return [g.name for g in b.graphs], b.soc_model, b.dsp_arch
+        soc = (b.get("target") or {}).get("soc_model_requested", b.get("soc_model"))
+        return [g.get("name") for g in b.get("graphs", [])], soc, b.get("dsp_arch")
+    from q9diff.summary import target
+
+    return [g.name for g in b.graphs], target(b)["soc_model_requested"], b.dsp_arch
 
 
 def _one(values: Iterable[object]) -> int | None:

@@ -2,6 +2,9 @@
 
     python scripts/bench.py [A.bin B.bin] [--large] [--verify]
 
+Start-up first: `q9diff --help` and `q9diff inspect --json` against `python -c pass` (goals: --help within
+0.15 s, inspect within 0.2 s), and which heavy modules each command loads (none of plotly, deepdiff).
+
 Without files it uses the bundled qwen-mini pair; --large first compiles a pair of ~100 MB binaries
 (a w8 MLP, soc_model 0 vs 77) with the ort-qnn backend into a temporary directory. --verify times
 running graphs: one graph execution through q9diff's worker protocol (child process, framed npz)
@@ -55,6 +58,33 @@ def q9(*args: str) -> str:
         if line.startswith("maxrss "):
             PEAK_RSS[args[0]] = max(PEAK_RSS.get(args[0], 0), int(line.split()[1]))
     return r.stdout
+
+
+HEAVY = ("plotly", "deepdiff", "numpy", "pydantic", "rich", "construct", "onnxruntime", "onnx")
+WHICH_MODULES = (
+    "import sys\n"
+    "from q9diff.cli import main\n"
+    "try:\n    main()\n"
+    "except SystemExit:\n    pass\n"
+    f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))), file=sys.stderr)\n"
+)
+
+
+def startup(binary: Path) -> None:
+    """Start-up cost of small jobs, as ratios against an empty Python in the same run."""
+    py = [sys.executable, "-c"]
+    base = timed(lambda: subprocess.run([*py, "pass"]), 7)
+    cli = "from q9diff.cli import main; main()"
+    jobs = {"--help": ["--help"], "inspect --json": ["inspect", "--json", str(binary)]}
+    goals = {"--help": 0.15, "inspect --json": 0.2}
+    print(f"start-up: python -c pass {base:.3f} s")
+    for label, args in jobs.items():
+        t = timed(lambda args=args: subprocess.run([*py, cli, *args], capture_output=True), 7)
+        loaded = subprocess.run([*py, WHICH_MODULES, *args], capture_output=True, text=True).stderr.split()
+        mark = "within" if t <= goals[label] else "OVER"
+        ratio = f"{t / base:.1f}x python -c pass"
+        print(f"  q9diff {label}: {t:.3f} s = {ratio} ({mark} the {goals[label]} s goal);")
+        print(f"    loads {', '.join(loaded) or 'none'} of {', '.join(HEAVY)}")
 
 
 def large_pair(tmp: Path) -> tuple[Path, Path]:
@@ -158,6 +188,7 @@ def main() -> None:
             a = ROOT / "fixtures/qwen-mini/local/part_1_of_2.bin"
             b = ROOT / "fixtures/qwen-mini/reference/part_1_of_2.bin"
         size = a.stat().st_size
+        startup(a)
         print(f"pair: {a} ({size} bytes) vs {b} ({b.stat().st_size} bytes)")
         base_py = timed(lambda: subprocess.run([sys.executable, "-c", "pass"]))
         t_cmp = timed(lambda: subprocess.run(["cmp", "-l", str(a), str(b)], capture_output=True))

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import all_bins
+from conftest import ROOT, all_bins
+
+COMMANDS = ("inspect", "diff", "suggest", "recompile", "verify")
 
 
-def q9diff(*args: str) -> subprocess.CompletedProcess:
+def q9diff(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -85,3 +91,202 @@ def test_epcontext_onnx_embedded_and_referenced(tmp_path, fixtures_dir):
         r = q9diff("inspect", str(model), "--json")
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["size"] == binary.stat().st_size
+
+
+# ---- the first ten minutes (issue 12) ----
+
+QWEN = ROOT / "fixtures" / "qwen-mini"
+LOCAL, REFERENCE = QWEN / "local", QWEN / "reference"
+
+
+def _one_error_line(r: subprocess.CompletedProcess, *needles: str) -> str:
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("q9diff: error: ") and "Traceback" not in r.stderr, (
+        r.stderr
+    )
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", [[], ["suggest"]])
+def test_wrong_paths_are_one_line_errors(tmp_path, fixtures_dir, command):
+    typo = QWEN / "locl"
+    _one_error_line(q9diff(*command, str(typo), str(REFERENCE)), str(typo), "no such file or directory")
+    _one_error_line(q9diff(*command, str(LOCAL), str(typo)), str(typo), "no such file or directory")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _one_error_line(q9diff(*command, str(empty), str(REFERENCE)), str(empty), "no context binaries")
+    other = ROOT / "fixtures" / "variants" / "opt_1.bin"
+    _one_error_line(
+        q9diff(*command, str(other), str(REFERENCE)), "opt_1.bin", "give two files or two folders"
+    )
+
+
+def test_a_file_against_a_folder_compares_its_counterpart_part(fixtures_dir):
+    part = LOCAL / "part_1_of_2.bin"
+    r = q9diff(str(part), str(REFERENCE), "--json")
+    assert r.returncode == 1, r.stderr
+    assert f"counterpart {REFERENCE / 'part_1_of_2.bin'}" in r.stderr
+    data = json.loads(r.stdout)
+    assert data["schema"] == "q9diff.diff/1" and data["b"]["path"] == str(REFERENCE / "part_1_of_2.bin")
+    assert [c["name"] for c in data["causes"] if c["role"] == "root"][0] == "soc_model"
+    r = q9diff("suggest", str(LOCAL), str(REFERENCE / "part_2_of_2.bin"))
+    assert r.returncode == 1 and "soc_model = 77" in r.stdout, r.stderr
+
+
+def test_swapped_arguments_are_named_not_fixed(fixtures_dir):
+    # The generic build (soc_model 0) given as the reference: suggest would recommend the bug itself.
+    line = _one_error_line(
+        q9diff("suggest", str(REFERENCE), str(LOCAL)), "soc_model 0", "looks like the broken"
+    )
+    assert line.endswith(f"q9diff suggest {LOCAL} {REFERENCE}")
+    r = q9diff(str(REFERENCE / "part_1_of_2.bin"), str(LOCAL / "part_1_of_2.bin"))
+    assert r.returncode == 1
+    assert "warning: the reference targets a generic SoC" in r.stderr
+    assert f"q9diff {LOCAL / 'part_1_of_2.bin'} {REFERENCE / 'part_1_of_2.bin'}" in r.stderr
+    r = q9diff(str(LOCAL), str(REFERENCE))  # the right order: no warning
+    assert r.returncode == 1 and "warning" not in r.stderr
+
+
+def test_set_html_report_is_written_and_said(tmp_path, fixtures_dir):
+    out = tmp_path / "set.html"
+    r = q9diff(str(LOCAL), str(REFERENCE), "--html", str(out))
+    assert r.returncode == 1, r.stderr
+    assert f"wrote the HTML report: {out}" in r.stdout
+    page = out.read_text()
+    body = page.split("<body>", 1)[1]
+    # the verdict first, then the set's totals part by part, then each part
+    assert body.index("generic SoC") < body.index("Root causes over the set") < body.index("set total")
+    assert body.index("set total") < body.index("part_1_of_2.bin vs part_1_of_2.bin")
+    assert "part_2_of_2.bin vs part_2_of_2.bin" in body
+    assert 'title="+53,248 bytes">+52 KiB' in body  # the set's delta, human with exact bytes on hover
+    assert page.count("plotly-graph-div") >= 4 and 'src="https://cdn.plot.ly' not in page
+    r = q9diff(str(LOCAL), str(REFERENCE), "--html", str(out), "--json")
+    assert json.loads(r.stdout)["schema"] == "q9diff.setdiff/1"  # stdout stays JSON; the note goes to stderr
+    assert f"wrote the HTML report: {out}" in r.stderr
+
+
+def test_help_shows_the_main_form_and_exit_statuses():
+    top = q9diff("--help", env={"COLUMNS": "100"})
+    assert top.returncode == 0
+    assert "q9diff CANDIDATE REFERENCE" in top.stdout
+    for status in ("0  same", "1  different", "2  error"):
+        assert status in top.stdout, top.stdout
+    helps = {c: q9diff(c, "--help", env={"COLUMNS": "100"}).stdout for c in COMMANDS}
+    for command, text in helps.items():
+        assert "Exit status" in text, command
+        assert "<bool>" not in text and "<list" not in text, (command, text)
+    assert "1  something to change" in helps["suggest"] and "swapped" in helps["suggest"]
+    assert "0  PASS" in helps["verify"] and "1  FAIL" in helps["verify"]
+    assert "0 identical, 1 different, 2 error" in helps["diff"]
+    # a flag takes no value: `--json true` is a usage error, not "true"
+    r = q9diff("inspect", "--json", "true", str(LOCAL / "part_1_of_2.bin"))
+    assert r.returncode == 2
+
+
+def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
+    a, b = LOCAL / "part_1_of_2.bin", REFERENCE / "part_1_of_2.bin"
+    fix = (
+        "  qnn-context-binary-generator: --config_file wrapper -> backend extension JSON"
+        " devices[0].soc_model = 77"
+    )
+    for columns in (80, 160):
+        r = q9diff(str(a), str(b), env={"COLUMNS": str(columns)})
+        assert r.returncode == 1, r.stderr
+        lines = r.stdout.splitlines()
+        assert fix in lines  # one line, however narrow the terminal
+        table = [ln for ln in lines if ln.startswith(("┏", "│", "└"))]
+        assert table and max(len(ln) for ln in table) <= columns
+        assert "22 options differ" in r.stdout
+        assert "22 → 22" not in r.stdout
+
+
+def _hostile_copy(tmp_path) -> tuple[Path, Path]:
+    """opt_1.bin with its graph name and build id replaced (same length) by markup and escape sequences."""
+    from q9diff.binary import ContextBinary
+
+    src = ROOT / "fixtures" / "variants" / "opt_1.bin"
+    cb = ContextBinary.open(src)
+    data = src.read_bytes()
+    for old, evil in (
+        (cb.graphs[0].name, "[/]\x1b[31mRED\x1b]0;title\x07[bold]x"),
+        (cb.build_id, "[/]\x1b[2J[u]"),
+    ):
+        new = evil.encode().ljust(len(old.encode()), b"_")
+        assert len(new) == len(old.encode())
+        data = data.replace(old.encode(), new)
+    out = tmp_path / "hostile.bin"
+    out.write_bytes(data)
+    return src, out
+
+
+def test_strings_from_a_file_are_text_not_markup_nor_escapes(tmp_path, fixtures_dir):
+    src, hostile = _hostile_copy(tmp_path)
+    for args, status in ((["inspect", str(hostile)], 0), ([str(hostile), str(src)], 1)):
+        r = q9diff(*args, env={"COLUMNS": "200"})
+        assert r.returncode == status, (args, r.stderr)
+        assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+        assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    r = q9diff("inspect", str(hostile), env={"COLUMNS": "200"})
+    assert "\ngraph [/]\\x1b[31mRED\\x1b]0;title\\x07[bold]x" in r.stdout  # shown, escaped, not interpreted
+    assert "QAIRT build [/]\\x1b[2J[u]" in r.stdout
+
+
+def test_json_is_strict_non_finite_numbers_are_null(fixtures_dir, capsys):
+    from q9diff.binary import ContextBinary
+    from q9diff.cli import _print_json
+    from q9diff.summary import inspect_summary
+
+    s = inspect_summary(ContextBinary.open(LOCAL / "part_1_of_2.bin"))
+    s["graphs"][0]["inputs"][0]["scale"] = float("nan")  # what the parser returns for a NaN scale in a file
+    s["graphs"][0]["inputs"][1]["scale"] = float("-inf")
+    _print_json(s)
+
+    def reject(name):
+        raise ValueError(f"not strict JSON: {name}")
+
+    data = json.loads(capsys.readouterr().out, parse_constant=reject)
+    assert data["graphs"][0]["inputs"][0]["scale"] is None and data["graphs"][0]["inputs"][1]["scale"] is None
+
+
+@pytest.mark.skipif(
+    shutil.which("script") is None, reason="util-linux script (a pseudo-terminal) not installed"
+)
+def test_progress_on_a_terminal_quiet_in_a_pipe_and_with_json(fixtures_dir):
+    command = f"{sys.executable} -c 'from q9diff.cli import main; main()' {LOCAL} {REFERENCE}"
+    tty = subprocess.run(
+        ["script", "-qec", command, "/dev/null"], capture_output=True, text=True, timeout=120
+    )
+    assert tty.returncode == 1 and "comparing the parts of local and reference" in tty.stdout
+    for args in ([str(LOCAL), str(REFERENCE)], [str(LOCAL), str(REFERENCE), "--json"]):
+        piped = q9diff(*args)
+        assert piped.returncode == 1 and "comparing the parts" not in piped.stdout + piped.stderr
+        assert "\x1b" not in piped.stdout + piped.stderr
+    quiet = subprocess.run(
+        ["script", "-qec", command + " --json", "/dev/null"], capture_output=True, text=True
+    )
+    assert quiet.returncode == 1 and "comparing the parts" not in quiet.stdout
+
+
+def test_a_directory_diff_releases_each_part_once_compared(fixtures_dir):
+    from q9diff.diff import diff_sets, set_to_json
+
+    def mapped() -> set[str]:
+        return {ln.split(maxsplit=5)[-1] for ln in Path("/proc/self/maps").read_text().splitlines()}
+
+    seen = []
+
+    def on_part(pa, pb, r):
+        seen.append((pa.name, {str(p.resolve()) for p in (pa, pb)} & mapped()))
+
+    sd = diff_sets(LOCAL, REFERENCE, on_part=on_part)
+    part_1 = {str((d / "part_1_of_2.bin").resolve()) for d in (LOCAL, REFERENCE)}
+    assert seen[0] == ("part_1_of_2.bin", part_1)  # mapped while compared
+    assert seen[1][0] == "part_2_of_2.bin" and len(seen[1][1]) == 2
+    assert not part_1 & mapped()  # ... and let go of before the next part
+    assert not {str(p.resolve()) for pa, pb, _ in sd.pairs for p in (pa, pb)} & mapped()
+    data = set_to_json(sd)  # the set's JSON still has every part, from what was kept
+    assert [p["part"] for p in data["parts"]] == ["part_1_of_2.bin", "part_2_of_2.bin"]
+    assert data["a_total"] == sum((LOCAL / f"part_{i}_of_2.bin").stat().st_size for i in (1, 2))

@@ -1,0 +1,56 @@
+"""The sentences every presenter leads with (terminal, HTML), read from the causes of a diff.
+
+Causes are taken as `to_json` gives them (dicts) or as `diff.Cause` objects; nothing here imports the
+diff engine, so the command line can use it without loading numpy or deepdiff.
+"""
+
+from __future__ import annotations
+
+from q9diff.tables import soc_name
+
+GENERIC_SOC = (
+    "The candidate targets a generic SoC (soc_model 0): it loads without error and can still compute"
+    " garbage on the device. Set soc_model."
+)
+
+
+def _get(cause, key: str):
+    return cause[key] if isinstance(cause, dict) else getattr(cause, key)
+
+
+def roots(causes) -> list:
+    return [c for c in causes if _get(c, "role") == "root"]
+
+
+def root_line(causes) -> str:
+    """`soc_model 0 → 77, vtcm_size 4194304 → 8388608`, or '' when no setting differs."""
+    return ", ".join(f"{_get(c, 'name')} {_get(c, 'a')} → {_get(c, 'b')}" for c in roots(causes))
+
+
+def soc_note(causes) -> str:
+    soc = next((c for c in roots(causes) if _get(c, "name") == "soc_model"), None)
+    if soc is None:
+        return ""
+    return f"compiled for {soc_name(_get(soc, 'a'))}, reference for {soc_name(_get(soc, 'b'))}"
+
+
+def warnings(causes) -> list[str]:
+    """What a user must read before anything else: a generic-SoC candidate computes garbage silently."""
+    if any(_get(c, "name") == "soc_model" and _get(c, "a") == 0 for c in roots(causes)):
+        return [GENERIC_SOC]
+    return []
+
+
+def reference_looks_wrong(causes) -> str | None:
+    """Why the REFERENCE looks like the broken build (the arguments swapped), or None.
+
+    The reference is meant to be the known-good build; a reference built for the generic SoC
+    (soc_model 0) against a candidate built for a real one is the bug itself, on the wrong side."""
+    for c in roots(causes):
+        a, b = _get(c, "a"), _get(c, "b")
+        if _get(c, "name") == "soc_model" and b == 0 and isinstance(a, int) and a != 0:
+            return (
+                f"the reference targets a generic SoC (soc_model 0) and the candidate soc_model {a}"
+                f" ({soc_name(a)}): the reference looks like the broken build"
+            )
+    return None
