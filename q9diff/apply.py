@@ -100,7 +100,7 @@ def plan(path: Path, suggestions: list[dict]) -> Edit:
     if path.suffix == ".py":
         return _plan_script(path, before, suggestions)
     doc = _parse_json(path, before)
-    if isinstance(doc, dict) and doc.get("schema") == recipe_mod.SCHEMA:
+    if isinstance(doc, dict) and doc.get("schema") in recipe_mod.SCHEMAS:
         return _plan_recipe(path, before, doc, suggestions)
     if _is_backend_ext(doc):
         return _plan_backend_ext(path, before, doc, suggestions)

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from q9diff.binary import open_binary
 from q9diff.errors import FormatError
-from q9diff.recipe import RecipeError
+from q9diff.recipe import RecipeError, is_recipe_text
 from q9diff.summary import inspect_summary, unknown_bytes
 from q9diff.tables import soc_name
 
@@ -212,7 +212,7 @@ def suggest(
         console.print("--dry-run: nothing written")
         raise typer.Exit(1)
     if recompile_:
-        recipes = [e.path for e in edits if '"q9diff.recipe/1"' in e.after]
+        recipes = [e.path for e in edits if is_recipe_text(e.after)]
         if not recipes:
             _fail("--recompile needs a q9diff recipe among the --apply files")
         _recompile_and_check(recipes[0], out or Path("q9diff-out"), reference)
@@ -461,7 +461,7 @@ def _build(r, backend: str, out: Path) -> list[Path]:
     target = out / "recipe.json"
     if r.path is not None and target.resolve() == Path(r.path).resolve():
         return built  # building in place: the recipe is already there, and inputs are never rewritten
-    if target.exists() and '"q9diff.recipe/1"' not in target.read_text(errors="replace"):
+    if target.exists() and not is_recipe_text(target.read_text(errors="replace")):
         console.print(f"note: {target} exists and is not a q9diff recipe; left as it was")
         return built
     write_atomic(target, dump(r.rebased(out)))
