@@ -32,6 +32,7 @@ RECIPE_FIELDS = {
     "hvx_threads": ("hvx_threads", int),
     "dlbc": ("dlbc", int),
     "weight_sharing": ("weight_sharing", bool),
+    "weights_packing": ("weights_packing", bool),
 }
 
 # Top-level sections that mark a JSON document as an HTP backend extension config.

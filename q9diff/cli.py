@@ -14,6 +14,8 @@ from rich.table import Table
 
 from q9diff.binary import open_binary
 from q9diff.errors import FormatError
+from q9diff.packing import packing_notice
+from q9diff.packing import to_json as packing_json
 from q9diff.recipe import RecipeError, is_recipe_text
 from q9diff.summary import inspect_summary, unknown_bytes
 from q9diff.tables import soc_name
@@ -132,6 +134,13 @@ def _print_inspect(cb, s: dict) -> None:
         console.print(f"[red]oracle disagrees[/]: {d}")
     if "oracle_disagreements" in s and not s["oracle_disagreements"]:
         console.print("oracle (libQnnSystem) agrees on every field")
+    _print_packing("", s.get("packing"))
+
+
+def _print_packing(side: str, notice: dict | None) -> None:
+    """The single-binary weights-packing notice (q9diff.packing), when there is one."""
+    if notice:
+        console.print(f"{side}weights packing: {notice['message']}", markup=False)
 
 
 def _open_pair(a: Path, b: Path):
@@ -220,7 +229,7 @@ def suggest(
 
 def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
     from q9diff.backends import BackendUnavailable
-    from q9diff.diff import diff_sets, set_to_json
+    from q9diff.diff import SetDiff, diff, diff_sets, set_to_json
     from q9diff.recipe import load
 
     r = load(recipe_path)
@@ -229,7 +238,11 @@ def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
     except (BackendUnavailable, RuntimeError) as exc:
         _fail(f"{recipe_path}: recompile failed: {exc}")
     console.print(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})")
-    data = set_to_json(diff_sets(out, reference if reference.is_dir() else reference.parent))
+    if reference.is_dir() or len(built) != 1:
+        data = set_to_json(diff_sets(out, reference if reference.is_dir() else reference.parent))
+    else:  # one reference binary: compare the one rebuilt part with it, not with its whole folder
+        pair = (built[0], reference, diff(open_binary(built[0]), open_binary(reference)))
+        data = set_to_json(SetDiff([pair], [], []))
     roots = [c["name"] for c in data["causes"] if c["role"] == "root"]
     console.print(f"new vs reference: {data['a_total']} vs {data['b_total']} bytes")
     if data["identical"]:
@@ -533,6 +546,8 @@ def _print_diff(res) -> None:
             " still compute garbage on the device. Set soc_model.[/]"
         )
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
+    for side, cb in (("candidate ", a), ("reference ", b)):
+        _print_packing(side, packing_json(packing_notice(cb)))
     t = Table(title="causes")
     for col in ("cause", "role", "candidate", "reference", "bytes", "evidence"):
         t.add_column(col, overflow="fold")

@@ -29,6 +29,7 @@ ROOT_SETTINGS = (
     "graph_set",
     "sdk_version",
     "weight_sharing",
+    "weights_packing",
 )
 
 RULES: tuple[Rule, ...] = (
@@ -39,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     Rule("hvx_threads", "root", "num_hvx_threads"),
     Rule("dlbc", "root", "htp_dlbc"),
     Rule("weight_sharing", "root", "weight_sharing", explained_by=("graph_set",)),
+    Rule("weights_packing", "root", "compress_weights"),
     Rule("quantization", "root", "io_dtypes"),
     # A float model on an arch without fp16 HVX (soc_model 0 alone targets v68) gets no fp16 kernels:
     # then the kernel choice is an effect of the target, not a quantization setting.
@@ -82,6 +84,10 @@ FIX_TARGETS: dict[str, dict[str, str]] = {
         "htp_backend_ext_config": "graphs[0].hvx_threads",
     },
     "dlbc": {"qairt": "HtpGraphConfig(dlbc={v})", "htp_backend_ext_config": "graphs[0].dlbc"},
+    "weights_packing": {
+        "qairt": "HtpGraphConfig(weights_packing={v})",
+        "htp_backend_ext_config": "graphs[0].weights_packing",
+    },
     "weight_sharing": {
         "qairt": "HtpContextConfig(weight_sharing_enabled={v})",
         "htp_backend_ext_config": "context.weight_sharing_enabled",

@@ -1,0 +1,152 @@
+"""Weights packing seen from ONE binary: are 4-bit weights stored one per byte?
+
+HTP weights packing (the compiler option `compress_weights=true`) stores int8 per-tensor weights whose
+values lie in [-7, 7] two per byte; native INT4 weights are stored packed unless `native_hmx_a16w4=false`.
+The weights pools tell the states apart (docs/QNN_FACTS.md, measured with QAIRT 2.51): 4-bit values
+stored one per byte put ~98% of pool bytes in [-8, 7] with a high-nibble entropy near 1 bit; packed
+pools hold ~27-29% there (2.7 / 2.7 bits), true 8-bit weights ~29% (3.9 / 3.0 bits). Evidence:
+fixtures/variants/packing_off.bin (0.98, 2.67 / 1.11 bits) vs packing_on.bin (0.29, 2.71 / 2.72 bits).
+
+Which tensors are per-channel is not in the binary, and QAIRT 2.51 does not pack per-channel int8 (nor
+LPBQ) weights, so a saving is stated for per-tensor weights only, never promised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from q9diff.binary import ContextBinary
+
+POOL_LEAVES = ("const_pool", "pool")  # PICKLE[i]/inner/const_pool and WEIGHTS/<n>/pool
+IN_RANGE_MIN = 0.9  # share of pool bytes in [-8, 7] above which weights look 4-bit, stored one per byte
+HIGH_NIBBLE_MAX_BITS = 1.5  # one per byte: the high nibble is 0x0 or 0xF (sign extension)
+MIN_POOL_BYTES = 16 * 1024  # smaller pools hold too few weights to judge
+SAMPLE_BLOCK, SAMPLE_BLOCKS = 256 * 1024, 64  # read at most 16 MiB, spread evenly over the pools
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """Byte statistics of a binary's weights pools (all graphs' const pools and the shared pool)."""
+
+    pool_bytes: int
+    sampled_bytes: int
+    in_4bit_range: float  # share of bytes whose signed value lies in [-8, 7]
+    low_nibble_bits: float
+    high_nibble_bits: float
+
+    @property
+    def one_4bit_weight_per_byte(self) -> bool:
+        return (
+            self.pool_bytes >= MIN_POOL_BYTES
+            and self.in_4bit_range >= IN_RANGE_MIN
+            and self.high_nibble_bits <= HIGH_NIBBLE_MAX_BITS
+        )
+
+
+@dataclass(frozen=True)
+class PackingNotice:
+    """What one binary says about packing its weights: kind, bytes, and the sentence a user reads."""
+
+    kind: str  # "not_packed", "int4_unpacked" or "packing_had_no_effect"
+    four_bit_bytes: int  # pool bytes holding 4-bit values one per byte (estimated from the sample)
+    would_save: int | None  # bytes packing would save, for per-tensor weights; None when not promised
+    compress_weights: str | None  # the options' value, None when the binary has no such option
+    native_hmx_a16w4: str | None
+    message: str
+
+
+def _entropy(nibbles: np.ndarray) -> float:
+    counts = np.bincount(nibbles, minlength=16)
+    p = counts[counts > 0] / max(int(counts.sum()), 1)
+    return float(-(p * np.log2(p)).sum())
+
+
+def pool_stats(cb: ContextBinary) -> PoolStats | None:
+    """Statistics over the weights pools; None when the binary has no pool region."""
+    pools = [r for r in cb.regions if r.leaf in POOL_LEAVES and r.size > 0]
+    total = sum(r.size for r in pools)
+    if not total:
+        return None
+    whole = total <= SAMPLE_BLOCK * SAMPLE_BLOCKS
+    step = total // SAMPLE_BLOCKS
+    chunks = []
+    for r in pools:
+        for start in [0] if whole else range(0, r.size, step):
+            n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
+            chunks.append(np.frombuffer(cb._buf, dtype=np.uint8, count=n, offset=r.offset + start))
+    sample = np.concatenate(chunks)
+    signed = sample.view(np.int8)
+    return PoolStats(
+        pool_bytes=total,
+        sampled_bytes=int(sample.size),
+        in_4bit_range=float(np.count_nonzero((signed >= -8) & (signed <= 7)) / sample.size),
+        low_nibble_bits=_entropy(sample & 0x0F),
+        high_nibble_bits=_entropy(sample >> 4),
+    )
+
+
+def _option(cb: ContextBinary, key: str) -> str | None:
+    """One value when every graph agrees; None when absent or the graphs disagree."""
+    values = {cb.options(i).get(key) for i in range(len(cb.graphs))}
+    return values.pop() if len(values) == 1 else None
+
+
+def packing_notice(cb: ContextBinary) -> PackingNotice | None:
+    """The single-binary notice, or None when the pools do not hold 4-bit values one per byte."""
+    stats = pool_stats(cb)
+    if stats is None or not stats.one_4bit_weight_per_byte:
+        return None
+    four_bit = int(stats.pool_bytes * stats.in_4bit_range)
+    compress, native = _option(cb, "compress_weights"), _option(cb, "native_hmx_a16w4")
+    where = (
+        f"{four_bit} bytes of weights hold 4-bit values stored one per byte "
+        f"({stats.in_4bit_range:.0%} of the {stats.pool_bytes}-byte weights pool in [-8, 7])"
+    )
+    if native == "false":
+        save = four_bit // 2
+        return PackingNotice(
+            "int4_unpacked",
+            four_bit,
+            save,
+            compress,
+            native,
+            f"{where}: INT4 weights stored unpacked, the compiler options say native_hmx_a16w4=false; "
+            f"the default (true) stores them two per byte, about {save} bytes less",
+        )
+    if compress == "true":
+        return PackingNotice(
+            "packing_had_no_effect",
+            four_bit,
+            None,
+            compress,
+            native,
+            f"{where}, although weights packing is on (compress_weights=true): QAIRT 2.51 packs only "
+            "per-tensor int8 weights; per-channel int8 and LPBQ weights stay one per byte",
+        )
+    save = four_bit // 2
+    state = "compress_weights=false" if compress == "false" else "compress_weights is not in the options"
+    return PackingNotice(
+        "not_packed",
+        four_bit,
+        save,
+        compress,
+        native,
+        f"{where}; weights packing is off ({state}). Packing stores per-tensor int8 weights in [-7, 7] two "
+        f"per byte: about {save} bytes less. Per-channel int8 weights do not pack in QAIRT 2.51, and the "
+        "binary does not say which tensors are per-channel",
+    )
+
+
+def to_json(notice: PackingNotice | None) -> dict | None:
+    if notice is None:
+        return None
+    return {
+        "kind": notice.kind,
+        "four_bit_bytes": notice.four_bit_bytes,
+        "would_save": notice.would_save,
+        "compress_weights": notice.compress_weights,
+        "native_hmx_a16w4": notice.native_hmx_a16w4,
+        "message": notice.message,
+    }
