@@ -57,33 +57,34 @@ class PackingNotice:
     message: str
 
 
-def _entropy(nibbles: np.ndarray) -> float:
-    counts = np.bincount(nibbles, minlength=16)
+def _entropy(counts: np.ndarray) -> float:
     p = counts[counts > 0] / max(int(counts.sum()), 1)
     return float(-(p * np.log2(p)).sum())
 
 
 def pool_stats(cb: ContextBinary) -> PoolStats | None:
-    """Statistics over the weights pools; None when the binary has no pool region."""
+    """Statistics over the weights pools; None when the binary has no pool region. One byte histogram
+    gives all three numbers: signed [-8, 7] is bytes 0x00-0x07 and 0xF8-0xFF, nibbles are its 16 x 16
+    view."""
     pools = [r for r in cb.regions if r.leaf in POOL_LEAVES and r.size > 0]
     total = sum(r.size for r in pools)
     if not total:
         return None
     whole = total <= SAMPLE_BLOCK * SAMPLE_BLOCKS
     step = total // SAMPLE_BLOCKS
-    chunks = []
+    counts = np.zeros(256, dtype=np.int64)
     for r in pools:
         for start in [0] if whole else range(0, r.size, step):
             n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
-            chunks.append(np.frombuffer(cb._buf, dtype=np.uint8, count=n, offset=r.offset + start))
-    sample = np.concatenate(chunks)
-    signed = sample.view(np.int8)
+            counts += np.bincount(np.frombuffer(cb._buf, np.uint8, n, r.offset + start), minlength=256)
+    sampled = int(counts.sum())
+    nibbles = counts.reshape(16, 16)  # [high nibble, low nibble]
     return PoolStats(
         pool_bytes=total,
-        sampled_bytes=int(sample.size),
-        in_4bit_range=float(np.count_nonzero((signed >= -8) & (signed <= 7)) / sample.size),
-        low_nibble_bits=_entropy(sample & 0x0F),
-        high_nibble_bits=_entropy(sample >> 4),
+        sampled_bytes=sampled,
+        in_4bit_range=float((counts[:8].sum() + counts[248:].sum()) / sampled),
+        low_nibble_bits=_entropy(nibbles.sum(axis=0)),
+        high_nibble_bits=_entropy(nibbles.sum(axis=1)),
     )
 
 
