@@ -6,6 +6,11 @@ The weights pools tell the states apart (docs/QNN_FACTS.md, measured with QAIRT 
 stored one per byte put ~98% of pool bytes in [-8, 7] with a high-nibble entropy near 1 bit; packed
 pools hold ~27-29% there (2.7 / 2.7 bits), true 8-bit weights ~29% (3.9 / 3.0 bits). Evidence:
 fixtures/variants/packing_off.bin (0.98, 2.67 / 1.11 bits) vs packing_on.bin (0.29, 2.71 / 2.72 bits).
+Real pools mix tensors (an 8-bit embedding beside 4-bit layers), so the pool is judged in 4 KiB
+blocks: a block with >= 90% of its bytes in [-8, 7] and at most 60% zeros (padding) holds 4-bit
+weights one per byte. fixtures/story/local/part_1_of_2.bin: 98,304 such bytes, exactly its two layers'
+int8 weights in [-7, 7]; its embedding (full range) is not counted. packing_off.bin: 258,048 bytes,
+half of which (129,024) is within 2% of what packing saved (131,072).
 
 Which tensors are per-channel is not in the binary, and QAIRT 2.51 does not pack per-channel int8 (nor
 LPBQ) weights, so a saving is stated for per-tensor weights only, never promised.
@@ -20,9 +25,10 @@ import numpy as np
 from q9diff.binary import ContextBinary
 
 POOL_LEAVES = ("const_pool", "pool")  # PICKLE[i]/inner/const_pool and WEIGHTS/<n>/pool
-IN_RANGE_MIN = 0.9  # share of pool bytes in [-8, 7] above which weights look 4-bit, stored one per byte
-HIGH_NIBBLE_MAX_BITS = 1.5  # one per byte: the high nibble is 0x0 or 0xF (sign extension)
-MIN_POOL_BYTES = 16 * 1024  # smaller pools hold too few weights to judge
+IN_RANGE_MIN = 0.9  # share of a block's bytes in [-8, 7] above which it holds 4-bit values one per byte
+MIN_POOL_BYTES = 16 * 1024  # fewer 4-bit bytes than this are too few to judge
+BLOCK = 4096  # pools are judged block by block
+ZEROS_MAX = 0.6  # a block of mostly zeros is padding, not weights
 SAMPLE_BLOCK, SAMPLE_BLOCKS = 256 * 1024, 64  # read at most 16 MiB, spread evenly over the pools
 
 
@@ -35,14 +41,7 @@ class PoolStats:
     in_4bit_range: float  # share of bytes whose signed value lies in [-8, 7]
     low_nibble_bits: float
     high_nibble_bits: float
-
-    @property
-    def one_4bit_weight_per_byte(self) -> bool:
-        return (
-            self.pool_bytes >= MIN_POOL_BYTES
-            and self.in_4bit_range >= IN_RANGE_MIN
-            and self.high_nibble_bits <= HIGH_NIBBLE_MAX_BITS
-        )
+    four_bit_bytes: int  # bytes in blocks holding 4-bit values one per byte (scaled up when sampled)
 
 
 @dataclass(frozen=True)
@@ -73,10 +72,17 @@ def pool_stats(cb: ContextBinary) -> PoolStats | None:
     whole = total <= SAMPLE_BLOCK * SAMPLE_BLOCKS
     step = total // SAMPLE_BLOCKS
     counts = np.zeros(256, dtype=np.int64)
+    four_bit_blocks = 0
     for r in pools:
         for start in [0] if whole else range(0, r.size, step):
             n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
-            counts += np.bincount(np.frombuffer(cb._buf, np.uint8, n, r.offset + start), minlength=256)
+            chunk = np.frombuffer(cb._buf, np.uint8, n, r.offset + start)
+            counts += np.bincount(chunk, minlength=256)
+            blocks = chunk[: n // BLOCK * BLOCK].reshape(-1, BLOCK)
+            in_range = ((blocks < 8) | (blocks >= 248)).mean(axis=1)
+            four_bit_blocks += int(
+                np.count_nonzero((in_range >= IN_RANGE_MIN) & ((blocks == 0).mean(axis=1) <= ZEROS_MAX))
+            )
     sampled = int(counts.sum())
     nibbles = counts.reshape(16, 16)  # [high nibble, low nibble]
     return PoolStats(
@@ -85,6 +91,7 @@ def pool_stats(cb: ContextBinary) -> PoolStats | None:
         in_4bit_range=float((counts[:8].sum() + counts[248:].sum()) / sampled),
         low_nibble_bits=_entropy(nibbles.sum(axis=0)),
         high_nibble_bits=_entropy(nibbles.sum(axis=1)),
+        four_bit_bytes=four_bit_blocks * BLOCK * total // sampled,
     )
 
 
@@ -97,13 +104,13 @@ def _option(cb: ContextBinary, key: str) -> str | None:
 def packing_notice(cb: ContextBinary) -> PackingNotice | None:
     """The single-binary notice, or None when the pools do not hold 4-bit values one per byte."""
     stats = pool_stats(cb)
-    if stats is None or not stats.one_4bit_weight_per_byte:
+    if stats is None or stats.four_bit_bytes < MIN_POOL_BYTES:
         return None
-    four_bit = int(stats.pool_bytes * stats.in_4bit_range)
+    four_bit = stats.four_bit_bytes
     compress, native = _option(cb, "compress_weights"), _option(cb, "native_hmx_a16w4")
     where = (
-        f"{four_bit} bytes of weights hold 4-bit values stored one per byte "
-        f"({stats.in_4bit_range:.0%} of the {stats.pool_bytes}-byte weights pool in [-8, 7])"
+        f"{four_bit} of the {stats.pool_bytes} weights-pool bytes hold 4-bit values stored one per byte "
+        f"(4 KiB blocks with >= {IN_RANGE_MIN:.0%} of their bytes in [-8, 7])"
     )
     if native == "false":
         save = four_bit // 2

@@ -76,3 +76,31 @@ def test_suggest_apply_recompile_rebuilds_the_packed_reference(tmp_path):
     by = {o["against"]: o for o in json.loads(r.stdout)["outputs"]}
     assert by["cpu"]["passed"] and by["cpu"]["metrics"]["cosine"] > 0.99
     assert by["reference"]["metrics"]["max_abs"] == 0.0
+
+
+STORY = FIXTURES / "story"
+
+
+def test_the_seed_story_step_by_step():
+    """local -> +VTCM 8 -> +soc_model 77 -> reference (packed, O3): at each step q9diff names exactly the
+    settings still missing, and only packing changes the size of this set."""
+    from q9diff.diff import diff_sets, set_to_json
+
+    missing = {
+        "local": {"soc_model", "vtcm_size", "optimization_level", "weights_packing"},
+        "vtcm8": {"soc_model", "optimization_level", "weights_packing"},
+        "soc77": {"optimization_level", "weights_packing"},
+    }
+    for step, roots in missing.items():
+        d = set_to_json(diff_sets(STORY / step, STORY / "reference"))
+        assert {c["name"] for c in d["causes"] if c["role"] == "root"} == roots, step
+        assert (d["a_total"], d["b_total"]) == (1048576, 954368), step
+    # The two layers of part 1 hold 98,304 bytes of int8 weights in [-7, 7]: 4 KiB blocks find exactly them.
+    local = packing.packing_notice(ContextBinary.open(STORY / "local" / "part_1_of_2.bin"))
+    assert local.kind == "not_packed" and local.four_bit_bytes == 98304 and local.would_save == 49152
+    for part in ("part_1_of_2.bin", "part_2_of_2.bin"):
+        assert packing.packing_notice(ContextBinary.open(STORY / "reference" / part)) is None
+        assert [g.name for g in ContextBinary.open(STORY / "reference" / part).graphs] == [
+            f"prompt_ar32_cl128_{part[5]}_of_2",
+            f"token_ar1_cl128_{part[5]}_of_2",
+        ]
