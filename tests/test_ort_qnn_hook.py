@@ -44,6 +44,7 @@ def test_self_check_fails_a_build_whose_options_lack_the_packing(tmp_path):
     message = str(err.value)
     assert "\n" not in message
     assert "weights_packing = true asked" in message and "compress_weights=false" in message
+    assert "it does not pack weights for v68" in message
     assert not list((tmp_path / "out").rglob("*.bin"))
 
 
@@ -75,3 +76,11 @@ def test_recipe_refuses_option_values_the_compiler_cannot_take(tmp_path):
     assert json.loads(rcp.dump(rcp.Recipe.from_dict(data, "r.json")))["settings"]["finalize_options"] == {
         "compress_weights": True
     }
+
+
+def test_a_table_that_cannot_be_patched_is_one_line(tmp_path):
+    from q9diff.backends import htp_graph_hook
+
+    with pytest.raises(htp_graph_hook.HookError) as err:
+        htp_graph_hook.install(str(tmp_path / "libQnnHtp.so"), ("g",), True)
+    assert "\n" not in str(err.value) and "QnnInterface_getProviders" in str(err.value)

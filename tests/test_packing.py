@@ -104,3 +104,26 @@ def test_the_seed_story_step_by_step():
             f"prompt_ar32_cl128_{part[5]}_of_2",
             f"token_ar1_cl128_{part[5]}_of_2",
         ]
+
+
+def test_the_story_closes_with_one_suggest(tmp_path):
+    """suggest --apply on the local recipe sets all four settings; the rebuild is the packed reference."""
+    pytest.importorskip("onnxruntime_qnn")
+    shutil.copytree(STORY, tmp_path / "story")
+    local, ref, new = tmp_path / "story" / "local", tmp_path / "story" / "reference", tmp_path / "new"
+    r = q9diff(
+        "suggest",
+        str(local),
+        str(ref),
+        "--apply",
+        str(local / "recipe.json"),
+        "--recompile",
+        "--out",
+        str(new),
+    )
+    assert r.returncode == 0 and "Gap closed" in r.stdout, r.stdout + r.stderr
+    settings = json.loads((local / "recipe.json").read_text())["settings"]
+    assert (settings["soc_model"], settings["vtcm_mb"], settings["optimization_level"]) == (77, 8, 3)
+    assert settings["weights_packing"] is True
+    for part in ("part_1_of_2.bin", "part_2_of_2.bin"):
+        assert (new / part).read_bytes() == (ref / part).read_bytes()

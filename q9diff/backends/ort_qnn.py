@@ -343,9 +343,12 @@ def _check_build(binary: Path, job: dict, hook) -> list[str]:
                     f"{key} (the compiler ignored it)"
                 )
             if not _option_matches(found, value):
+                why = "the compiler dropped the request"
+                if key == "compress_weights" and cb.dsp_arch in (68, 69):
+                    why += f"; it does not pack weights for v{cb.dsp_arch}"
                 raise SystemExit(
                     f"{what} = {json.dumps(value)} asked, but graph {graph.name}'s compiler options say "
-                    f"{key}={found} (the compiler dropped the request)"
+                    f"{key}={found} ({why})"
                 )
     return [g.name for g in cb.graphs] if wanted is None else list(wanted)
 
