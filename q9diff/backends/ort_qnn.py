@@ -277,7 +277,7 @@ def _child(job_path: Path) -> None:
     package_info = getattr(oq, "build_and_package_info", None)
     qairt_version = getattr(package_info, "qnn_version", None) or sdk_version
     if hook is not None:
-        names = _check_build(work / bins[0], job, hook)
+        names = _check_build(work / bins[0], job, hook, names)
     result = {"bin": bins[0], "graph_names": names, "qairt_version": qairt_version}
     job_path.with_name("result.json").write_text(json.dumps(result))
 
@@ -314,15 +314,17 @@ def _option_matches(found: str, asked: bool | int | float) -> bool:
     return abs(value - asked) <= 1e-6 * max(1.0, abs(asked))
 
 
-def _check_build(binary: Path, job: dict, hook) -> list[str]:
-    """Read the binary back: fail (one line) unless its graph names and options say what was asked."""
+def _check_build(binary: Path, job: dict, hook, ep_names: list[str]) -> list[str]:
+    """Read the binary back: fail (one line) unless its graph names and options say what was asked.
+    `ep_names` are the EP's own names from the EPContext nodes, one per model in order: the patched
+    graphCreate must have seen exactly those, in that order, so model i's graph got name i."""
     from q9diff.binary import ContextBinary
 
     models = job["models"]
-    if len(hook.asked) != len(models):
+    if hook.asked != ep_names:
         raise SystemExit(
-            f"the patched graphCreate saw {len(hook.asked)} graph(s) for {len(models)} model(s); "
-            "the EP did not create its graphs through the patched libQnnHtp.so"
+            f"the patched graphCreate saw graphs {hook.asked} for {len(models)} model(s) whose EP graphs are "
+            f"{ep_names}; the EP did not create its graphs through the patched libQnnHtp.so, one per model"
         )
     cb = ContextBinary.open(binary)
     got = [g.name for g in cb.graphs]
