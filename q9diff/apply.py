@@ -120,7 +120,7 @@ def plan(
     except jsonc.JsoncError as exc:
         raise ApplyError(f"{path}: {UNKNOWN} (not JSON: {exc})") from None
     doc = root.to_python()
-    if isinstance(doc, dict) and doc.get("schema") == recipe_mod.SCHEMA:
+    if isinstance(doc, dict) and doc.get("schema") in recipe_mod.SCHEMAS:
         edit = _plan_recipe(real, before, doc, suggestions, facts)
     elif isinstance(doc, dict) and any(keys[0] in doc for _, keys in REFERRING_CONFIGS):
         kind, keys = next((k, keys) for k, keys in REFERRING_CONFIGS if keys[0] in doc)

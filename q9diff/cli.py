@@ -337,6 +337,13 @@ def _print_inspect(cb, s: dict) -> None:
         console.print("oracle (libQnnSystem) agrees on every field")
     for d in s.get("meta_disagreements", []):
         console.print(_t(("meta disagrees", "red"), f": {d}"))
+    _print_packing("", s.get("packing"))
+
+
+def _print_packing(side: str, notice: dict | None) -> None:
+    """The single-binary weights-packing notice (q9diff.packing), when there is one."""
+    if notice:
+        console.print(_t(f"{side}weights packing: {notice['message']}"))
 
 
 # ---- the inputs of diff and suggest: two files, or two sets of parts ----
@@ -533,7 +540,9 @@ def suggest(
         console.print("--dry-run: nothing written")
         raise typer.Exit(1)
     if recompile_:
-        recipes = [e.path for e in edits if '"q9diff.recipe/1"' in e.after]
+        from q9diff.recipe import is_recipe_text
+
+        recipes = [e.path for e in edits if is_recipe_text(e.after)]
         if not recipes:
             _fail("--recompile needs a q9diff recipe among the --apply files")
         _recompile_and_check(recipes[0], out or Path("q9diff-out"), reference)
@@ -541,7 +550,8 @@ def suggest(
 
 def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
     from q9diff.backends import BackendUnavailable
-    from q9diff.diff import set_to_json
+    from q9diff.binary import open_binary
+    from q9diff.diff import SetDiff, diff, set_to_json
     from q9diff.recipe import load
 
     r = load(recipe_path)
@@ -553,7 +563,13 @@ def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
     console.print(
         _t(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})"), soft_wrap=True
     )
-    data = set_to_json(_diff_sets(out, reference if reference.is_dir() else reference.parent, quiet=False))
+    if reference.is_dir() or len(built) != 1:
+        data = set_to_json(
+            _diff_sets(out, reference if reference.is_dir() else reference.parent, quiet=False)
+        )
+    else:  # one reference binary: compare the one rebuilt part with it, not with its whole folder
+        pair = (built[0], reference, diff(open_binary(built[0]), open_binary(reference)))
+        data = set_to_json(SetDiff([pair], [], []))
     roots = [c["name"] for c in data["causes"] if c["role"] == "root"]
     console.print(f"new vs reference: {data['a_total']} vs {data['b_total']} bytes")
     if data["identical"]:
@@ -567,7 +583,7 @@ def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
 
 @app.command(cls=_Command, short_help="Rebuild the context binaries a recipe describes.")
 def recompile(
-    recipe: Path = typer.Argument(..., metavar="RECIPE", help="a q9diff.recipe/1 JSON"),
+    recipe: Path = typer.Argument(..., metavar="RECIPE", help="a q9diff recipe (q9diff.recipe/2, or /1)"),
     out: Path = typer.Option(Path("q9diff-out"), "--out", metavar="DIR", help="output directory"),
     backend: str = typer.Option(
         None, "--backend", metavar="NAME", help="ort-qnn (default), qairt or qnn-cli"
@@ -903,7 +919,9 @@ def _build(r, backend: str, out: Path) -> list[Path]:
     target = out / "recipe.json"
     if r.path is not None and target.resolve() == Path(r.path).resolve():
         return built  # building in place: the recipe is already there, and inputs are never rewritten
-    if target.exists() and '"q9diff.recipe/1"' not in target.read_text(errors="replace"):
+    from q9diff.recipe import is_recipe_text
+
+    if target.exists() and not is_recipe_text(target.read_text(errors="replace")):
         console.print(_t(f"note: {target} exists and is not a q9diff recipe; left as it was"))
         return built
     write_atomic(target, dump(r.rebased(out)))
@@ -983,6 +1001,11 @@ def _print_diff(res) -> None:
     for w in warnings(res.causes):
         console.print(_t((w, "bold red")))
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
+    from q9diff.packing import packing_notice
+    from q9diff.packing import to_json as packing_json
+
+    for side, cb in (("candidate ", a), ("reference ", b)):
+        _print_packing(side, packing_json(packing_notice(cb)))
     _print_causes(res.causes)
     _print_attribution(res)
     console.print(_t(("Fix", "bold")))

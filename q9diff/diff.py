@@ -30,7 +30,11 @@ SETTING_OPTIONS = {
     "hvx_threads",
     "enable_dlbc",
     "relaxed_precision_flag",
+    "compress_weights",
+    "native_hmx_a16w4",
 }
+PACKING = {"true": True, "false": False}  # compress_weights=true: HtpGraphConfig(weights_packing=True)
+PACKING_OPTIONS = ("compress_weights", "native_hmx_a16w4")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ def observe(cb: ContextBinary) -> dict:
         "num_hvx_threads": _one(g.num_hvx_threads for g in graphs),
         "htp_dlbc": _one(g.htp_dlbc for g in graphs),
         "weight_sharing": any(r.name.startswith("WEIGHTS/") for r in cb.records),
+        **{k: _one(PACKING.get(o.get(k)) for o in opts) if opts else None for k in PACKING_OPTIONS},
         "io_dtypes": tuple(sorted({t.dtype for g in graphs for t in g.inputs + g.outputs})),
         # Whether the compiler picked float (fp16) kernels: the kernel names carry it.
         "fp16_kernels": any(FP16_KERNEL in op.kind for i in range(len(graphs)) for op in cb.ops(i)),

@@ -19,6 +19,7 @@ at position 0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,18 +88,38 @@ def _caches(g: GraphSpec, ar: int, cl: int) -> list[CachePair]:
     return pairs
 
 
+_SPLIT_SUFFIX = re.compile(r"_(\d+)_of_(\d+)$")
+
+
+def split_index(graph_name: str) -> int | None:
+    """The split a graph belongs to by its name's `_<i>_of_<n>` suffix (AI Hub's names), as Genie
+    orders splits; None for names without one (ONNX Runtime's hash names)."""
+    m = _SPLIT_SUFFIX.search(graph_name)
+    return int(m.group(1)) if m else None
+
+
+def _split_order(parts: dict[int, list[GraphSpec]]) -> list[int]:
+    """Part keys in split order: by `_<i>_of_<n>` name suffix when every graph has one, else as given."""
+    index = {k: {split_index(g.name) for g in gs} for k, gs in parts.items()}
+    if all(len(v) == 1 and None not in v for v in index.values()):
+        return sorted(parts, key=lambda k: (next(iter(index[k])), k))
+    return sorted(parts)
+
+
 def _splits(graphs: Sequence[GraphSpec]) -> list[dict[int, GraphSpec]] | None:
     """Graphs grouped into the splits of the model, each split's graphs by AR.
 
     A binary holding several graphs (AI Hub's layout) is one split. Binaries of one graph each (a Genie
     bundle on x86) are grouped the way Genie groups them: by AR, the k-th binary of each AR is split k.
+    Splits are ordered as Genie orders them: by the graph names' `_<i>_of_<n>` suffix when they all
+    carry one, else in the binaries' order.
     """
     parts: dict[int, list[GraphSpec]] = {}
     for g in graphs:
         parts.setdefault(g.part, []).append(g)
     if all(len(v) == 1 for v in parts.values()) and len({_ar_cl(g) for g in graphs}) > 1:
         by_ar: dict[int, list[GraphSpec]] = {}
-        for k in sorted(parts):
+        for k in _split_order(parts):
             g = parts[k][0]
             by_ar.setdefault(_ar_cl(g)[0], []).append(g)
         counts = {len(v) for v in by_ar.values()}
@@ -108,7 +129,7 @@ def _splits(graphs: Sequence[GraphSpec]) -> list[dict[int, GraphSpec]] | None:
             )
         return [{ar: gs[i] for ar, gs in by_ar.items()} for i in range(counts.pop())]
     splits = []
-    for k in sorted(parts):
+    for k in _split_order(parts):
         split: dict[int, GraphSpec] = {}
         for g in parts[k]:
             ar = _ar_cl(g)[0]

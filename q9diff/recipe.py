@@ -1,8 +1,14 @@
 """Build recipes: how a context binary is built, so q9diff can rebuild it and patch it.
 
-One JSON schema, versioned (`q9diff.recipe/1`). Paths inside a recipe are relative to the
-recipe file. Every setting q9diff knows has a field in `Settings`; `None` means "not set",
-i.e. the compiler's default, which is exactly the state of a local build that forgot it.
+One JSON schema, versioned (`q9diff.recipe/2`; `/1` is still read). Paths inside a recipe are
+relative to the recipe file. Every setting q9diff knows has a field in `Settings`; `None` means "not
+set", i.e. the compiler's default, which is exactly the state of a local build that forgot it.
+
+In `/2` a graph's `name` is the QNN graph name the binary carries (AI Hub's
+`prompt_ar32_cl128_1_of_2`), and `settings.finalize_options` passes any compiler option by its
+key. In `/1` the ort-qnn backend could not name graphs: a `/1` recipe reads as `ep_graph_names`
+(the graph names are labels, the binary carries the names ONNX Runtime chose), so it rebuilds the
+same bytes it always did.
 """
 
 from __future__ import annotations
@@ -13,7 +19,18 @@ import tempfile
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-SCHEMA = "q9diff.recipe/1"
+SCHEMA = "q9diff.recipe/2"
+SCHEMA_V1 = "q9diff.recipe/1"
+SCHEMAS = (SCHEMA, SCHEMA_V1)
+
+
+def is_recipe_text(text: str) -> bool:
+    """Whether a file's text is a q9diff recipe of any schema version this q9diff reads."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("schema") in SCHEMAS
 
 
 class RecipeError(ValueError):
@@ -34,6 +51,13 @@ class Settings:
     weight_sharing: bool | None = None
     perf_profile: str | None = None
     precision: str | None = None  # "fp16" to let the compiler run float graphs in fp16
+    # Compiler (finalize) options by key, e.g. (("compress_weights", True),): sorted (key, value) pairs,
+    # values bool, int or float; written as a JSON object.
+    finalize_options: tuple[tuple[str, bool | int | float], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.finalize_options, dict):
+            object.__setattr__(self, "finalize_options", _finalize_options(self.finalize_options, "settings"))
 
     @classmethod
     def from_dict(cls, data: dict, where: str) -> Settings:
@@ -43,7 +67,31 @@ class Settings:
             raise RecipeError(
                 f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
+        data = dict(data)
+        if data.get("finalize_options") is not None:
+            data["finalize_options"] = _finalize_options(data["finalize_options"], where)
+        if data.get("weights_packing") is not None and not isinstance(data["weights_packing"], bool):
+            raise RecipeError(f"{where}: weights_packing must be true or false")
         return cls(**data)
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.finalize_options is not None:
+            out["finalize_options"] = dict(self.finalize_options)
+        return out
+
+
+def _finalize_options(value, where: str) -> tuple[tuple[str, bool | int | float], ...]:
+    """A JSON object of compiler options as sorted pairs; values must be booleans, integers or numbers."""
+    if not isinstance(value, dict):
+        raise RecipeError(f"{where}: finalize_options must be an object of option: value")
+    for key, v in value.items():
+        if not key or not isinstance(v, bool | int | float) or (isinstance(v, int) and v < 0):
+            raise RecipeError(
+                f"{where}: finalize option {key!r} = {v!r}: values are true/false, non-negative integers "
+                "or numbers"
+            )
+    return tuple(sorted(value.items()))
 
 
 @dataclass(frozen=True)
@@ -74,6 +122,8 @@ class Recipe:
     qairt_version: str | None = None
     notes: str = ""
     path: Path | None = None  # where it was loaded from; relative paths resolve against its folder
+    # True for /1 recipes: graph names are labels and the binary keeps the names the compiler chose.
+    ep_graph_names: bool = False
 
     def model_path(self, graph: GraphSource) -> Path:
         base = self.path.parent if self.path else Path.cwd()
@@ -97,7 +147,7 @@ class Recipe:
             "schema": SCHEMA,
             "backend": self.backend,
             "qairt_version": self.qairt_version,
-            "settings": {k: v for k, v in asdict(self.settings).items() if v is not None},
+            "settings": self.settings.to_dict(),
             "parts": [
                 {
                     "name": p.name,
@@ -107,12 +157,13 @@ class Recipe:
                 for p in self.parts
             ],
             "notes": self.notes,
-        }
+        } | ({"ep_graph_names": True} if self.ep_graph_names else {})
 
     @classmethod
     def from_dict(cls, data: dict, where: str, path: Path | None = None) -> Recipe:
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") not in SCHEMAS:
             raise RecipeError(f'{where}: not a q9diff recipe (expected "schema": "{SCHEMA}")')
+        ep_graph_names = data["schema"] == SCHEMA_V1 or data.get("ep_graph_names") is True
         try:
             parts = tuple(
                 Part(
@@ -133,6 +184,7 @@ class Recipe:
             qairt_version=data.get("qairt_version"),
             notes=str(data.get("notes", "")),
             path=path,
+            ep_graph_names=ep_graph_names,
         )
 
 

@@ -29,6 +29,8 @@ ROOT_SETTINGS = (
     "graph_set",
     "sdk_version",
     "weight_sharing",
+    "weights_packing",
+    "native_hmx_a16w4",
 )
 
 RULES: tuple[Rule, ...] = (
@@ -39,6 +41,9 @@ RULES: tuple[Rule, ...] = (
     Rule("hvx_threads", "root", "num_hvx_threads"),
     Rule("dlbc", "root", "htp_dlbc"),
     Rule("weight_sharing", "root", "weight_sharing", explained_by=("graph_set",)),
+    Rule("weights_packing", "root", "compress_weights"),
+    # INT4 weights are stored two per byte unless the compiler option native_hmx_a16w4 is false.
+    Rule("native_hmx_a16w4", "root", "native_hmx_a16w4"),
     Rule("quantization", "root", "io_dtypes"),
     # A float model on an arch without fp16 HVX (soc_model 0 alone targets v68) gets no fp16 kernels:
     # then the kernel choice is an effect of the target, not a quantization setting.

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from q9diff.binary import BLOB_INFO_FIELDS, ContextBinary
+from q9diff.packing import packing_notice
+from q9diff.packing import to_json as packing_json
 from q9diff.tables import GENERIC_SIGNATURE_OPTION, GENERIC_SOC_TYPE, requested_soc_model, soc_name
 
 SCHEMA = "q9diff.inspect/1"
@@ -43,6 +45,7 @@ def inspect_summary(cb: ContextBinary) -> dict:
         "records": [asdict(r) for r in cb.records],
         "graphs": graphs,
         "regions": [{"name": r.name, "offset": r.offset, "size": r.size} for r in cb.regions],
+        "packing": packing_json(packing_notice(cb)),  # None unless 4-bit weights are stored one per byte
     }
 
 

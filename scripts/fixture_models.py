@@ -379,8 +379,10 @@ def quantize_w8a16(
     calibration: list[dict[str, np.ndarray]],
     out_path: Path,
     overrides: dict[str, list[dict]] | None = None,
+    weight_type: str = "QUInt8",
 ) -> Path:
-    """w8a16 QDQ with ONNX Runtime's QNN config; int32 inputs (input_ids) stay unquantized."""
+    """w8a16 QDQ with ONNX Runtime's QNN config; int32 inputs (input_ids) stay unquantized.
+    `weight_type` "QInt8" gives symmetric int8 weights, "QInt4" native INT4 (opset 21), both per tensor."""
     from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
@@ -399,10 +401,34 @@ def quantize_w8a16(
             model,
             Reader(),
             activation_type=QuantType.QUInt16,
-            weight_type=QuantType.QUInt8,
+            weight_type=QuantType[weight_type],
             init_overrides=overrides,
+            weight_symmetric=weight_type != "QUInt8" or None,
         )
         quantize(str(float_path), str(out_path), config)
     finally:
         float_path.unlink(missing_ok=True)
     return out_path
+
+
+def weights_to_4bit_range(path: Path) -> Path:
+    """Requantize every int8 per-tensor weight of a QDQ model into [-7, 7] (scale max|w| / 7, zero point
+    0), in place: 4-bit weights in an 8-bit container, what HTP weights packing stores two per byte
+    (docs/QNN_FACTS.md, "Knobs ONNX Runtime lacks")."""
+    model = onnx.load(path)
+    inits = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type != "DequantizeLinear" or node.input[0] not in inits or len(node.input) < 3:
+            continue
+        q, scale = inits[node.input[0]], inits[node.input[1]]
+        if q.data_type != TensorProto.INT8 or len(q.dims) < 2 or len(scale.dims) != 0:
+            continue
+        zero = numpy_helper.to_array(inits[node.input[2]]).astype(np.float32)
+        w = (numpy_helper.to_array(q).astype(np.float32) - zero) * numpy_helper.to_array(scale)
+        new_scale = np.float32(np.abs(w).max() / 7.0)
+        q4 = np.clip(np.round(w / new_scale), -7, 7).astype(np.int8)
+        q.CopyFrom(numpy_helper.from_array(q4, q.name))
+        scale.CopyFrom(numpy_helper.from_array(np.array(new_scale, np.float32), scale.name))
+        inits[node.input[2]].CopyFrom(numpy_helper.from_array(np.array(0, np.int8), node.input[2]))
+    onnx.save(model, path)
+    return Path(path)

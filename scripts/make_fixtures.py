@@ -16,8 +16,18 @@ calibrated on the exact feeds each graph gets while the float model decodes seed
 (bos prepended, eos padding, as Genie does; `calibration_prompts`), so that the quantized model tracks
 the float one in real decoding and the emulator's greedy tokens match the CPU reference's.
 
+Every graph carries AI Hub's name (`prompt_ar32_cl128_1_of_2`, `token_ar1_cl128_2_of_2`): the ort-qnn
+backend gives the compiler the recipe's graph names (q9diff.backends.htp_graph_hook).
+
 fixtures/variants: a small MLP compiled from one base (soc_model 77, v73, VTCM 8 MB, O=3) with one
-setting changed at a time, plus the spill-fill model and the same base under older QAIRT versions.
+setting changed at a time, plus the spill-fill model and the same base under older QAIRT versions;
+packing_off / packing_on: an MLP whose int8 per-tensor weights lie in [-7, 7], without and with weights
+packing; int4_native / int4_unpacked: the MLP with native INT4 weights, stored packed (the default
+native_hmx_a16w4=true) and one per byte (native_hmx_a16w4=false).
+
+fixtures/story: the seed's story as one weight-shared set (a smaller decoder whose int8 weights lie
+in [-7, 7], 2 parts, prompt + token graph per context): local (soc_model 0, VTCM 4 MB, no packing),
+vtcm8 (+VTCM 8 MB), soc77 (+soc_model 77), reference (also weights packing and O=3).
 
 The older QAIRT builds need one Python 3.11 venv each, given with --python-for:
     2.47: pip install onnxruntime-qnn==2.3.0 onnxruntime==1.24.2 onnx   (its EP predates onnxruntime 1.32)
@@ -56,6 +66,24 @@ BOS, EOS = CFG.vocab - 2, CFG.vocab - 3  # <|im_start|>, <|endoftext|>
 # Calibration: the float model decodes these prompt lengths (bos not counted) greedily for 48 tokens.
 CALIBRATION_PROMPT_LENGTHS = (3, 8, 12, 20, 31, 45)
 CALIBRATION_STEPS = 48
+
+# The seed's story, step by step from the local build to the reference (fixtures/story).
+STORY_CFG = fm.DecoderConfig(hidden=64, intermediate=128, vocab=1024, seed=2026)
+STORY_BUILDS = {
+    "local": rcp.Settings(soc_model=0, dsp_arch="v73", vtcm_mb=4, weight_sharing=True),
+    "vtcm8": rcp.Settings(soc_model=0, dsp_arch="v73", vtcm_mb=8, weight_sharing=True),
+    "soc77": rcp.Settings(soc_model=77, dsp_arch="v73", vtcm_mb=8, weight_sharing=True),
+    "reference": rcp.Settings(
+        soc_model=77,
+        dsp_arch="v73",
+        vtcm_mb=8,
+        optimization_level=3,
+        weights_packing=True,
+        weight_sharing=True,
+    ),
+}
+# MLP shapes of the packing pair: 2 x 128 KiB of int8 weights in [-7, 7].
+PACKING_MLP = {"seq": 16, "width": 256, "hidden": 512, "seed": 5}
 
 QWEN_BUILDS = {
     "reference": rcp.Settings(
@@ -112,6 +140,25 @@ def variants() -> list[Variant]:
     out.append(
         Variant("spill_fill", BASE, ("spill_fill.onnx",), "activations larger than VTCM: spill-fill > 0")
     )
+    four_bit = "an MLP whose int8 per-tensor weights lie in [-7, 7]"
+    out.append(Variant("packing_off", BASE, ("mlp_w4range.onnx",), f"{four_bit}, not packed"))
+    out.append(
+        Variant(
+            "packing_on",
+            replace(BASE, weights_packing=True),
+            ("mlp_w4range.onnx",),
+            f"{four_bit}, weights packing on",
+        )
+    )
+    out.append(Variant("int4_native", BASE, ("mlp_int4.onnx",), "native INT4 weights (stored packed)"))
+    out.append(
+        Variant(
+            "int4_unpacked",
+            replace(BASE, finalize_options={"native_hmx_a16w4": False}),
+            ("mlp_int4.onnx",),
+            "native INT4 weights stored one per byte (native_hmx_a16w4=false)",
+        )
+    )
     for version in (*QAIRT_PACKAGES, "2.51"):
         out.append(Variant(f"qairt_{version}", BASE, ("mlp.onnx",), f"QAIRT {version}", qairt=version))
     return out
@@ -124,58 +171,48 @@ def qwen_model_name(part: int, ar: int) -> str:
     return f"part_{part}_of_{N_PARTS}_ar{ar}.onnx"
 
 
-def graph_name(kind: str, ar: int, part: int, attempt: int = 0) -> str:
-    """AI Hub's graph names; ORT cannot store them, recipes keep them as the graphs' names."""
-    probe = f"_r{attempt}" if attempt else ""
-    return f"{kind}_ar{ar}_cl{CFG.context}{probe}_{part}_of_{N_PARTS}"
+def graph_name(kind: str, ar: int, part: int, cfg: fm.DecoderConfig = CFG) -> str:
+    """AI Hub's graph name: `{prompt|token}_ar{AR}_cl{CL}_{i}_of_{n}`; Genie orders splits by it."""
+    return f"{kind}_ar{ar}_cl{cfg.context}_{part}_of_{N_PARTS}"
 
 
-def split_sorted_names(backend: OrtQnnBackend, models: Path, work: Path) -> dict[tuple[str, int], str]:
-    """Recipe graph names whose ORT graph names sort in split order within each AR, so Genie runs the
-    bundles: Genie orders the splits of an (AR, CL) group by an `_i_of_n` suffix of the QNN graph name
-    and, lacking one, by the whole name as a string (q9diff.runners.genie), while ORT names a graph
-    `QNNExecutionProvider_..._<hash>_1_0` with the hash taken from the model path, which the ort-qnn
-    backend derives from the recipe graph name. Part k's name is probed (`_r1_`, `_r2_`, ...) until its
-    ORT name sorts after part k-1's; the probe is deterministic, so rebuilds choose the same names."""
-    names = {}
-    for kind, ar in (("prompt", PROMPT_AR), ("token", TOKEN_AR)):
-        previous = ""
-        for part in range(1, N_PARTS + 1):
-            model = str(models / qwen_model_name(part, ar))
-            for attempt in range(100):
-                name = graph_name(kind, ar, part, attempt)
-                probe = rcp.Part("probe", "probe.bin", (rcp.GraphSource(name, model),))
-                recipe = rcp.Recipe("ort-qnn", (probe,), QWEN_BUILDS["local"], path=work / "probe.json")
-                backend.compile(replace(recipe, settings=replace(recipe.settings, weight_sharing=None)), work)
-                ort_name = backend.compiled[0].graph_names[0]
-                if ort_name > previous:
-                    names[(kind, part)], previous = name, ort_name
-                    break
-            else:
-                raise SystemExit(f"no graph name for {kind} part {part} sorts after {previous}")
-    return names
+def ai_hub_names(cfg: fm.DecoderConfig = CFG) -> dict[tuple[str, int], str]:
+    return {
+        (kind, part): graph_name(kind, ar, part, cfg)
+        for kind, ar in (("prompt", PROMPT_AR), ("token", TOKEN_AR))
+        for part in range(1, N_PARTS + 1)
+    }
 
 
-def calibration_prompts() -> list[list[int]]:
+def calibration_prompts(cfg: fm.DecoderConfig = CFG) -> list[list[int]]:
     """Seeded prompts as Genie feeds them (bos prepended), one to two AR-32 chunks long."""
-    rng = np.random.default_rng(CFG.seed)
-    return [[BOS, *map(int, rng.integers(0, CFG.vocab, n))] for n in CALIBRATION_PROMPT_LENGTHS]
+    rng = np.random.default_rng(cfg.seed)
+    bos = cfg.vocab - 2
+    return [[bos, *map(int, rng.integers(0, cfg.vocab, n))] for n in CALIBRATION_PROMPT_LENGTHS]
 
 
-def build_models(root: Path) -> None:
-    qwen = root / "qwen-mini" / "models"
-    qwen.mkdir(parents=True, exist_ok=True)
+def build_decoder(cfg: fm.DecoderConfig, folder: Path, weight_type: str = "QUInt8") -> None:
+    """The decoder's parts, w8a16 calibrated on real decoding; int8 weights go to [-7, 7] with QInt8."""
+    folder.mkdir(parents=True, exist_ok=True)
     calibration = fm.decoding_calibration(
-        CFG, N_PARTS, (PROMPT_AR, TOKEN_AR), calibration_prompts(), CALIBRATION_STEPS, pad=EOS
+        cfg, N_PARTS, (PROMPT_AR, TOKEN_AR), calibration_prompts(cfg), CALIBRATION_STEPS, pad=cfg.vocab - 3
     )
     for part in range(1, N_PARTS + 1):
         for ar in (PROMPT_AR, TOKEN_AR):
-            fm.quantize_w8a16(
-                fm.decoder_part(CFG, part, N_PARTS, ar),
+            path = fm.quantize_w8a16(
+                fm.decoder_part(cfg, part, N_PARTS, ar),
                 calibration[(part, ar)],
-                qwen / qwen_model_name(part, ar),
-                fm.kv_overrides(CFG, part),
+                folder / qwen_model_name(part, ar),
+                fm.kv_overrides(cfg, part),
+                weight_type=weight_type,
             )
+            if weight_type == "QInt8":
+                fm.weights_to_4bit_range(path)
+
+
+def build_models(root: Path) -> None:
+    build_decoder(CFG, root / "qwen-mini" / "models")
+    build_decoder(STORY_CFG, root / "story" / "models", weight_type="QInt8")
     var = root / "variants" / "models"
     var.mkdir(parents=True, exist_ok=True)
     for name, model in (
@@ -185,6 +222,14 @@ def build_models(root: Path) -> None:
     ):
         fm.quantize_w8a16(model, fm.mlp_calibration(model, seed=3), var / f"{name}.onnx")
     onnx.save(fm.mlp_model(seq=16), var / "mlp.float.onnx")
+    packing = fm.mlp_model(**PACKING_MLP)
+    fm.quantize_w8a16(
+        packing, fm.mlp_calibration(packing, seed=3), var / "mlp_w4range.onnx", weight_type="QInt8"
+    )
+    fm.weights_to_4bit_range(var / "mlp_w4range.onnx")
+    fm.quantize_w8a16(
+        packing, fm.mlp_calibration(packing, seed=3), var / "mlp_int4.onnx", weight_type="QInt4"
+    )
 
 
 # ---------- compiling and writing ----------
@@ -199,12 +244,7 @@ def compile_one(backend: OrtQnnBackend, recipe: rcp.Recipe, recipe_path: Path) -
     recipe = replace(recipe, path=recipe_path.resolve())
     backend.compile(recipe, recipe_path.parent)
     compiled = list(backend.compiled)
-    version = compiled[0].qairt_version
-    names = "; ".join(
-        f"{p.output}: " + ", ".join(f"{g.name} = {n}" for g, n in zip(p.graphs, c.graph_names, strict=True))
-        for p, c in zip(recipe.parts, compiled, strict=True)
-    )
-    recipe = replace(recipe, qairt_version=version, notes=f"{recipe.notes} ORT graph names: {names}.".strip())
+    recipe = replace(recipe, qairt_version=compiled[0].qairt_version)
     rcp.write_atomic(recipe_path, rcp.dump(recipe))
     return compiled
 
@@ -233,14 +273,8 @@ def build_qwen(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Set
     compiled = compile_one(backend, whole, out / "recipe.json")
     for part, c in zip(parts, compiled, strict=True):
         per_bin = rcp.Recipe(backend="ort-qnn", parts=(part,), settings=settings, notes=intro)
-        graph_notes = ", ".join(f"{g.name} = {n}" for g, n in zip(part.graphs, c.graph_names, strict=True))
         rcp.write_atomic(
-            out / f"{part.name}.recipe.json",
-            rcp.dump(
-                replace(
-                    per_bin, qairt_version=c.qairt_version, notes=f"{intro} ORT graph names: {graph_notes}."
-                )
-            ),
+            out / f"{part.name}.recipe.json", rcp.dump(replace(per_bin, qairt_version=c.qairt_version))
         )
     # Genie bundle: one binary per graph (x86 Genie refuses shared weights), so no weight sharing.
     genie = out / "genie"
@@ -262,6 +296,21 @@ def build_qwen(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Set
     write_json(out / "genie_config.json", genie_config(ctx_bins))
     write_json(out / "htp_backend_ext_config.json", htp_ext_config(settings, graph_names))
     write_json(out / "tokenizer.json", tokenizer_json())
+
+
+def build_story(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Settings) -> None:
+    """One step of the seed's story: both parts, prompt + token graph sharing weights in one context."""
+    out = root / "story" / build
+    out.mkdir(parents=True, exist_ok=True)
+    intro = (
+        f"story {build}: decoder with int8 weights in [-7, 7], {N_PARTS} parts, prompt AR{PROMPT_AR} + "
+        f"token AR{TOKEN_AR} in one context per part."
+    )
+    parts = qwen_parts("../models", ("prompt", "token"), ai_hub_names(STORY_CFG))
+    whole = rcp.Recipe(backend="ort-qnn", parts=tuple(parts), settings=settings, notes=intro)
+    compile_one(backend, whole, out / "recipe.json")
+    names = [g.name for part in parts for g in part.graphs]
+    write_json(out / "htp_backend_ext_config.json", htp_ext_config(settings, names))
 
 
 SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -314,7 +363,13 @@ def htp_ext_config(settings: rcp.Settings, graph_names: list[str]) -> dict:
     }
     config: dict = {"devices": [device]}
     graph = {
-        k: v for k, v in (("vtcm_mb", settings.vtcm_mb), ("O", settings.optimization_level)) if v is not None
+        k: v
+        for k, v in (
+            ("vtcm_mb", settings.vtcm_mb),
+            ("O", settings.optimization_level),
+            ("weights_packing", settings.weights_packing),
+        )
+        if v is not None
     }
     if graph:
         config["graphs"] = [{"graph_names": graph_names, **graph}]
@@ -429,10 +484,10 @@ def write_oracles(root: Path) -> list[str]:
 def build_all(root: Path, pythons: dict[str, str]) -> list[str]:
     build_models(root)
     backend = OrtQnnBackend(pythons=pythons)
-    with tempfile.TemporaryDirectory(prefix="q9diff-names-") as work:
-        names = split_sorted_names(backend, root / "qwen-mini" / "models", Path(work))
     for build, settings in QWEN_BUILDS.items():
-        build_qwen(backend, root, build, settings, names)
+        build_qwen(backend, root, build, settings, ai_hub_names())
+    for build, settings in STORY_BUILDS.items():
+        build_story(backend, root, build, settings)
     skipped = build_variants(backend, root, set(pythons) | {"2.51"})
     return [f"skipped {name}: no --python-for its QAIRT version" for name in skipped] + write_oracles(root)
 
@@ -488,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
                 name = note.split()[1].rstrip(":")
                 for kept in (FIXTURES / "variants").glob(f"{name}.*"):
                     shutil.copy2(kept, staging / "variants" / kept.name)
-        for top in ("qwen-mini", "variants"):
+        for top in ("qwen-mini", "variants", "story"):
             if (FIXTURES / top).exists():
                 shutil.rmtree(FIXTURES / top)
             FIXTURES.mkdir(exist_ok=True)

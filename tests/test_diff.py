@@ -25,6 +25,8 @@ SETTING_CAUSE = {
     "weight_sharing": "weight_sharing",
     "hvx_threads": "hvx_threads",
     "dlbc": "dlbc",
+    "weights_packing": "weights_packing",
+    "finalize_options": "native_hmx_a16w4",  # int4_unpacked: finalize_options {native_hmx_a16w4: false}
 }
 
 

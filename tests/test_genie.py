@@ -1,9 +1,9 @@
 """Qualcomm's real libGenie runs qwen-mini on the x86 HTP emulator: greedy, deterministic, KV zeroed.
 
-Genie orders the splits of a bundle by graph name, and ONNX Runtime names graphs by a hash:
-scripts/make_fixtures.py picks recipe graph names whose hashes sort in split order, so the committed
-2-split bundles run. The refusal test rebuilds the same four graphs under AI Hub's plain names, whose
-hashes put part 2's token graph first.
+Genie orders the splits of a bundle by the `_<i>_of_<n>` suffix of the graph names. The committed
+bundles carry AI Hub's names (prompt_ar32_cl128_1_of_2, ...), so they run in split order whatever the
+ctx-bins order. The refusal test rebuilds the same four graphs from a schema-1 recipe, which keeps
+ONNX Runtime's hash names; those put part 2's token graph first.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ QWEN = Path(__file__).resolve().parent.parent / "fixtures" / "qwen-mini"
 PROMPT = [10, 20, 30, 40, 50]
 STEPS = 6
 BOS, EOS, AR = 2046, 2045, 32
-# AI Hub's names, as recipe graph names: the EP hashes them into QNN graph names
+# AI Hub's names as labels of a schema-1 recipe: the EP hashes them into QNN graph names
 # (QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0) that sort part 2's token graph first.
 PLAIN_NAMES = {
     "part_1_of_2_ar32": "prompt_ar32_cl128_1_of_2",
@@ -106,6 +106,29 @@ def test_a_bundle_genie_would_run_out_of_split_order_is_refused_with_the_reason(
     with pytest.raises(GenieError, match=r"AR-1 CL-128 splits as part_2_of_2_ar1\.bin, part_1_of_2_ar1\.bin"):
         RUNNER.generate(misordered_bundle, PROMPT, STEPS)
     assert (misordered_bundle / CONFIG_NAME).read_bytes() == config
+
+
+def test_real_names_order_the_splits_whatever_the_ctx_bins_order(ordered_bundle, tmp_path):
+    """Listed part 2 first, the AI Hub-named bundle still runs in split order, in Genie and in q9diff's
+    own decoding of the same ctx-bins, both ordering by the `_<i>_of_<n>` names."""
+    from q9diff import llm
+    from q9diff.runners import graph_specs
+
+    bundle = tmp_path / "reversed"
+    shutil.copytree(ordered_bundle, bundle)
+    config = json.loads((bundle / CONFIG_NAME).read_text())
+    bins = config["dialog"]["engine"]["model"]["binary"]["ctx-bins"]
+    config["dialog"]["engine"]["model"]["binary"]["ctx-bins"] = bins[2:] + bins[:2]
+    (bundle / CONFIG_NAME).write_text(json.dumps(config))
+    assert (
+        RUNNER.generate(bundle, PROMPT, STEPS).tokens == RUNNER.generate(ordered_bundle, PROMPT, STEPS).tokens
+    )
+    assert all("part_2_of_2" in b for b in bins[2:])
+    specs = [g for i, b in enumerate(bins[2:] + bins[:2]) for g in graph_specs(bundle / b, i)]
+    assert [p.prompt.name for p in llm.layout(specs).parts] == [
+        "prompt_ar32_cl128_1_of_2",
+        "prompt_ar32_cl128_2_of_2",
+    ]
 
 
 def test_kv_starts_zeroed_even_on_a_dirty_heap_and_runs_repeat(ordered_bundle, tmp_path):

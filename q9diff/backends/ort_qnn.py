@@ -9,10 +9,13 @@ How the EP writes files (measured with onnxruntime-qnn 2.7.0 / QAIRT 2.51): with
 and the context binary `<stem of the first session's context file>_qnn.bin` beside it. With
 `ep.share_ep_contexts=1` on every session of a part and `ep.stop_share_ep_contexts=1` on the
 last, all graphs land in ONE context and the .bin appears when the last session is created.
-Graph names are chosen by the EP (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`, the
-hash from the model), so two identical models cannot share a context. The EPContext .onnx
-files point at the EP's file name, which we rename, so they are deleted; `graph_names` keeps
-what they said.
+The EP chooses graph names (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`, the hash from
+the model path) and has no option for weights packing or other compiler options; the child gives the
+compiler the recipe's graph names, `weights_packing` and `finalize_options` through libQnnHtp.so's
+interface table (q9diff.backends.htp_graph_hook), then reads the binary it got and fails unless the
+graph names and the options string say what was asked. A `/1` recipe (`ep_graph_names`) keeps the
+EP's names. The EPContext .onnx files point at the EP's file name, which we rename, so they are
+deleted.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ _EP_OPTION = {
     "precision": ("enable_htp_fp16_precision", lambda v: {"fp16": "1"}[str(v).lower()]),
 }
 # Settings the EP has no option for; they need a backend that writes htp_backend_ext_config.json.
-_NOT_EXPRESSIBLE = ("hvx_threads", "dlbc", "weights_packing")
+# (weights_packing and finalize_options go through the interface table instead, see _child.)
+_NOT_EXPRESSIBLE = ("hvx_threads", "dlbc")
 
 
 def ep_options(settings: Settings) -> dict[str, str]:
@@ -70,7 +74,7 @@ class CompiledPart:
     """What the child reports about one compiled part."""
 
     output: Path
-    graph_names: tuple[str, ...]  # EP-chosen graph names, in the order of the part's graphs
+    graph_names: tuple[str, ...]  # the binary's graph names, in the order of the part's graphs
     qairt_version: str
 
 
@@ -115,7 +119,7 @@ class OrtQnnBackend:
         problem = self.missing() if self._python_for(recipe.qairt_version) == sys.executable else None
         if problem:
             raise BackendUnavailable(problem)
-        out_dir = Path(out_dir)
+        out_dir = Path(out_dir).resolve()  # the child changes directory
         out_dir.mkdir(parents=True, exist_ok=True)
         self.compiled = []
         outputs = []
@@ -142,7 +146,15 @@ class OrtQnnBackend:
         work = Path(tempfile.mkdtemp(prefix=f".{part.name}.", dir=out_dir))
         try:
             names = [g.name for g in part.graphs]
-            job = {"models": models, "names": names, "options": options, "work_dir": str(work)}
+            job = {
+                "models": models,
+                "names": names,
+                "options": options,
+                "work_dir": str(work),
+                "graph_names": None if recipe.ep_graph_names else names,
+                "weights_packing": recipe.settings.weights_packing,
+                "finalize_options": list(recipe.settings.finalize_options or ()),
+            }
             (work / "job.json").write_text(json.dumps(job))
             result = _run_child(python, work / "job.json", self.timeout_s, part.name)
             if recipe.qairt_version and not _same_version(recipe.qairt_version, result["qairt_version"]):
@@ -232,6 +244,10 @@ def _child(job_path: Path) -> None:
         devices = [d for d in ort.get_ep_devices() if d.ep_name == EP_NAME]
         npu = [d for d in devices if d.device.type == ort.OrtHardwareDeviceType.NPU]
         devices = (npu or devices)[:1]
+    hook = _install_hook(job, oq, plugin)
+    if hook is not None:  # the EP must load the very libQnnHtp.so whose table was patched
+        options = {k: v for k, v in options.items() if k != "backend_type"}
+        options["backend_path"] = oq.get_qnn_htp_path()
     models = job["models"]
     share = len(models) > 1
     ctx_files = []
@@ -260,8 +276,83 @@ def _child(job_path: Path) -> None:
         ctx_file.unlink()
     package_info = getattr(oq, "build_and_package_info", None)
     qairt_version = getattr(package_info, "qnn_version", None) or sdk_version
+    if hook is not None:
+        names = _check_build(work / bins[0], job, hook, names)
     result = {"bin": bins[0], "graph_names": names, "qairt_version": qairt_version}
     job_path.with_name("result.json").write_text(json.dumps(result))
+
+
+def _install_hook(job: dict, oq, plugin: bool):
+    """Patch graphCreate when the recipe asks for what the EP cannot say; None when it asks nothing."""
+    from q9diff.backends import htp_graph_hook
+
+    finalize = tuple((k, v) for k, v in job.get("finalize_options") or ())
+    if job.get("graph_names") is None and job.get("weights_packing") is None and not finalize:
+        return None
+    if not plugin:
+        raise SystemExit(
+            "cannot patch libQnnHtp.so's interface table: this onnxruntime loads the QNN EP only when a "
+            "session starts (no register_execution_provider_library); graph names, weights_packing and "
+            "finalize_options need onnxruntime-qnn 2.x"
+        )
+    try:
+        return htp_graph_hook.install(
+            oq.get_qnn_htp_path(), job.get("graph_names"), job.get("weights_packing"), finalize
+        )
+    except htp_graph_hook.HookError as exc:
+        raise SystemExit(f"cannot patch libQnnHtp.so's interface table: {exc}") from None
+
+
+def _option_matches(found: str, asked: bool | int | float) -> bool:
+    """Whether an options-string value (`true`, `12`, `0x1.8p-1`, `0.5`) says what was asked."""
+    if isinstance(asked, bool):
+        return found == str(asked).lower()
+    try:
+        value = float.fromhex(found) if found.lower().lstrip("-").startswith("0x") else float(found)
+    except ValueError:
+        return False
+    return abs(value - asked) <= 1e-6 * max(1.0, abs(asked))
+
+
+def _check_build(binary: Path, job: dict, hook, ep_names: list[str]) -> list[str]:
+    """Read the binary back: fail (one line) unless its graph names and options say what was asked.
+    `ep_names` are the EP's own names from the EPContext nodes, one per model in order: the patched
+    graphCreate must have seen exactly those, in that order, so model i's graph got name i."""
+    from q9diff.binary import ContextBinary
+
+    models = job["models"]
+    if hook.asked != ep_names:
+        raise SystemExit(
+            f"the patched graphCreate saw graphs {hook.asked} for {len(models)} model(s) whose EP graphs are "
+            f"{ep_names}; the EP did not create its graphs through the patched libQnnHtp.so, one per model"
+        )
+    cb = ContextBinary.open(binary)
+    got = [g.name for g in cb.graphs]
+    wanted = job.get("graph_names")
+    if wanted is not None and sorted(got) != sorted(wanted):
+        raise SystemExit(f"graph names asked {wanted}, the binary carries {got}")
+    asked = []
+    if job.get("weights_packing") is not None:
+        asked.append(("compress_weights", bool(job["weights_packing"]), "weights_packing"))
+    asked += [(k, v, f"finalize option {k}") for k, v in job.get("finalize_options") or ()]
+    for i, graph in enumerate(cb.graphs):
+        options = cb.options(i)
+        for key, value, what in asked:
+            found = options.get(key)
+            if found is None:
+                raise SystemExit(
+                    f"{what} = {json.dumps(value)} asked, but graph {graph.name}'s compiler options have no "
+                    f"{key} (the compiler ignored it)"
+                )
+            if not _option_matches(found, value):
+                why = "the compiler dropped the request"
+                if key == "compress_weights" and cb.dsp_arch in (68, 69):
+                    why += f"; it does not pack weights for v{cb.dsp_arch}"
+                raise SystemExit(
+                    f"{what} = {json.dumps(value)} asked, but graph {graph.name}'s compiler options say "
+                    f"{key}={found} ({why})"
+                )
+    return [g.name for g in cb.graphs] if wanted is None else list(wanted)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,16 @@ def _bool(name: str) -> Callable[[Any], bool]:
     return convert
 
 
+def _ort_only(name: str) -> Callable[[Any], Any]:
+    def convert(v: Any) -> Any:
+        raise ValueError(
+            f"{name} {v!r} is not accepted here: q9diff passes compiler options by key only through the "
+            "ort-qnn backend (its compile child checks the binary for them)"
+        )
+
+    return convert
+
+
 @dataclass(frozen=True)
 class HtpSetting:
     """Where one recipe setting goes: the qairt config class and keyword, and the backend extension JSON key.
@@ -123,6 +133,9 @@ HTP_SETTINGS: dict[str, HtpSetting] = {
     "hvx_threads": HtpSetting(*_GRAPH, "hvx_threads", "hvx_threads", _int_in("hvx_threads", range(64))),
     "dlbc": HtpSetting(*_GRAPH, "dlbc", "dlbc", _int_in("dlbc", range(2))),
     "weights_packing": HtpSetting(*_GRAPH, "weights_packing", "weights_packing", _bool("weights_packing")),
+    "finalize_options": HtpSetting(
+        *_GRAPH, "finalize_config", "finalize_config", _ort_only("finalize_options")
+    ),
     "precision": HtpSetting(*_GRAPH, "fp16_relaxed_precision", "fp16_relaxed_precision", _precision),
     "perf_profile": HtpSetting("core", "HtpDeviceCoreConfig", "perf_profile", "perf_profile", _perf_profile),
     "weight_sharing": HtpSetting(

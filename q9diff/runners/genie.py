@@ -377,9 +377,11 @@ def _run_child(job: Path, env: dict[str, str], timeout_s: float, ctx_bins: list[
 
 
 def split_order_problem(log: str, ctx_bins: list[Path]) -> str | None:
-    """Compare the split order Genie logged ("Inserting graph G as idx i for AR-a CL-c") with the
-    ctx-bins order; a sentence naming the first group Genie put out of order, or None."""
+    """Compare the split order Genie logged ("Inserting graph G as idx i for AR-a CL-c") with the order
+    q9diff's own decoding uses (the graph names' `_<i>_of_<n>` suffix when they carry one, as Genie's,
+    else ctx-bins order); a sentence naming the first group Genie put out of order, or None."""
     from q9diff.binary import open_binary
+    from q9diff.llm import split_index
 
     where: dict[str, int] = {}
     for index, path in enumerate(ctx_bins):
@@ -394,7 +396,10 @@ def split_order_problem(log: str, ctx_bins: list[Path]) -> str | None:
         groups.setdefault((int(ar), int(cl)), []).append((int(idx), graph))
     for (ar, cl), members in sorted(groups.items()):
         genie_order = [graph for _, graph in sorted(members)]
-        configured = sorted(genie_order, key=lambda g: where.get(g, len(ctx_bins)))
+        named = all(split_index(g) is not None for g in genie_order)
+        configured = sorted(
+            genie_order, key=lambda g: split_index(g) if named else where.get(g, len(ctx_bins))
+        )
         if genie_order != configured:
             names = [ctx_bins[where[g]].name if g in where else g for g in genie_order]
             return (

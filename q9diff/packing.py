@@ -1,0 +1,160 @@
+"""Weights packing seen from ONE binary: are 4-bit weights stored one per byte?
+
+HTP weights packing (the compiler option `compress_weights=true`) stores int8 per-tensor weights whose
+values lie in [-7, 7] two per byte; native INT4 weights are stored packed unless `native_hmx_a16w4=false`.
+The weights pools tell the states apart (docs/QNN_FACTS.md, measured with QAIRT 2.51): 4-bit values
+stored one per byte put ~98% of pool bytes in [-8, 7] with a high-nibble entropy near 1 bit; packed
+pools hold ~27-29% there (2.7 / 2.7 bits), true 8-bit weights ~29% (3.9 / 3.0 bits). Evidence:
+fixtures/variants/packing_off.bin (0.98, 2.67 / 1.11 bits) vs packing_on.bin (0.29, 2.71 / 2.72 bits).
+Real pools mix tensors (an 8-bit embedding beside 4-bit layers), so the pool is judged in 4 KiB
+blocks: a block with >= 90% of its bytes in [-8, 7] and at most 60% zeros (padding) holds 4-bit
+weights one per byte. fixtures/story/local/part_1_of_2.bin: 98,304 such bytes, exactly its two layers'
+int8 weights in [-7, 7]; its embedding (full range) is not counted. packing_off.bin: 258,048 bytes,
+half of which (129,024) is within 2% of what packing saved (131,072).
+
+Which tensors are per-channel is not in the binary, and QAIRT 2.51 does not pack per-channel int8 (nor
+LPBQ) weights, so a saving is stated for per-tensor weights only, never promised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from q9diff.binary import ContextBinary
+
+POOL_LEAVES = ("const_pool", "pool")  # PICKLE[i]/inner/const_pool and WEIGHTS/<n>/pool
+IN_RANGE_MIN = 0.9  # share of a block's bytes in [-8, 7] above which it holds 4-bit values one per byte
+MIN_POOL_BYTES = 16 * 1024  # fewer 4-bit bytes than this are too few to judge
+BLOCK = 4096  # pools are judged block by block
+ZEROS_MAX = 0.6  # a block of mostly zeros is padding, not weights
+SAMPLE_BLOCK, SAMPLE_BLOCKS = 256 * 1024, 64  # read at most 16 MiB, spread evenly over the pools
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """Byte statistics of a binary's weights pools (all graphs' const pools and the shared pool)."""
+
+    pool_bytes: int
+    sampled_bytes: int
+    in_4bit_range: float  # share of bytes whose signed value lies in [-8, 7]
+    low_nibble_bits: float
+    high_nibble_bits: float
+    four_bit_bytes: int  # bytes in blocks holding 4-bit values one per byte (scaled up when sampled)
+
+
+@dataclass(frozen=True)
+class PackingNotice:
+    """What one binary says about packing its weights: kind, bytes, and the sentence a user reads."""
+
+    kind: str  # "not_packed", "int4_unpacked" or "packing_had_no_effect"
+    four_bit_bytes: int  # pool bytes holding 4-bit values one per byte (estimated from the sample)
+    would_save: int | None  # bytes packing would save, for per-tensor weights; None when not promised
+    compress_weights: str | None  # the options' value, None when the binary has no such option
+    native_hmx_a16w4: str | None
+    message: str
+
+
+def _entropy(counts: np.ndarray) -> float:
+    p = counts[counts > 0] / max(int(counts.sum()), 1)
+    return float(-(p * np.log2(p)).sum())
+
+
+def pool_stats(cb: ContextBinary) -> PoolStats | None:
+    """Statistics over the weights pools; None when the binary has no pool region. One byte histogram
+    gives all three numbers: signed [-8, 7] is bytes 0x00-0x07 and 0xF8-0xFF, nibbles are its 16 x 16
+    view."""
+    pools = [r for r in cb.regions if r.leaf in POOL_LEAVES and r.size > 0]
+    total = sum(r.size for r in pools)
+    if not total:
+        return None
+    whole = total <= SAMPLE_BLOCK * SAMPLE_BLOCKS
+    step = total // SAMPLE_BLOCKS
+    counts = np.zeros(256, dtype=np.int64)
+    four_bit_blocks = 0
+    for r in pools:
+        for start in [0] if whole else range(0, r.size, step):
+            n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
+            chunk = np.frombuffer(cb._buf, np.uint8, n, r.offset + start)
+            counts += np.bincount(chunk, minlength=256)
+            blocks = chunk[: n // BLOCK * BLOCK].reshape(-1, BLOCK)
+            in_range = ((blocks < 8) | (blocks >= 248)).mean(axis=1)
+            four_bit_blocks += int(
+                np.count_nonzero((in_range >= IN_RANGE_MIN) & ((blocks == 0).mean(axis=1) <= ZEROS_MAX))
+            )
+    sampled = int(counts.sum())
+    nibbles = counts.reshape(16, 16)  # [high nibble, low nibble]
+    return PoolStats(
+        pool_bytes=total,
+        sampled_bytes=sampled,
+        in_4bit_range=float((counts[:8].sum() + counts[248:].sum()) / sampled),
+        low_nibble_bits=_entropy(nibbles.sum(axis=0)),
+        high_nibble_bits=_entropy(nibbles.sum(axis=1)),
+        four_bit_bytes=four_bit_blocks * BLOCK * total // sampled,
+    )
+
+
+def _option(cb: ContextBinary, key: str) -> str | None:
+    """One value when every graph agrees; None when absent or the graphs disagree."""
+    values = {cb.options(i).get(key) for i in range(len(cb.graphs))}
+    return values.pop() if len(values) == 1 else None
+
+
+def packing_notice(cb: ContextBinary) -> PackingNotice | None:
+    """The single-binary notice, or None when the pools do not hold 4-bit values one per byte."""
+    stats = pool_stats(cb)
+    if stats is None or stats.four_bit_bytes < MIN_POOL_BYTES:
+        return None
+    four_bit = stats.four_bit_bytes
+    compress, native = _option(cb, "compress_weights"), _option(cb, "native_hmx_a16w4")
+    where = (
+        f"{four_bit} of the {stats.pool_bytes} weights-pool bytes hold 4-bit values stored one per byte "
+        f"(4 KiB blocks with >= {IN_RANGE_MIN:.0%} of their bytes in [-8, 7])"
+    )
+    if native == "false":
+        save = four_bit // 2
+        return PackingNotice(
+            "int4_unpacked",
+            four_bit,
+            save,
+            compress,
+            native,
+            f"{where}: INT4 weights stored unpacked, the compiler options say native_hmx_a16w4=false; "
+            f"the default (true) stores them two per byte, about {save} bytes less",
+        )
+    if compress == "true":
+        return PackingNotice(
+            "packing_had_no_effect",
+            four_bit,
+            None,
+            compress,
+            native,
+            f"{where}, although weights packing is on (compress_weights=true): QAIRT 2.51 packs only "
+            "per-tensor int8 weights; per-channel int8 and LPBQ weights stay one per byte",
+        )
+    save = four_bit // 2
+    state = "compress_weights=false" if compress == "false" else "compress_weights is not in the options"
+    return PackingNotice(
+        "not_packed",
+        four_bit,
+        save,
+        compress,
+        native,
+        f"{where}; weights packing is off ({state}). Packing stores per-tensor int8 weights in [-7, 7] two "
+        f"per byte: about {save} bytes less. Per-channel int8 weights do not pack in QAIRT 2.51, and the "
+        "binary does not say which tensors are per-channel",
+    )
+
+
+def to_json(notice: PackingNotice | None) -> dict | None:
+    if notice is None:
+        return None
+    return {
+        "kind": notice.kind,
+        "four_bit_bytes": notice.four_bit_bytes,
+        "would_save": notice.would_save,
+        "compress_weights": notice.compress_weights,
+        "native_hmx_a16w4": notice.native_hmx_a16w4,
+        "message": notice.message,
+    }
