@@ -1001,11 +1001,11 @@ def _print_diff(res) -> None:
     for w in warnings(res.causes):
         console.print(_t((w, "bold red")))
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
-    from q9diff.packing import packing_notice
-    from q9diff.packing import to_json as packing_json
+    from q9diff.diff import to_json
 
-    for side, cb in (("candidate ", a), ("reference ", b)):
-        _print_packing(side, packing_json(packing_notice(cb)))
+    data = to_json(res)  # computed while both files were mapped (a set releases them once compared)
+    for side, key in (("candidate ", "a"), ("reference ", "b")):
+        _print_packing(side, data[key].get("packing"))
     _print_causes(res.causes)
     _print_attribution(res)
     console.print(_t(("Fix", "bold")))

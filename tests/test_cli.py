@@ -204,10 +204,11 @@ def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
 
 
 def _hostile_copy(tmp_path) -> tuple[Path, Path]:
-    """opt_1.bin with its graph name and build id replaced (same length) by markup and escape sequences."""
+    """A binary with its graph name and build id replaced (same length) by markup and escape sequences
+    (qairt_2.50.bin: its graph keeps ONNX Runtime's long hash name, room for the hostile one)."""
     from q9diff.binary import ContextBinary
 
-    src = ROOT / "fixtures" / "variants" / "opt_1.bin"
+    src = ROOT / "fixtures" / "variants" / "qairt_2.50.bin"
     cb = ContextBinary.open(src)
     data = src.read_bytes()
     for old, evil in (
