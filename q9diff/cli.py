@@ -573,12 +573,44 @@ def _print_diff(res) -> None:
     console.print(rt)
 
 
+@app.command()
+def doctor(
+    bundle: Path = typer.Argument(..., help="a Genie bundle: its folder or its genie_config.json"),
+    reference: Path = typer.Option(None, "--reference", help="the known-good bundle to compare with"),
+    as_json: bool = typer.Option(False, "--json", help="print the q9diff.doctor/1 JSON"),
+    html_out: Path = typer.Option(None, "--html", help="also write a self-contained HTML report here"),
+) -> None:
+    """Check a whole Genie bundle: ctx-bins, vocabulary, context, the nine hypotheses, the two places.
+    Exit 0 when no finding is an error, 1 when one is."""
+    from q9diff.bundle import BundleError
+    from q9diff.doctor import print_report, render_html, run
+
+    try:
+        report = run(bundle, reference)
+    except BundleError as exc:
+        _fail(str(exc))
+    if html_out is not None:
+        from q9diff.recipe import write_atomic
+
+        try:
+            write_atomic(html_out, render_html(report))
+        except OSError as exc:
+            _fail(f"{html_out}: cannot write the HTML report ({exc.strerror})")
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print_report(report, console)
+        if html_out is not None:
+            console.print(f"HTML report written to {html_out}", markup=False)
+    raise typer.Exit(report.exit_code)
+
+
 def _cell(v) -> str:
     s = str(v)
     return s if len(s) <= 30 else s[:27] + "..."
 
 
-COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "--help", "-h"}
+COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "doctor", "--help", "-h"}
 
 
 def main() -> None:

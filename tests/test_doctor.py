@@ -1,0 +1,310 @@
+"""`q9diff doctor` on copies of the qwen-mini Genie bundles with one defect planted each, on the local
+bundle against the reference (the README's story), and on real Genie configs from ../shared/real."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from q9diff import doctor, extconfig, genieconfig
+from q9diff.cli import app
+from q9diff.doctor import HYPOTHESES, RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN = ROOT / "fixtures" / "qwen-mini"
+REFERENCE, LOCAL = QWEN / "reference", QWEN / "local"
+REAL = ROOT.parent / "shared" / "real" / "configs"
+BUNDLE_FILES = ("genie_config.json", "htp_backend_ext_config.json", "tokenizer.json")
+
+
+def _qualcomm_available() -> bool:
+    try:
+        genieconfig.library_dir()
+        extconfig.library_dir()
+    except (genieconfig.Unavailable, extconfig.Unavailable):
+        return False
+    return True
+
+
+QUALCOMM = _qualcomm_available()
+
+
+def copy_bundle(src: Path, dst: Path) -> Path:
+    """The Genie bundle of src (config, extension file, tokenizer, genie/*.bin), nothing else."""
+    (dst / "genie").mkdir(parents=True)
+    for name in BUNDLE_FILES:
+        shutil.copy(src / name, dst / name)
+    for b in (src / "genie").glob("*.bin"):
+        shutil.copy(b, dst / "genie" / b.name)
+    return dst
+
+
+def edit(path: Path, change) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2))
+
+
+def problems(report, severity: str = "error") -> list:
+    return [f for f in report.findings if f.severity == severity]
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    return copy_bundle(REFERENCE, tmp_path / "bundle")
+
+
+def _swap_first_and_third(doc: dict) -> None:
+    bins = doc["dialog"]["engine"]["model"]["binary"]["ctx-bins"]
+    bins[0], bins[2] = bins[2], bins[0]
+
+
+def _named_splits() -> bool:
+    """Whether the fixture's graphs carry AI Hub's _i_of_n names (then Genie ignores ctx-bins order)."""
+    report = doctor.run(REFERENCE)
+    return all(sg.split for sg in report.bundle.graphs())
+
+
+DEFECTS = {
+    # name: (file, change, the one error check, words its evidence must hold)
+    "runtime soc_model": (
+        "htp_backend_ext_config.json",
+        lambda d: d["devices"][0].__setitem__("soc_model", 43),
+        "two-places.soc_model",
+        ["soc_model 43", "compiled for soc_model 77"],
+    ),
+    "n-vocab": (
+        "genie_config.json",
+        lambda d: d["dialog"]["context"].__setitem__("n-vocab", 4096),
+        "vocab.logits",
+        ["n-vocab 4096", "2048 columns"],
+    ),
+    "context size": (
+        "genie_config.json",
+        lambda d: d["dialog"]["context"].__setitem__("size", 256),
+        "context.size",
+        ["context.size 256", "is 128"],
+    ),
+    "kv-dim": (
+        "genie_config.json",
+        lambda d: d["dialog"]["engine"]["backend"]["QnnHtp"].__setitem__("kv-dim", 64),
+        "context.kv",
+        ["kv-dim 64", "[32]"],
+    ),
+    "bos outside the vocabulary": (
+        "genie_config.json",
+        lambda d: d["dialog"]["context"].__setitem__("bos-token", 5000),
+        "vocab.special",
+        ["bos-token 5000", "n-vocab 2048", "2048 ids"],
+    ),
+}
+
+
+def test_clean_reference_bundle_has_no_error_alone_and_against_itself(bundle: Path) -> None:
+    alone = doctor.run(bundle)
+    assert problems(alone) == [] and problems(alone, "warning") == []
+    assert alone.exit_code == 0
+    against = doctor.run(bundle, REFERENCE)
+    assert problems(against) == [] and problems(against, "warning") == []
+    hyps = against.hypotheses()
+    assert {n for n, h in hyps.items() if h["status"] == "ruled out"} == set(HYPOTHESES)
+
+
+@pytest.mark.parametrize("name", list(DEFECTS))
+def test_one_planted_config_defect_is_exactly_one_error(bundle: Path, name: str) -> None:
+    file, change, check, words = DEFECTS[name]
+    edit(bundle / file, change)
+    errors = problems(doctor.run(bundle))
+    assert [f.check for f in errors] == [check], errors
+    assert all(w in errors[0].evidence for w in words), errors[0].evidence
+    assert errors[0].fix
+    # against the untouched reference the same single error: the binaries are the reference's
+    assert [f.check for f in problems(doctor.run(bundle, REFERENCE))] == [check]
+
+
+def test_ctx_bins_out_of_order(bundle: Path) -> None:
+    edit(bundle / "genie_config.json", _swap_first_and_third)
+    report = doctor.run(bundle)
+    if _named_splits():  # Genie runs AI Hub-named splits by name: harmless, but said
+        assert problems(report) == []
+        assert [f.check for f in problems(report, "warning")] == ["ctx-bins.order-named"]
+    else:
+        errors = problems(report)
+        assert [f.check for f in errors] == ["ctx-bins.order"], errors
+        assert (
+            "part_1_of_2_prompt.bin" in errors[0].evidence and "part_2_of_2_prompt.bin" in errors[0].evidence
+        )
+        assert "as strings" in errors[0].evidence
+
+
+def test_missing_ctx_bin_is_one_error_and_no_cascade(bundle: Path) -> None:
+    (bundle / "genie" / "part_2_of_2_token.bin").unlink()
+    report = doctor.run(bundle, REFERENCE)
+    errors = problems(report)
+    assert [f.check for f in errors] == ["ctx-bins.exist"], errors
+    assert "genie/part_2_of_2_token.bin" in errors[0].evidence
+    assert errors[0].where.endswith("ctx-bins[3]")
+    skipped = {f.check for f in report.findings if f.evidence.startswith("not checked: 1 of 4 ctx-bins")}
+    assert {"ctx-bins.graphs", "vocab.logits", "context.size"} <= skipped
+
+
+def test_part_from_another_qairt_build_by_its_build_label(bundle: Path) -> None:
+    """The same part with every copy of its build label saying QAIRT 2.50: only the mix is wrong."""
+    part = bundle / "genie" / "part_2_of_2_token.bin"
+    data = part.read_bytes()
+    assert data.count(b"v2.51.0.260929181845") == 3
+    part.write_bytes(data.replace(b"v2.51.0.260929181845", b"v2.50.0.260929181845"))
+    errors = problems(doctor.run(bundle))
+    assert [f.check for f in errors] == ["qairt.mix"], errors
+    assert "part_2_of_2_token.bin: v2.50.0.260929181845" in errors[0].evidence
+    assert "v2.51.0.260929181845" in errors[0].fix
+    against = doctor.run(bundle, REFERENCE)
+    assert {f.check for f in problems(against)} == {"qairt.mix"}
+    assert [f.check for f in problems(against, "warning")] == ["qairt.reference"]
+
+
+def test_part_from_another_qairt_build_swapped_in(bundle: Path) -> None:
+    """fixtures/variants/qairt_2.50.bin renamed as a part: another build, and another model altogether."""
+    shutil.copy(ROOT / "fixtures" / "variants" / "qairt_2.50.bin", bundle / "genie" / "part_2_of_2_token.bin")
+    errors = problems(doctor.run(bundle))
+    mix = [f for f in errors if f.check == "qairt.mix"]
+    assert len(mix) == 1 and "part_2_of_2_token.bin: v2.50.40" in mix[0].evidence
+    # what else is wrong is that part not fitting Genie's chain, and said so
+    assert {f.check for f in errors} == {"qairt.mix", "ctx-bins.graphs"}
+
+
+def test_local_bundle_against_reference_names_soc_model_vtcm_and_optimization() -> None:
+    report = doctor.run(LOCAL / "genie", REFERENCE / "genie")
+    assert report.bundle.config_path == LOCAL / "genie_config.json"
+    assert [f.check for f in problems(report)] == ["build.soc_model"]
+    soc = problems(report)[0]
+    assert soc.hypothesis == 9 and "soc_model 0" in soc.evidence
+    assert "soc_model 77 (the reference's, QCS9100)" in soc.fix and "devices[0].soc_model 0" in soc.fix
+    warnings = {f.check: f for f in problems(report, "warning")}
+    assert set(warnings) == {"build.vtcm", "build.optimization"}
+    assert "4 MB" in warnings["build.vtcm"].evidence and "8 MB" in warnings["build.vtcm"].evidence
+    assert (
+        "O=2" in warnings["build.optimization"].evidence and "O=3" in warnings["build.optimization"].evidence
+    )
+    hyps = report.hypotheses()
+    assert {n for n, h in hyps.items() if h["status"] == "implicated"} == {6, 9}
+    assert {n for n, h in hyps.items() if h["status"] == "ruled out"} == {1, 2, 3, 4, 5, 7, 8}
+
+
+def test_local_bundle_alone_still_finds_the_generic_target() -> None:
+    report = doctor.run(LOCAL)
+    assert [f.check for f in problems(report)] == ["build.soc_model"]
+    assert "cannot know which device" in problems(report)[0].fix
+
+
+def test_paths_outside_the_bundle_are_refused_and_named(bundle: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.bin"
+    shutil.copy(REFERENCE / "genie" / "part_1_of_2_prompt.bin", outside)
+    edit(
+        bundle / "genie_config.json",
+        lambda d: d["dialog"]["engine"]["model"]["binary"]["ctx-bins"].__setitem__(0, "../elsewhere.bin"),
+    )
+    report = doctor.run(bundle)
+    refused = [f for f in problems(report) if f.check == "config.paths"]
+    assert (
+        len(refused) == 1 and "../elsewhere.bin" in refused[0].evidence and "outside" in refused[0].evidence
+    )
+    assert report.bundle.parts[0].binary is None  # never opened
+
+
+@pytest.mark.skipif(not QUALCOMM, reason="onnxruntime-qnn with libGenie is not installed")
+def test_qualcomm_parsers_judge_the_config_and_the_extension_file(bundle: Path) -> None:
+    edit(
+        bundle / "genie_config.json", lambda d: d["dialog"]["engine"]["backend"]["QnnHtp"].__setitem__("x", 1)
+    )
+    edit(bundle / "htp_backend_ext_config.json", lambda d: d["graphs"][0].pop("graph_names"))
+    errors = problems(doctor.run(bundle))
+    genie = [f for f in errors if f.check == "config.genie-parser"]
+    assert len(genie) == 1 and "JSON_SCHEMA" in genie[0].evidence and "'x'" in genie[0].evidence
+    ext = [f for f in errors if f.check == "extension.qualcomm"]
+    assert ext and all("libQnnHtpNetRunExtensions.so" in f.evidence for f in ext)
+    assert any("graph_names" in f.evidence for f in ext)
+
+
+def test_rules_are_data() -> None:
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids))
+    assert all(
+        r.severity in doctor.SEVERITIES and (r.hypothesis is None or r.hypothesis in HYPOTHESES)
+        for r in RULES
+    )
+    assert {r.hypothesis for r in RULES} - {None} == set(HYPOTHESES)
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+
+def test_cli_exit_codes_json_and_html(bundle: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    clean = runner.invoke(app, ["doctor", str(bundle), "--json"])
+    assert clean.exit_code == 0, clean.output
+    data = json.loads(clean.output)
+    assert data["schema"] == "q9diff.doctor/1" and data["reference"] is None
+    assert data["bundle"] == str(bundle / "genie_config.json")
+    assert all(
+        set(f) == {"check", "severity", "hypothesis", "where", "evidence", "fix"} for f in data["findings"]
+    )
+    html = tmp_path / "doctor.html"
+    local = runner.invoke(app, ["doctor", str(LOCAL), "--reference", str(REFERENCE), "--html", str(html)])
+    assert local.exit_code == 1
+    assert local.output.index("1 error(s)") < local.output.index("Hypotheses") < local.output.index("Errors")
+    assert f"HTML report written to {html}" in local.output.replace("\n", "")
+    page = html.read_text()
+    assert "build.soc_model" in page and "<script" not in page
+    bad = runner.invoke(app, ["doctor", str(QWEN / "local" / "tokenizer.json")])
+    assert bad.exit_code == 2 and "tokenizer.json" in bad.output and "Traceback" not in bad.output
+
+
+def test_cli_prints_file_strings_as_text_not_markup(bundle: Path) -> None:
+    name = "genie/[bold red]x[/].bin"
+    edit(
+        bundle / "genie_config.json",
+        lambda d: d["dialog"]["engine"]["model"]["binary"]["ctx-bins"].append(name),
+    )
+    result = CliRunner().invoke(app, ["doctor", str(bundle)])
+    assert result.exit_code == 1
+    assert "[bold red]x[/].bin" in result.output
+
+
+def test_cli_not_json_config_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "genie_config.json").write_text('{"dialog": ')
+    result = CliRunner().invoke(app, ["doctor", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "genie_config.json: not JSON" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+# --- real Genie configs --------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent: no real third-party configs here")
+def test_ai_hub_apps_llm_on_genie_config_reads_with_clear_findings(tmp_path: Path) -> None:
+    shutil.copytree(REAL / "ai-hub-apps" / "llm_on_genie", tmp_path / "b")
+    report = doctor.run(tmp_path / "b" / "qwen2_5_7b_instruct.json")
+    errors = {f.check: f for f in problems(report)}
+    assert "6 of 6 ctx-bins not in the bundle" in errors["ctx-bins.exist"].evidence
+    ext = errors["extension.file"].evidence
+    assert "htp_backend_ext_config.json.template" in ext and "<TODO>" in ext
+    assert "bos-token 151644" in " ".join(f.evidence for f in problems(report) if f.check == "vocab.special")
+    assert "not checked: 6 of 6 ctx-bins not read" in {f.evidence for f in report.findings}
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent: no real third-party configs here")
+def test_aedh_genie_config_with_windows_paths_reads_with_clear_findings(tmp_path: Path) -> None:
+    shutil.copytree(REAL / "aedh" / "genie", tmp_path / "b")
+    result = CliRunner().invoke(app, ["doctor", str(tmp_path / "b" / "Qwen2.0-7B.config.json"), "--json"])
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    errors = {f["check"]: f for f in data["findings"] if f["severity"] == "error"}
+    assert set(errors) == {"ctx-bins.exist", "extension.file"}
+    assert "5 of 5 ctx-bins" in errors["ctx-bins.exist"]["evidence"]
+    assert "genie/python/models/Qwen2.0-7B/model-1.bin" in errors["ctx-bins.exist"]["evidence"]
+    assert "qai_libs\\htp_backend_ext_config.json" in errors["extension.file"]["evidence"]
