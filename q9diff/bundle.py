@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from construct import ConstructError
 
 from q9diff import jsonc
 from q9diff.binary import ContextBinary, Graph, open_binary
@@ -240,10 +243,10 @@ def read_bundle(given: Path) -> Bundle:
 def _resolve(b: Bundle, request: object, where: str) -> FileRef:
     ref = FileRef(request, where)
     if not isinstance(request, str) or not request:
-        ref.problem, ref.kind = f"{request!r} is not a path", "not-a-path"
+        ref.problem, ref.kind = f"{_js(request)} is not a path", "not-a-path"
         return ref
     if PLACEHOLDER.search(request):
-        ref.problem, ref.kind = f"{request!r} is a template placeholder, not a file", "placeholder"
+        ref.problem, ref.kind = f"{_js(request)} is a template placeholder, not a file", "placeholder"
         return ref
     base = b.config_path.parent if b.config_path else b.given
     posix = request.replace("\\", "/")
@@ -266,15 +269,24 @@ def _resolve(b: Bundle, request: object, where: str) -> FileRef:
     return ref
 
 
+def _js(value: object) -> str:
+    return json.dumps(value, default=str)
+
+
 def _open_part(index: int, ref: FileRef) -> Part:
+    """Open the ctx-bin and walk what the checks read (records, each graph's options and ops), so that a
+    damaged part is one recorded problem here, not an exception in the middle of a check."""
     part = Part(index, ref)
     if ref.path is None:
         return part
     try:
-        part.binary = open_binary(ref.path)
+        cb = open_binary(ref.path)
+        for i in range(len(cb.graphs)):
+            cb.options(i)  # walks the record directory and this graph's pickle
+        part.binary = cb
     except FormatError as exc:
         part.problem = str(exc)
-    except (ValueError, IndexError, OSError, MemoryError) as exc:  # parser internals: never a traceback
+    except (ValueError, IndexError, OSError, MemoryError, struct.error, ConstructError) as exc:
         part.problem = f"{ref.path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
     return part
 

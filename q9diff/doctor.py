@@ -101,7 +101,7 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("two-places.weight-sharing",  "warning", None, S,               c.check_two_places_sharing),
     ("two-places.graphs",          "warning", None, A,               c.check_two_places_graphs),
     ("runtime.spill-fill",         "error",   None, S,               c.check_spill_fill),
-    ("runtime.mmap",               "info",    None, S,               c.check_mmap),
+    ("runtime.mmap",               "warning", None, S,               c.check_mmap),
 ))
 # fmt: on
 
@@ -157,6 +157,15 @@ class Report:
         }
 
 
+def _guarded(rule: Rule, ctx: Context) -> list[Hit | Note]:
+    """A rule's items; a rule that fails on input it did not expect is one error naming it, not the end
+    of the report (the other rules still run)."""
+    try:
+        return list(rule.run(ctx))
+    except Exception as exc:  # any failure of one check is reported, never a traceback
+        return [Hit(ctx.bundle.name, f"q9diff could not run this check ({type(exc).__name__}: {exc})", None)]
+
+
 def run(bundle: Path, reference: Path | None = None, rules: tuple[Rule, ...] = RULES) -> Report:
     """Read the bundle (and reference) and run every rule; BundleError when either cannot be read."""
     b = read_bundle(bundle)
@@ -165,7 +174,7 @@ def run(bundle: Path, reference: Path | None = None, rules: tuple[Rule, ...] = R
     report = Report(b, ref)
     for rule in rules:
         why = _missing(rule, ctx)
-        items = [Note(b.name, f"not checked: {why}", False)] if why else rule.run(ctx)
+        items = [Note(b.name, f"not checked: {why}", False)] if why else _guarded(rule, ctx)
         for item in items:
             if isinstance(item, Hit):
                 finding = Finding(

@@ -8,6 +8,7 @@ hypothesis belong to the rule's row in q9diff.doctor.RULES, not to the function.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,6 +67,11 @@ class Context:
         return [(p, q, diff(p.binary, q.binary)) for p, q in self.pairs]
 
 
+def _js(value: object) -> str:
+    """A config value as the config spells it (JSON), for evidence."""
+    return json.dumps(value, default=str)
+
+
 def _names(p: Part) -> tuple[str, ...]:
     return tuple(sorted(g.name for g in p.binary.graphs))
 
@@ -97,7 +103,9 @@ def _ids(value: object) -> list[int]:
 
 
 def _mb(n: int | None) -> str:
-    return "unknown" if n is None else f"{n / 2**20:g} MB"
+    if n is None:
+        return "unknown"
+    return f"{n // 2**20} MB" if n % 2**20 == 0 else f"{n / 2**20:.2f} MB"
 
 
 def _ext_devices(b: Bundle) -> list[dict]:
@@ -286,7 +294,8 @@ def check_vocab_logits(ctx: Context) -> Iterator[Hit | Note]:
     if n is None:
         yield Hit(
             where,
-            f"n-vocab is {b.get('dialog', 'context', 'n-vocab')!r}; the logits have {set(dims.values())}",
+            f"n-vocab is {_js(b.get('dialog', 'context', 'n-vocab'))}; the logits have "
+            f"{sorted(set(dims.values()))} columns",
             f"set dialog.context.n-vocab to {next(iter(dims.values()))}",
         )
     elif wrong:
@@ -327,7 +336,7 @@ def check_vocab_special(ctx: Context) -> Iterator[Hit | Note]:
         where = f"{b.name}: dialog.context.{key}"
         ids = _ids(value)
         if not ids or (isinstance(value, list) and len(ids) != len(value)):
-            yield Hit(where, f"{key} is {value!r}, not a token id", f"set {key} to the tokenizer's id")
+            yield Hit(where, f"{key} is {_js(value)}, not a token id", f"set {key} to the tokenizer's id")
             continue
         if limit is None:
             continue
@@ -364,7 +373,7 @@ def check_context_size(ctx: Context) -> Iterator[Hit | Note]:
     if _int(size) is None or size != max(cls):
         yield Hit(
             where,
-            f"context.size {size!r}; the graphs' context length (attention_mask) is {max(cls)}",
+            f"context.size {_js(size)}; the graphs' context length (attention_mask) is {max(cls)}",
             f"set dialog.context.size to {max(cls)}",
         )
     else:
@@ -402,7 +411,7 @@ def check_kv(ctx: Context) -> Iterator[Hit | Note]:
     elif len(head_dims) > 1 or kv_dim not in head_dims:
         yield Hit(
             where,
-            f"kv-dim {kv_dim!r}; the past_key/past_value tensors' head dimension is {sorted(head_dims)}",
+            f"kv-dim {_js(kv_dim)}; the past_key/past_value tensors' head dimension is {sorted(head_dims)}",
             f"set {bwhere}.QnnHtp.kv-dim to {min(head_dims)}",
         )
     elif not lengths:
@@ -426,7 +435,7 @@ def check_pos_id(ctx: Context) -> Iterator[Hit | Note]:
         if htp[key] not in dims or len(dims) > 1:
             yield Hit(
                 where,
-                f"{key} {htp[key]!r}; position_ids_cos/sin have last dimension {sorted(dims)}",
+                f"{key} {_js(htp[key])}; position_ids_cos/sin have last dimension {sorted(dims)}",
                 f"set {bwhere}.QnnHtp.{key} to {min(dims)}",
             )
         else:
@@ -476,6 +485,8 @@ def check_extension_file(ctx: Context) -> Iterator[Hit | Note]:
             "no extensions file: the device runs with QNN's defaults (no soc_model, no graph settings)",
             False,
         )
+    elif b.extension.kind in ("outside", "placeholder", "not-a-path"):
+        return  # config.paths has said it
     elif b.extension_problem:
         yield Hit(
             b.extension.where,
@@ -555,7 +566,7 @@ def check_two_places_soc(ctx: Context) -> Iterator[Hit | Note]:
     for s, ps in wrong.items():
         yield Hit(
             where,
-            f"{key} {value!r} ({soc_name(_int(value))}) at run time; {_parts_text(ps, len(b.parts))} "
+            f"{key} {_js(value)} ({soc_name(_int(value))}) at run time; {_parts_text(ps, len(b.parts))} "
             f"compiled for soc_model {s} ({soc_name(s)})",
             f"set devices[0].{key} to {s} in {b.extension.path.name}, the value the binaries were built for",
         )
@@ -573,11 +584,11 @@ def check_two_places_arch(ctx: Context) -> Iterator[Hit | Note]:
     where = _ext_where(b, "devices[0].dsp_arch")
     archs = {p.binary.dsp_arch for p in b.readable_parts() if p.binary.dsp_arch}
     if not m:
-        yield Hit(where, f'dsp_arch {value!r} is not an HTP arch like "v73"', "write the binaries' arch")
+        yield Hit(where, f'dsp_arch {_js(value)} is not an HTP arch like "v73"', "write the binaries' arch")
     elif archs and archs != {int(m.group(1))}:
         yield Hit(
             where,
-            f"dsp_arch {value} at run time; the binaries are v{sorted(archs)}",
+            f"dsp_arch {value} at run time; the binaries are {', '.join(f'v{a}' for a in sorted(archs))}",
             f'set devices[0].dsp_arch to "v{min(archs)}"',
         )
     elif archs:
@@ -595,7 +606,7 @@ def check_two_places_sharing(ctx: Context) -> Iterator[Hit | Note]:
     if shared and enabled is not True:
         yield Hit(
             where,
-            f"{enabled!r}; {_parts_text(shared, len(b.parts))} share weights (a WEIGHTS/ record)",
+            f"{_js(enabled)}; {_parts_text(shared, len(b.parts))} share weights (a WEIGHTS/ record)",
             "set context.weight_sharing_enabled true, as AI Hub's device-side template does",
         )
     elif enabled is True and b.readable_parts() and not shared:
@@ -605,7 +616,7 @@ def check_two_places_sharing(ctx: Context) -> Iterator[Hit | Note]:
             "drop it, or ship the shared build",
         )
     elif b.readable_parts():
-        yield Note(where, f"{enabled!r}, matching {len(shared)} weight-shared ctx-bins")
+        yield Note(where, f"{_js(enabled)}, matching {len(shared)} weight-shared ctx-bins")
 
 
 def check_two_places_graphs(ctx: Context) -> Iterator[Hit | Note]:
@@ -664,20 +675,36 @@ def check_spill_fill(ctx: Context) -> Iterator[Hit | Note]:
             where, f"{value} bytes; {part} needs a spill/fill buffer of {largest}", f"set it to {largest}"
         )
     else:
-        yield Note(where, f"{value} (largest spill/fill buffer of the binaries: {largest} bytes)")
+        yield Note(
+            where,
+            f"{_js(value)} bytes (0 = no shared spill-fill buffer); the binaries' largest spill/fill buffer "
+            f"is {largest} bytes",
+        )
+
+
+# libGenie's own QnnHtp schema (read from libGenie.so, QAIRT 2.51) describes mmap-budget in MB, 0 meaning
+# unset/unlimited, and spill-fill-bufsize in bytes, 0 disabling the shared spill-fill buffer.
+MMAP_BUDGET_UNIT = 2**20
 
 
 def check_mmap(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     bwhere, backend = b.backend()
     htp = backend.get("QnnHtp") if isinstance(backend.get("QnnHtp"), dict) else {}
-    sizes = [p.binary.size for p in b.readable_parts()]
+    sizes = sorted((p.binary.size, p.label) for p in b.readable_parts())
     if not sizes or "use-mmap" not in htp:
         return
-    budget = htp.get("mmap-budget")
-    yield Note(
-        f"{b.name}: {bwhere}.QnnHtp.use-mmap",
-        f"use-mmap {htp['use-mmap']!r}, mmap-budget {budget!r}; ctx-bins {sum(sizes)} bytes in all, largest "
-        f"{max(sizes)}. q9diff knows no documented unit for mmap-budget, so it does not judge it",
-        False,
-    )
+    budget, (largest, label) = htp.get("mmap-budget"), sizes[-1]
+    where = f"{b.name}: {bwhere}.QnnHtp.mmap-budget"
+    if htp["use-mmap"] is True and _int(budget) and budget * MMAP_BUDGET_UNIT < largest:
+        yield Hit(
+            where,
+            f"use-mmap true with mmap-budget {budget} MB; {label} alone is {_mb(largest)}",
+            f"raise mmap-budget to at least {-(-largest // MMAP_BUDGET_UNIT)} (MB), or 0 for no limit",
+        )
+    else:
+        yield Note(
+            where,
+            f"use-mmap {_js(htp['use-mmap'])}, mmap-budget {_js(budget)} (MB, 0 = no limit); ctx-bins "
+            f"{_mb(sum(s for s, _ in sizes))} in all, the largest {_mb(largest)}",
+        )

@@ -95,6 +95,12 @@ DEFECTS = {
         "context.kv",
         ["kv-dim 64", "[32]"],
     ),
+    "runtime dsp_arch": (
+        "htp_backend_ext_config.json",
+        lambda d: d["devices"][0].__setitem__("dsp_arch", "v75"),
+        "two-places.dsp_arch",
+        ["dsp_arch v75 at run time", "the binaries are v73"],
+    ),
     "bos outside the vocabulary": (
         "genie_config.json",
         lambda d: d["dialog"]["context"].__setitem__("bos-token", 5000),
@@ -308,3 +314,86 @@ def test_aedh_genie_config_with_windows_paths_reads_with_clear_findings(tmp_path
     assert "5 of 5 ctx-bins" in errors["ctx-bins.exist"]["evidence"]
     assert "genie/python/models/Qwen2.0-7B/model-1.bin" in errors["ctx-bins.exist"]["evidence"]
     assert "qai_libs\\htp_backend_ext_config.json" in errors["extension.file"]["evidence"]
+
+
+# --- hostile and damaged bundles -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["garbage", "truncated"])
+def test_a_part_that_is_not_a_context_binary_is_one_error(bundle: Path, content: str) -> None:
+    part = bundle / "genie" / "part_2_of_2_token.bin"
+    part.write_bytes(b"not a context binary\n" * 50 if content == "garbage" else part.read_bytes()[:5000])
+    report = doctor.run(bundle)
+    errors = problems(report)
+    assert [f.check for f in errors] == ["ctx-bins.binary"], errors
+    assert "part_2_of_2_token.bin" in errors[0].evidence
+
+
+def test_a_symlink_leading_outside_the_bundle_is_refused(bundle: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.bin"
+    shutil.copy(bundle / "genie" / "part_1_of_2_prompt.bin", outside)
+    link = bundle / "genie" / "part_1_of_2_prompt.bin"
+    link.unlink()
+    link.symlink_to(outside)
+    errors = problems(doctor.run(bundle))
+    assert [f.check for f in errors] == ["config.paths"]
+    assert str(outside) in errors[0].evidence
+
+
+def test_config_values_of_the_wrong_type_are_findings_not_crashes(bundle: Path) -> None:
+    def damage(d: dict) -> None:
+        d["dialog"]["context"] = {"size": "big", "n-vocab": True, "bos-token": [1, "x"]}
+        d["dialog"]["engine"]["model"]["binary"]["ctx-bins"].append(7)
+        d["dialog"]["engine"]["backend"]["QnnHtp"] = "fast"
+
+    edit(bundle / "genie_config.json", damage)
+    result = CliRunner().invoke(app, ["doctor", str(bundle), "--json"])
+    assert result.exit_code == 1, result.output
+    checks = {f["check"] for f in json.loads(result.output)["findings"] if f["severity"] == "error"}
+    assert {"config.paths", "vocab.special"} <= checks
+    assert "q9diff could not run this check" not in result.output
+
+
+def test_runtime_sizing_spill_fill_and_mmap_budget(bundle: Path) -> None:
+    """A ctx-bin with a 7.9 MB spill/fill buffer (fixtures/variants/spill_fill.bin) and one of 1.1 MB."""
+    shutil.copy(ROOT / "fixtures" / "variants" / "spill_fill.bin", bundle / "spill.bin")
+    shutil.copy(LOCAL / "part_1_of_2.bin", bundle / "big.bin")
+
+    def sizing(d: dict) -> None:
+        d["dialog"]["engine"]["model"]["binary"]["ctx-bins"] = ["spill.bin", "big.bin"]
+        htp = d["dialog"]["engine"]["backend"]["QnnHtp"]
+        htp.update({"spill-fill-bufsize": 4096, "use-mmap": True, "mmap-budget": 1})
+
+    edit(bundle / "genie_config.json", sizing)
+    report = doctor.run(bundle)
+    spill = [f for f in problems(report) if f.check == "runtime.spill-fill"]
+    assert len(spill) == 1 and "4096 bytes" in spill[0].evidence and "7929856" in spill[0].evidence
+    assert spill[0].fix == "set it to 7929856"
+    mmap = [f for f in problems(report, "warning") if f.check == "runtime.mmap"]
+    assert len(mmap) == 1 and "mmap-budget 1 MB" in mmap[0].evidence and "big.bin" in mmap[0].evidence
+    assert "at least 2 (MB)" in mmap[0].fix
+
+
+WARNINGS = {
+    "graph settings the binaries were not built with": (
+        lambda d: d["graphs"][0].__setitem__("vtcm_mb", 4),
+        "two-places.graphs",
+        ["vtcm_mb 4", "4 named graphs were compiled with [8]"],
+    ),
+    "weight sharing no ctx-bin has": (
+        lambda d: d.__setitem__("context", {"weight_sharing_enabled": True}),
+        "two-places.weight-sharing",
+        ["no ctx-bin shares weights"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(WARNINGS))
+def test_extension_file_disagreements_that_are_warnings(bundle: Path, name: str) -> None:
+    change, check, words = WARNINGS[name]
+    edit(bundle / "htp_backend_ext_config.json", change)
+    report = doctor.run(bundle)
+    assert problems(report) == []
+    warnings = problems(report, "warning")
+    assert [f.check for f in warnings] == [check]
+    assert all(w in warnings[0].evidence for w in words), warnings[0].evidence
