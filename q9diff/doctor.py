@@ -195,7 +195,7 @@ STATUS_STYLE = {"implicated": "bold red", "ruled out": "green", "open": "yellow"
 
 
 def _label(b: Bundle) -> str:
-    return str(b.config_path or b.root)
+    return str(b.config_path or b.given)
 
 
 def print_report(report: Report, console) -> None:

@@ -72,43 +72,49 @@ def check_qairt_reference(ctx: Context) -> Iterator[Hit | Note]:
         yield Note(ctx.bundle.name, f"the same QAIRT build as the reference ({', '.join(mine)})")
 
 
-def _io(p: Part) -> dict[tuple[str, str], object]:
-    return {(g.name, t.name): t for g in p.binary.graphs for t in g.inputs + g.outputs}
+def _graph_pairs(p: Part, q: Part) -> list[tuple]:
+    """The graphs of two paired parts: by name, else by position (ONNX Runtime's hash names differ
+    between builds of the same model)."""
+    theirs = {g.name: g for g in q.binary.graphs}
+    if all(g.name in theirs for g in p.binary.graphs):
+        return [(g, theirs[g.name]) for g in p.binary.graphs]
+    return list(zip(p.binary.graphs, q.binary.graphs))
+
+
+def _io_pairs(p: Part, q: Part) -> list[tuple]:
+    out = []
+    for g, h in _graph_pairs(p, q):
+        theirs = {t.name: t for t in h.inputs + h.outputs}
+        out += [(t, theirs[t.name]) for t in g.inputs + g.outputs if t.name in theirs]
+    return out
 
 
 def check_quant_io(ctx: Context) -> Iterator[Hit | Note]:
-    diffs, same = [], 0
+    diffs, same, kinds = [], 0, set()
     for p, q in ctx.pairs:
-        mine, theirs = _io(p), _io(q)
-        for key, t in mine.items():
-            r = theirs.get(key)
-            if r is None:
-                continue
-            if (t.dtype, t.scale is None) != (r.dtype, r.scale is None):
-                what = (
-                    "float where the reference is quantized"
-                    if t.scale is None and r.scale is not None
-                    else (
-                        "quantized where the reference is float"
-                        if r.scale is None and t.scale is not None
-                        else "dtype"
-                    )
-                )
-                diffs.append((p, f"{key[1]}: {_encoding(t)}; reference {_encoding(r)} ({what})"))
-            else:
+        for t, r in _io_pairs(p, q):
+            kinds.add(t.dtype)
+            if (t.dtype, t.scale is None) == (r.dtype, r.scale is None):
                 same += 1
+                continue
+            if t.scale is None and r.scale is not None:
+                what = "float where the reference is quantized"
+            elif r.scale is None and t.scale is not None:
+                what = "quantized where the reference is float"
+            else:
+                what = "another dtype"
+            diffs.append((p, f"{t.name}: {_encoding(t)}; the reference {_encoding(r)} ({what})"))
     for p, text in diffs[:6]:
         yield Hit(
-            f"{p.label}",
+            p.label,
             text,
             "quantize the model's I/O as the reference was (--quantize_io / the same encodings) and rebuild",
         )
     if not diffs and same:
-        kinds = sorted({t.dtype for p, _ in ctx.pairs for t in _io(p).values()})
         yield Note(
             ctx.bundle.name,
-            f"all {same} I/O tensors have the reference's dtypes ({', '.join(kinds)}), "
-            "quantized exactly where the reference's are",
+            f"all {same} I/O tensors have the reference's dtypes ({', '.join(sorted(kinds))}), quantized "
+            "exactly where the reference's are",
         )
 
 
@@ -117,17 +123,21 @@ def _kernels(p: Part, needle: str) -> list[str]:
 
 
 def check_gather(ctx: Context) -> Iterator[Hit | Note]:
-    found, compared = [], 0
+    """The embedding lookup's kernel (its name before the `@` layout suffix) carries its precision, e.g.
+    `*InputGather2DDMAQuant` in qwen-mini: a Gather whose encodings were dropped would differ here."""
+    found, kinds, compared = [], set(), 0
     for p, q in ctx.pairs:
-        mine, theirs = _kernels(p, "Gather"), _kernels(q, "Gather")
+        mine = sorted(k.split("@")[0] for k in _kernels(p, "Gather"))
+        theirs = sorted(k.split("@")[0] for k in _kernels(q, "Gather"))
         if not mine and not theirs:
             continue
         compared += 1
+        kinds |= set(mine)
         if mine != theirs:
             found.append(
                 Hit(
                     p.label,
-                    f"Gather kernels {sorted(set(mine))}; reference {sorted(set(theirs))}",
+                    f"Gather kernels {sorted(set(mine))}; the reference {sorted(set(theirs))}",
                     "keep the embedding's encodings through conversion (quantization overrides) and rebuild",
                 )
             )
@@ -135,8 +145,8 @@ def check_gather(ctx: Context) -> Iterator[Hit | Note]:
     if not found and compared:
         yield Note(
             ctx.bundle.name,
-            f"the same Gather kernels as the reference in {compared} parts (a dropped "
-            "encoding would change the kernel or the dtype at the boundary)",
+            f"the reference's Gather kernels ({', '.join(sorted(kinds))}) in {compared} part(s); a dropped "
+            "encoding would change the kernel or the dtype at the boundary",
         )
     elif not compared:
         yield Note(
@@ -162,7 +172,9 @@ def check_float_fallback(ctx: Context) -> Iterator[Hit | Note]:
     yield from found
     if not found and ctx.pairs:
         yield Note(
-            ctx.bundle.name, f"as many fp16 (float) kernels as the reference in all {len(ctx.pairs)} parts"
+            ctx.bundle.name,
+            f"as many fp16 (float) kernels as the reference in all {len(ctx.pairs)} parts "
+            f"({sum(len(_kernels(p, FP16_KERNEL)) for p, _ in ctx.pairs)} in all)",
         )
 
 
@@ -258,26 +270,39 @@ def check_vtcm(ctx: Context) -> Iterator[Hit | Note]:
     yield Note(ctx.bundle.name, "VTCM vs a known-good build needs --reference", False)
 
 
+# The compiler options that say how weights are stored (QNN_FACTS "Knobs ONNX Runtime lacks"):
+# compress_weights=true packs 4-bit-range int8 weights two per byte; native_hmx_a16w4 keeps INT4 packed.
+PACKING_OPTIONS = ("compress_weights", "native_hmx_a16w4")
+
+
 def check_packing(ctx: Context) -> Iterator[Hit | Note]:
-    if ctx.reference is not None:
-        hits = list(_causes(ctx, ("weights_packing",)))
-        yield from hits
-        if not hits and ctx.pairs:
-            yield Note(ctx.bundle.name, "compress_weights as in the reference, in every part")
+    if ctx.reference is None:
+        values = sorted({_option(p, "compress_weights") for p in ctx.bundle.readable_parts()})
+        yield Note(
+            ctx.bundle.name,
+            f"compress_weights={'/'.join(values)}; whether 4-bit weights sit unpacked needs --reference "
+            "(or the weights' value ranges)",
+            False,
+        )
         return
-    values = sorted(
-        {
-            p.binary.options(i).get("compress_weights", "not recorded")
-            for p in ctx.bundle.readable_parts()
-            for i in range(len(p.binary.graphs))
-        }
-    )
-    yield Note(
-        ctx.bundle.name,
-        f"compress_weights={'/'.join(values)}; whether 4-bit weights sit unpacked needs "
-        "--reference (or the weights' value ranges)",
-        False,
-    )
+    seen: dict[tuple[str, str, str], list[Part]] = {}
+    for p, q in ctx.pairs:
+        for key in PACKING_OPTIONS:
+            mine, theirs = _option(p, key), _option(q, key)
+            if mine != theirs:
+                seen.setdefault((key, mine, theirs), []).append(p)
+    for (key, mine, theirs), parts in seen.items():
+        where = _parts_text(parts, len(ctx.bundle.parts))
+        fix = f"recompile {where} with the reference's {key}={theirs}"
+        if key == "compress_weights":
+            fix += (
+                f" (htp_backend_ext_config.json graphs[].weights_packing = {theirs}, "
+                "qairt HtpGraphConfig(weights_packing=...))"
+            )
+        yield Hit(where, f"{key}={mine}; the reference {key}={theirs}", fix)
+    if not seen and ctx.pairs:
+        same = ", ".join(f"{k}={_option(ctx.pairs[0][0], k)}" for k in PACKING_OPTIONS)
+        yield Note(ctx.bundle.name, f"{same} in every part, as in the reference")
 
 
 def check_optimization(ctx: Context) -> Iterator[Hit | Note]:
@@ -296,7 +321,7 @@ def check_optimization(ctx: Context) -> Iterator[Hit | Note]:
 
 
 def check_build_other(ctx: Context) -> Iterator[Hit | Note]:
-    hits = list(_causes(ctx, ("dsp_arch", "weight_sharing", "graph_structure", "quantization")))
+    hits = list(_causes(ctx, ("dsp_arch", "weight_sharing", "graph_structure")))
     yield from hits
     if not hits and ctx.pairs:
         yield Note(ctx.bundle.name, "dsp_arch, weight sharing and the graphs' structure as in the reference")

@@ -397,3 +397,19 @@ def test_extension_file_disagreements_that_are_warnings(bundle: Path, name: str)
     warnings = problems(report, "warning")
     assert [f.check for f in warnings] == [check]
     assert all(w in warnings[0].evidence for w in words), warnings[0].evidence
+
+
+def test_float_fallback_against_a_quantized_reference(tmp_path: Path) -> None:
+    """fixtures/variants: the same MLP compiled from the float model (fp16 kernels) and from its w8a16 QDQ
+    model, each as a folder of bare ctx-bins (no Genie config)."""
+    for name, src in (("candidate", "precision_fp16.bin"), ("reference", "precision_w8a16.bin")):
+        (tmp_path / name).mkdir()
+        shutil.copy(ROOT / "fixtures" / "variants" / src, tmp_path / name / "model.bin")
+    report = doctor.run(tmp_path / "candidate", tmp_path / "reference")
+    assert "no genie_config.json" in report.bundle.notes[0]
+    fallback = [f for f in problems(report) if f.check == "quantization.float-fallback"]
+    assert len(fallback) == 1 and fallback[0].hypothesis == 5
+    assert fallback[0].evidence.startswith("6 fp16 kernels; the reference has 0")
+    hyps = report.hypotheses()
+    assert hyps[5]["status"] == "implicated"
+    assert hyps[7]["status"] == "ruled out"  # both take and give FLOAT_32: no --quantize_io on either side
