@@ -219,8 +219,8 @@ def check_soc(ctx: Context) -> Iterator[Hit | Note]:
         evidence = "soc_model 0: built for no SoC; it loads everywhere and may compute garbage on the device"
         if recorded:
             evidence += (
-                f" (the metadata records {recorded}, the compiler's default for the arch, beside the option "
-                "relaxed_precision_flag=false of a soc_model 0 build)"
+                f" (the metadata records {', '.join(map(str, recorded))}, the compiler's default for the "
+                "arch, beside the option relaxed_precision_flag=false of a soc_model 0 build)"
             )
         if len(ref) == 1 and ref[0]:
             value = f"soc_model {ref[0]} (the reference's, {soc_name(ref[0])})"

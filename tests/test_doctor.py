@@ -413,3 +413,80 @@ def test_float_fallback_against_a_quantized_reference(tmp_path: Path) -> None:
     hyps = report.hypotheses()
     assert hyps[5]["status"] == "implicated"
     assert hyps[7]["status"] == "ruled out"  # both take and give FLOAT_32: no --quantize_io on either side
+
+
+def _io_model(path: Path, quantized_io: bool) -> None:
+    """x [1, 16] -> MatMul with uint8 weights -> y, in QDQ form; with quantized_io the graph takes and
+    gives uint8 (what --quantize_io leaves), else float with Quantize/Dequantize inside."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [
+        numpy_helper.from_array(np.random.default_rng(0).integers(0, 255, (16, 16)).astype(np.uint8), "W"),
+        numpy_helper.from_array(np.array(0.02, np.float32), "s"),
+        numpy_helper.from_array(np.array(128, np.uint8), "z"),
+        numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+    ]
+    io_type = TensorProto.UINT8 if quantized_io else TensorProto.FLOAT
+    nodes = [helper.make_node("DequantizeLinear", ["W", "ws", "z"], ["Wf"])]
+    if quantized_io:
+        nodes.append(helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"]))
+    else:
+        nodes.append(helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]))
+        nodes.append(helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xf"]))
+    nodes.append(helper.make_node("MatMul", ["xf", "Wf"], ["mf"]))
+    nodes.append(helper.make_node("QuantizeLinear", ["mf", "s", "z"], ["y" if quantized_io else "yq"]))
+    if not quantized_io:
+        nodes.append(helper.make_node("DequantizeLinear", ["yq", "s", "z"], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", io_type, [1, 16])],
+        [helper.make_tensor_value_info("y", io_type, [1, 16])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def test_io_quantized_in_the_reference_and_float_here_is_hypothesis_7(tmp_path: Path) -> None:
+    """Both binaries compiled here by Qualcomm's compiler in onnxruntime-qnn (soc_model 77, v73)."""
+    from q9diff.backends import BackendUnavailable, compile_backend
+    from q9diff.recipe import Recipe
+
+    backend = compile_backend("ort-qnn")
+    if backend.missing():
+        pytest.skip(backend.missing())
+    for name, quantized in (("candidate", False), ("reference", True)):
+        (tmp_path / name).mkdir()
+        _io_model(tmp_path / name / "m.onnx", quantized)
+        recipe = Recipe.from_dict(
+            {
+                "schema": "q9diff.recipe/1",
+                "backend": "ort-qnn",
+                "settings": {"soc_model": 77, "dsp_arch": "v73"},
+                "parts": [{"name": "m", "output": "m.bin", "graphs": [{"name": "g", "model": "m.onnx"}]}],
+            },
+            name,
+            path=tmp_path / name / "recipe.json",
+        )
+        try:
+            backend.compile(recipe, tmp_path / name / "out")
+        except BackendUnavailable as exc:
+            pytest.skip(str(exc))
+        (tmp_path / name / "out" / "m.bin").rename(tmp_path / name / "m.bin")
+        shutil.rmtree(tmp_path / name / "out")
+    report = doctor.run(tmp_path / "candidate", tmp_path / "reference")
+    io = [f for f in problems(report) if f.check == "quantization.io"]
+    assert [f.evidence.split(":")[0] for f in io] == ["x", "y"]
+    assert all("FLOAT_32; the reference UFIXED_POINT_8 scale 0.02" in f.evidence for f in io)
+    assert all("float where the reference is quantized" in f.evidence for f in io)
+    assert report.hypotheses()[7]["status"] == "implicated"
+    reverse = doctor.run(tmp_path / "reference", tmp_path / "candidate")
+    assert all(
+        "quantized where the reference is float" in f.evidence
+        for f in problems(reverse)
+        if f.check == "quantization.io"
+    )
