@@ -101,6 +101,12 @@ DEFECTS = {
         "two-places.dsp_arch",
         ["dsp_arch v75 at run time", "the binaries are v73"],
     ),
+    "pos-id-dim": (
+        "genie_config.json",
+        lambda d: d["dialog"]["engine"]["backend"]["QnnHtp"].__setitem__("pos-id-dim", 32),
+        "context.pos-id",
+        ["pos-id-dim 32", "[16]"],
+    ),
     "bos outside the vocabulary": (
         "genie_config.json",
         lambda d: d["dialog"]["context"].__setitem__("bos-token", 5000),
@@ -490,3 +496,15 @@ def test_io_quantized_in_the_reference_and_float_here_is_hypothesis_7(tmp_path: 
         for f in problems(reverse)
         if f.check == "quantization.io"
     )
+
+
+def test_a_part_left_out_of_ctx_bins_breaks_the_chain_and_the_split(bundle: Path) -> None:
+    edit(bundle / "genie_config.json", lambda d: d["dialog"]["engine"]["model"]["binary"]["ctx-bins"].pop())
+    report = doctor.run(bundle, REFERENCE)
+    errors = problems(report)
+    assert {f.check for f in errors} == {"ctx-bins.graphs", "split"}, errors
+    chain = " ".join(f.evidence for f in errors if f.check == "ctx-bins.graphs")
+    assert "produces no logits" in chain and "1 split(s) here; the other AR/CL groups have [2]" in chain
+    split = " ".join(f.evidence for f in errors if f.check == "split")
+    assert "3 ctx-bins" in split and "the reference has 4 ctx-bins" in split
+    assert report.hypotheses()[1]["status"] == "implicated"
