@@ -88,9 +88,9 @@ def requested_soc(p: Part) -> int | None:
 
 
 def _parts_text(parts: list[Part], total: int) -> str:
-    if len(parts) == total > 1:
-        return f"all {total} parts"
     names = ", ".join(p.label for p in parts)
+    if len(parts) == total > 1:
+        return f"all {total} parts: {names}"
     return f"{names} ({len(parts)} of {total} parts)" if total > 1 else names
 
 

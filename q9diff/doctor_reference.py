@@ -178,6 +178,10 @@ def check_float_fallback(ctx: Context) -> Iterator[Hit | Note]:
         )
 
 
+def _parts_short(parts: list[Part], total: int) -> str:
+    return f"all {total} parts" if len(parts) == total > 1 else ", ".join(p.label for p in parts)
+
+
 def _option(p: Part, key: str) -> str:
     values = sorted({p.binary.options(i).get(key, "not recorded") for i in range(len(p.binary.graphs))})
     return "/".join(values)
@@ -206,7 +210,11 @@ def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
         )
         where = _parts_text(parts, len(ctx.bundle.parts))
         yield Hit(
-            where, evidence, _suggestion_fix(s, where) if s else f"rebuild with the reference's {c.name}"
+            where,
+            evidence,
+            _suggestion_fix(s, _parts_short(parts, len(ctx.bundle.parts)))
+            if s
+            else f"rebuild with the reference's {c.name}",
         )
 
 
@@ -293,7 +301,7 @@ def check_packing(ctx: Context) -> Iterator[Hit | Note]:
                 seen.setdefault((key, mine, theirs), []).append(p)
     for (key, mine, theirs), parts in seen.items():
         where = _parts_text(parts, len(ctx.bundle.parts))
-        fix = f"recompile {where} with the reference's {key}={theirs}"
+        fix = f"recompile {_parts_short(parts, len(ctx.bundle.parts))} with the reference's {key}={theirs}"
         if key == "compress_weights":
             fix += (
                 f" (htp_backend_ext_config.json graphs[].weights_packing = {theirs}, "
