@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from q9diff import doctor, extconfig, genieconfig
 from q9diff.cli import app
 from q9diff.doctor import HYPOTHESES, RULES
+from q9diff.tables import soc_name
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN = ROOT / "fixtures" / "qwen-mini"
@@ -195,7 +196,9 @@ def test_local_bundle_against_reference_names_soc_model_vtcm_and_optimization() 
     assert [f.check for f in problems(report)] == ["build.soc_model"]
     soc = problems(report)[0]
     assert soc.hypothesis == 9 and "soc_model 0" in soc.evidence
-    assert "soc_model 77 (the reference's, QCS9100)" in soc.fix and "devices[0].soc_model 0" in soc.fix
+    assert (
+        f"soc_model 77 (the reference's, {soc_name(77)})" in soc.fix and "devices[0].soc_model 0" in soc.fix
+    )
     warnings = {f.check: f for f in problems(report, "warning")}
     assert set(warnings) == {"build.vtcm", "build.optimization"}
     assert "4 MB" in warnings["build.vtcm"].evidence and "8 MB" in warnings["build.vtcm"].evidence
