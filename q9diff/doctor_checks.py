@@ -156,7 +156,7 @@ def check_exist(ctx: Context) -> Iterator[Hit | Note]:
         yield Hit(
             where,
             f"{len(missing)} of {len(b.parts)} ctx-bins not in the bundle: {names} (looked for {looked} and "
-            "the like, from the config's folder; Genie opens relative paths from its working directory)",
+            "the like, from the config's folder; a tool running Genie may resolve them from elsewhere)",
             "put the ctx-bins in the bundle folder beside the config, as named, or fix the paths",
         )
     elif b.parts:
