@@ -1,0 +1,280 @@
+"""`q9diff doctor`: is a Genie bundle consistent with itself, and with the known-good one?
+
+Each check is a row of `RULES`: an id, the severity of what it finds, the hypothesis it answers (the
+nine of the motivating case, `HYPOTHESES`), what it needs, and a function (q9diff.doctor_checks,
+q9diff.doctor_reference). The engine runs the rows and turns their hits and notes into findings; it
+knows no check by name. Presenters (terminal, JSON, HTML) read the same `Report`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from q9diff import doctor_checks as c
+from q9diff import doctor_reference as r
+from q9diff.bundle import Bundle, read_bundle
+from q9diff.doctor_checks import Context, Hit, Note
+
+SCHEMA = "q9diff.doctor/1"
+
+SEVERITIES = ("error", "warning", "info")
+
+HYPOTHESES: dict[int, str] = {
+    1: "split count / graph names differ from the reference",
+    2: "parts from different QAIRT builds",
+    3: "n-vocab does not match the model",
+    4: "embedding (Gather) encodings dropped",
+    5: "float fallback",
+    6: "VTCM 4 vs 8 MB",
+    7: "reference quantized with --quantize_full_type w8a16 --quantize_io",
+    8: "weights not packed",
+    9: "soc_model 0 (generic target)",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    severity: str
+    hypothesis: int | None
+    where: str
+    evidence: str
+    fix: str | None
+    ruled_out: bool = False
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("check", "severity", "hypothesis", "where", "evidence", "fix")}
+
+
+# What a rule needs before it can say anything; without it, the engine writes one note instead.
+REFERENCE = "reference"  # --reference
+SOME_PARTS = "some parts"  # at least one ctx-bin read
+ALL_PARTS = "all parts"  # every ctx-bin read: a missing part is one error, not a cascade of consequences
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str  # of every Hit it yields; its Notes are info
+    hypothesis: int | None  # 1-9 (HYPOTHESES) or None
+    needs: tuple[str, ...]
+    run: Callable[[Context], Iterable[Hit | Note]]
+
+
+_ = ()
+R, S, A = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,)
+# fmt: off
+RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
+    # id                           severity   hyp   needs            function
+    ("config.genie-parser",        "error",   None, _,               c.check_genie_parser),
+    ("config.paths",               "error",   None, _,               c.check_paths),
+    ("ctx-bins.exist",             "error",   None, _,               c.check_exist),
+    ("ctx-bins.binary",            "error",   None, _,               c.check_binary),
+    ("ctx-bins.order",             "error",   None, A,               c.check_order),
+    ("ctx-bins.order-named",       "warning", None, A,               c.check_order_named),
+    ("ctx-bins.graphs",            "error",   None, A,               c.check_graphs),
+    ("split",                      "error",   1,    R + A,           r.check_split),
+    ("qairt.mix",                  "error",   2,    S,               c.check_qairt_mix),
+    ("qairt.reference",            "warning", 2,    R + S,           r.check_qairt_reference),
+    ("vocab.logits",               "error",   3,    A,               c.check_vocab_logits),
+    ("vocab.tokenizer",            "error",   3,    _,               c.check_vocab_tokenizer),
+    ("vocab.special",              "error",   3,    _,               c.check_vocab_special),
+    ("context.size",               "error",   None, A,               c.check_context_size),
+    ("context.kv",                 "error",   None, A,               c.check_kv),
+    ("context.pos-id",             "error",   None, A,               c.check_pos_id),
+    ("quantization.boundary",      "error",   None, A,               c.check_boundary),
+    ("quantization.gather",        "error",   4,    R + S,           r.check_gather),
+    ("quantization.float-fallback", "error",  5,    R + S,           r.check_float_fallback),
+    ("quantization.io",            "error",   7,    R + S,           r.check_quant_io),
+    ("build.soc_model",            "error",   9,    S,               r.check_soc),
+    ("build.vtcm",                 "warning", 6,    S,               r.check_vtcm),
+    ("build.weights-packing",      "warning", 8,    S,               r.check_packing),
+    ("build.optimization",         "warning", None, S,               r.check_optimization),
+    ("build.other",                "error",   None, R + S,           r.check_build_other),
+    ("extension.file",             "error",   None, _,               c.check_extension_file),
+    ("extension.qualcomm",         "error",   None, _,               c.check_extension_qualcomm),
+    ("two-places.soc_model",       "error",   None, S,               c.check_two_places_soc),
+    ("two-places.dsp_arch",        "error",   None, S,               c.check_two_places_arch),
+    ("two-places.weight-sharing",  "warning", None, S,               c.check_two_places_sharing),
+    ("two-places.graphs",          "warning", None, A,               c.check_two_places_graphs),
+    ("runtime.spill-fill",         "error",   None, S,               c.check_spill_fill),
+    ("runtime.mmap",               "warning", None, S,               c.check_mmap),
+))
+# fmt: on
+
+
+def _missing(rule: Rule, ctx: Context) -> str | None:
+    """Why `rule` cannot run on this bundle, or None."""
+    b, unread = ctx.bundle, [p for p in ctx.bundle.parts if p.binary is None]
+    if REFERENCE in rule.needs and ctx.reference is None:
+        return "needs --reference"
+    if SOME_PARTS in rule.needs and not b.readable_parts():
+        return "no ctx-bin could be read"
+    if ALL_PARTS in rule.needs and (unread or not b.parts):
+        return f"{len(unread)} of {len(b.parts)} ctx-bins not read" if unread else "no ctx-bins"
+    return None
+
+
+@dataclass
+class Report:
+    bundle: Bundle
+    reference: Bundle | None
+    findings: list[Finding] = field(default_factory=list)
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity and not f.ruled_out)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.count("error") else 0
+
+    def hypotheses(self) -> dict[int, dict]:
+        """Per hypothesis: implicated (a problem), ruled out (every check of it passed) or open."""
+        out = {}
+        for n, title in HYPOTHESES.items():
+            mine = [f for f in self.findings if f.hypothesis == n]
+            problems = [f for f in mine if f.severity != "info"]
+            if problems:
+                status, why = "implicated", [f.evidence for f in problems]
+            elif mine and all(f.ruled_out for f in mine):
+                status, why = "ruled out", [f.evidence for f in mine]
+            else:
+                status, why = "open", [f.evidence for f in mine if not f.ruled_out] or ["no check ran"]
+            out[n] = {"title": title, "status": status, "why": why}
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "bundle": _label(self.bundle),
+            "reference": None if self.reference is None else _label(self.reference),
+            "findings": [f.to_json() for f in self.findings],
+            "hypotheses": {str(k): v for k, v in self.hypotheses().items()},
+            "notes": self.bundle.notes,
+        }
+
+
+def _guarded(rule: Rule, ctx: Context) -> list[Hit | Note]:
+    """A rule's items; a rule that fails on input it did not expect is one error naming it, not the end
+    of the report (the other rules still run)."""
+    try:
+        return list(rule.run(ctx))
+    except Exception as exc:  # any failure of one check is reported, never a traceback
+        return [Hit(ctx.bundle.name, f"q9diff could not run this check ({type(exc).__name__}: {exc})", None)]
+
+
+def run(bundle: Path, reference: Path | None = None, rules: tuple[Rule, ...] = RULES) -> Report:
+    """Read the bundle (and reference) and run every rule; BundleError when either cannot be read."""
+    b = read_bundle(bundle)
+    ref = read_bundle(reference) if reference is not None else None
+    ctx = Context(b, ref)
+    report = Report(b, ref)
+    for rule in rules:
+        why = _missing(rule, ctx)
+        items = [Note(b.name, f"not checked: {why}", False)] if why else _guarded(rule, ctx)
+        for item in items:
+            if isinstance(item, Hit):
+                finding = Finding(
+                    rule.id, rule.severity, rule.hypothesis, item.where, item.evidence, item.fix
+                )
+            else:
+                finding = Finding(
+                    rule.id, "info", rule.hypothesis, item.where, item.evidence, None, item.ruled_out
+                )
+            report.findings.append(finding)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    report.findings.sort(key=lambda f: (order[f.severity], f.ruled_out))
+    return report
+
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+STATUS_STYLE = {"implicated": "bold red", "ruled out": "green", "open": "yellow"}
+
+
+def _label(b: Bundle) -> str:
+    return str(b.config_path or b.given)
+
+
+def print_report(report: Report, console) -> None:
+    """Summary first, then the hypotheses, then problems; strings from files are rich Text, never markup."""
+    from rich.text import Text
+
+    b, ref = report.bundle, report.reference
+    head = Text("q9diff doctor ", style="bold")
+    head.append(_label(b))
+    if ref is not None:
+        head.append(" vs reference ")
+        head.append(_label(ref))
+    console.print(head)
+    e, w = report.count("error"), report.count("warning")
+    verdict = Text(
+        f"{e} error(s), {w} warning(s)", style="bold red" if e else ("yellow" if w else "bold green")
+    )
+    verdict.append(f", {sum(1 for f in report.findings if f.ruled_out)} checks passed")
+    console.print(verdict)
+    for note in b.notes:
+        console.print(Text(note, style="dim"))
+    console.print(Text("Hypotheses", style="bold"))
+    for n, h in report.hypotheses().items():
+        line = Text(f"  {n} {h['title']}: ")
+        line.append(h["status"], style=STATUS_STYLE[h["status"]])
+        line.append(" - " + "; ".join(h["why"]))
+        console.print(line)
+    for severity in ("error", "warning"):
+        shown = [f for f in report.findings if f.severity == severity]
+        if shown:
+            console.print(Text(f"{severity.capitalize()}s", style="bold"))
+        for f in shown:
+            line = Text(f"  {f.check}", style=STYLE[severity])
+            line.append(f" (hypothesis {f.hypothesis})" if f.hypothesis else "")
+            line.append("  ")
+            line.append(f.where, style="cyan")
+            console.print(line)
+            console.print(Text(f"    {f.evidence}"))
+            if f.fix:
+                console.print(Text(f"    fix: {f.fix}", style="green"))
+    notes: dict[str, list[Finding]] = {}
+    for f in report.findings:
+        if f.severity == "info" and not f.ruled_out:
+            notes.setdefault(f.evidence, []).append(f)
+    if notes:
+        console.print(Text("Not settled", style="bold"))
+    for evidence, fs in notes.items():
+        line = Text("  " + ", ".join(dict.fromkeys(f.check for f in fs)), style="yellow")
+        line.append(": " + evidence, style="")
+        console.print(line)
+
+
+def render_html(report: Report) -> str:
+    """One self-contained page over the same findings; every string is escaped."""
+    esc = html.escape
+    rows = []
+    for f in report.findings:
+        cls = f"{f.severity}{' ok' if f.ruled_out else ''}"
+        cells = (f.severity, f.check, f.hypothesis or "", f.where, f.evidence, f.fix or "")
+        rows.append(f"<tr class='{cls}'>" + "".join(f"<td>{esc(str(x))}</td>" for x in cells) + "</tr>")
+    hyps = []
+    for n, h in report.hypotheses().items():
+        cls = h["status"].replace(" ", "-")
+        hyps.append(
+            f"<tr><td>{n}</td><td>{esc(h['title'])}</td><td class='{cls}'>{esc(h['status'])}</td>"
+            f"<td>{esc('; '.join(h['why']))}</td></tr>"
+        )
+    title = esc(_label(report.bundle))
+    against = f" vs reference {esc(_label(report.reference))}" if report.reference else ""
+    head = "".join(f"<th>{x}</th>" for x in ("severity", "check", "hyp.", "where", "evidence", "fix"))
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>q9diff doctor {title}</title>
+<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;width:100%}}
+td,th{{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}}
+.error td:first-child,.implicated{{color:#b00;font-weight:bold}} .warning td:first-child,.open{{color:#a60}}
+.ok{{color:#666}} .ruled-out{{color:#070}}</style></head><body>
+<h1>q9diff doctor</h1><p>{title}{against}</p>
+<p><b>{report.count("error")} error(s), {report.count("warning")} warning(s)</b></p>
+<h2>Hypotheses</h2><table><tr><th>#</th><th>hypothesis</th><th>status</th><th>why</th></tr>
+{"".join(hyps)}</table>
+<h2>Findings</h2><table><tr>{head}</tr>
+{"".join(rows)}</table></body></html>
+"""

@@ -1,0 +1,714 @@
+"""The checks `q9diff doctor` runs on one Genie bundle: its ctx-bins, vocabulary, context and KV layout,
+split boundaries, the extension file against the binaries ("the two places") and runtime sizing.
+
+Each check reads a `Context` and yields `Hit`s (a problem: where, both values, the fix in the file it
+belongs to) and `Note`s (what it checked and found fine, or why it could not look). Severity and
+hypothesis belong to the rule's row in q9diff.doctor.RULES, not to the function.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from q9diff.bundle import Bundle, Part
+from q9diff.tables import requested_soc_model, soc_name
+
+KV_INPUT = re.compile(r"^past_(key|value)_(\d+)_in$")
+
+GENIE_FED = {"input_ids", "attention_mask", "position_ids_cos", "position_ids_sin", "position_ids"}
+
+
+@dataclass(frozen=True)
+class Hit:
+    where: str
+    evidence: str
+    fix: str | None
+
+
+@dataclass(frozen=True)
+class Note:
+    where: str
+    evidence: str
+    ruled_out: bool = True  # False: could not be checked or observed
+
+
+@dataclass
+class Context:
+    """What the checks read: the bundle, the reference, and per-part diffs computed once."""
+
+    bundle: Bundle
+    reference: Bundle | None
+
+    @cached_property
+    def pairs(self) -> list[tuple[Part, Part]]:
+        """Parts paired with the reference's: by the graph names they hold, else by position."""
+        if self.reference is None:
+            return []
+        mine, theirs = self.bundle.readable_parts(), self.reference.readable_parts()
+        by_names = {_names(p): p for p in theirs}
+        out, used = [], set()
+        for p in mine:
+            q = by_names.get(_names(p))
+            if q is None and p.index < len(self.reference.parts):
+                q = self.reference.parts[p.index] if self.reference.parts[p.index].binary else None
+            if q is not None and id(q) not in used:
+                used.add(id(q))
+                out.append((p, q))
+        return out
+
+    @cached_property
+    def diffs(self) -> list[tuple[Part, Part, object]]:
+        from q9diff.diff import diff
+
+        return [(p, q, diff(p.binary, q.binary)) for p, q in self.pairs]
+
+
+def _js(value: object) -> str:
+    """A config value as the config spells it (JSON), for evidence."""
+    return json.dumps(value, default=str)
+
+
+def _names(p: Part) -> tuple[str, ...]:
+    return tuple(sorted(g.name for g in p.binary.graphs))
+
+
+def requested_soc(p: Part) -> int | None:
+    """The soc_model the part's build asked for (0 = generic target), from the bytes."""
+    try:
+        from q9diff.summary import target  # the lead's one soc_model story, where present
+
+        return target(p.binary)["soc_model_requested"]
+    except ImportError:
+        cb = p.binary
+        return requested_soc_model(cb.soc_model, cb.dsp_arch, cb.options(0) if cb.graphs else {})
+
+
+def _parts_text(parts: list[Part], total: int) -> str:
+    names = ", ".join(p.label for p in parts)
+    if len(parts) == total > 1:
+        return f"all {total} parts: {names}"
+    return f"{names} ({len(parts)} of {total} parts)" if total > 1 else names
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ids(value: object) -> list[int]:
+    if isinstance(value, list):
+        return [v for v in value if _int(v) is not None]
+    return [value] if _int(value) is not None else []
+
+
+def _mb(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    return f"{n // 2**20} MB" if n % 2**20 == 0 else f"{n / 2**20:.2f} MB"
+
+
+def _ext_devices(b: Bundle) -> list[dict]:
+    devices = b.extension_doc.get("devices") if isinstance(b.extension_doc, dict) else None
+    if isinstance(devices, dict):
+        devices = [devices]
+    return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
+
+
+def _ext_graphs(b: Bundle) -> list[dict]:
+    graphs = b.extension_doc.get("graphs") if isinstance(b.extension_doc, dict) else None
+    if isinstance(graphs, dict):
+        graphs = [graphs]
+    return [g for g in graphs if isinstance(g, dict)] if isinstance(graphs, list) else []
+
+
+def _ext_where(b: Bundle, path: str) -> str:
+    return f"{b.extension.path.name if b.extension and b.extension.path else 'extension file'}: {path}"
+
+
+def check_paths(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    refs = [p.ref for p in b.parts] + [r for r in (b.extension, b.tokenizer) if r is not None]
+    bad = [r for r in refs if r.kind in ("outside", "placeholder", "not-a-path")]
+    for r in bad:
+        fix = "name a file inside the bundle folder" if r.kind == "outside" else "write the real file name"
+        yield Hit(r.where, r.problem, f"{fix} ({r.where.split(': ', 1)[-1]})")
+    if not bad:
+        yield Note(b.name, f"all {len(refs)} paths the config names resolve inside {b.root}")
+
+
+def check_exist(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    if not b.parts and b.config is not None:
+        yield Hit(
+            f"{b.name}: dialog.engine.model.binary", "the config names no ctx-bins", "list the ctx-bins"
+        )
+    missing = [p for p in b.parts if p.ref.kind == "missing"]
+    if missing:
+        first = missing[0].ref
+        where = (
+            first.where if len(missing) == 1 else f"{first.where.rsplit('[', 1)[0]}[{len(missing)} entries]"
+        )
+        names = ", ".join(str(p.ref.request) for p in missing)
+        looked = first.problem.split("(looked for ", 1)[-1].rstrip(")")
+        yield Hit(
+            where,
+            f"{len(missing)} of {len(b.parts)} ctx-bins not in the bundle: {names} (looked for {looked} and "
+            "the like, from the config's folder; a tool running Genie may resolve them from elsewhere)",
+            "put the ctx-bins in the bundle folder beside the config, as named, or fix the paths",
+        )
+    elif b.parts:
+        yield Note(b.name, f"all {len(b.parts)} ctx-bins exist inside the bundle")
+
+
+def check_binary(ctx: Context) -> Iterator[Hit | Note]:
+    for p in ctx.bundle.parts:
+        if p.problem:
+            yield Hit(p.ref.where, p.problem, "replace it with the context binary the build produced")
+    read = ctx.bundle.readable_parts()
+    if read and not any(p.problem for p in ctx.bundle.parts):
+        yield Note(ctx.bundle.name, f"{len(read)} ctx-bins are QNN context binaries")
+
+
+def _order_check(ctx: Context, named: bool) -> Iterator[Hit | Note]:
+    for (ar, cl), members in ctx.bundle.genie_groups().items():
+        if ar is None or all(m.split for m in members) != named:
+            continue
+        genie = [m.part.index for m in members]
+        if genie != sorted(genie):
+            order = " → ".join(f"{m.part.label} ({m.graph.name})" for m in members)
+            listed = " → ".join(m.part.label for m in sorted(members, key=lambda m: m.part.index))
+            why = (
+                "Genie runs the splits by their graph names' _i_of_n suffix"
+                if named
+                else "Genie sorts graphs without an _i_of_n suffix by name, as strings, not by ctx-bins"
+            )
+            yield Hit(
+                f"{ctx.bundle.name}: ctx-bins (AR {ar}, CL {cl})",
+                f"{why}: it will run {order}; ctx-bins lists {listed}",
+                "list ctx-bins in split order"
+                if named
+                else "rename the graphs with AI Hub's _i_of_n suffix (ONNX Runtime cannot: QNN_FACTS), or "
+                "rebuild so that the names sort in split order; reordering ctx-bins changes nothing",
+            )
+        else:
+            yield Note(
+                f"{ctx.bundle.name}: AR {ar}, CL {cl}",
+                f"Genie's split order is the ctx-bins order ({len(members)} splits)",
+            )
+
+
+def check_order(ctx: Context) -> Iterator[Hit | Note]:
+    return _order_check(ctx, named=False)
+
+
+def check_order_named(ctx: Context) -> Iterator[Hit | Note]:
+    return _order_check(ctx, named=True)
+
+
+def check_graphs(ctx: Context) -> Iterator[Hit | Note]:
+    """Every (AR, CL) group is a whole chain: same split count, input_ids first, logits last, and each
+    split fed by the one before it."""
+    groups = ctx.bundle.genie_groups()
+    counts = {k: len(v) for k, v in groups.items()}
+    for (ar, cl), members in groups.items():
+        if ar is None:
+            for m in members:
+                yield Hit(
+                    f"{m.part.label}: graph {m.graph.name}",
+                    "no attention_mask input [.., AR, CL]: Genie cannot tell its AR and context length",
+                    "use the graphs Genie's export makes (input_ids, attention_mask, position_ids_*, past_*)",
+                )
+            continue
+        where = f"{ctx.bundle.name}: AR {ar}, CL {cl}"
+        problems = []
+        if "input_ids" not in {t.name for t in members[0].graph.inputs}:
+            problems.append(f"the first split {members[0].part.label} takes no input_ids")
+        if members[-1].tensor("logits", outputs=True) is None:
+            problems.append(f"the last split {members[-1].part.label} produces no logits")
+        for prev, nxt in zip(members, members[1:]):
+            made = {t.name: t.dims for t in prev.graph.outputs}
+            for t in nxt.graph.inputs:
+                if t.name in GENIE_FED or KV_INPUT.match(t.name):
+                    continue
+                if made.get(t.name) != t.dims:
+                    have = made.get(t.name)
+                    problems.append(
+                        f"{nxt.part.label} needs {t.name} {list(t.dims)}, which {prev.part.label} "
+                        + ("does not produce" if have is None else f"produces as {list(have)}")
+                    )
+        splits = [m.split for m in members if m.split]
+        if splits and sorted(i for i, _ in splits) != list(range(1, len(members) + 1)):
+            problems.append(
+                f"graph name suffixes {[f'{i}_of_{n}' for i, n in splits]} for {len(members)} splits"
+            )
+        if len(set(counts.values())) > 1:
+            others = sorted({n for k, n in counts.items() if k != (ar, cl)})
+            problems.append(f"{len(members)} split(s) here; the other AR/CL groups have {others}")
+        for p in problems:
+            yield Hit(where, p, "every part must hold its split's graph for each AR; rebuild the missing one")
+        if not problems:
+            yield Note(where, f"{len(members)} splits chain from input_ids to logits")
+
+
+def check_qairt_mix(ctx: Context) -> Iterator[Hit | Note]:
+    builds: dict[str, list[Part]] = {}
+    for p in ctx.bundle.readable_parts():
+        builds.setdefault(p.binary.build_id or "not recorded", []).append(p)
+    total = len(ctx.bundle.readable_parts())
+    if len(builds) > 1:
+        main = max(builds, key=lambda k: len(builds[k]))
+        odd = [p for k, ps in builds.items() if k != main for p in ps]
+        yield Hit(
+            ", ".join(p.ref.where for p in odd),
+            f"{', '.join(f'{p.label}: {p.binary.build_id}' for p in odd)}; the other parts: {main}",
+            f"recompile {', '.join(p.label for p in odd)} with QAIRT {main} (all parts from one build)",
+        )
+    elif builds:
+        yield Note(
+            ctx.bundle.name,
+            f"one QAIRT build across all {total} parts: {next(iter(builds))}. The converter's version is not "
+            "recorded in a context binary: its log or the DLC it wrote would show a converter/compiler mix",
+        )
+
+
+def _n_vocab(b: Bundle) -> int | None:
+    return _int(b.get("dialog", "context", "n-vocab"))
+
+
+def check_vocab_logits(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    n = _n_vocab(b)
+    where = f"{b.name}: dialog.context.n-vocab"
+    dims = {}
+    for (ar, _cl), members in b.genie_groups().items():
+        logits = members[-1].tensor("logits", outputs=True)
+        if logits is not None and logits.dims:
+            dims[f"{members[-1].part.label} logits (AR {ar})"] = logits.dims[-1]
+    if not dims:
+        yield Note(
+            where, "no split produces logits, so n-vocab cannot be compared (see ctx-bins.graphs)", False
+        )
+        return
+    wrong = {k: v for k, v in dims.items() if v != n}
+    if n is None:
+        yield Hit(
+            where,
+            f"n-vocab is {_js(b.get('dialog', 'context', 'n-vocab'))}; the logits have "
+            f"{sorted(set(dims.values()))} columns",
+            f"set dialog.context.n-vocab to {next(iter(dims.values()))}",
+        )
+    elif wrong:
+        k, v = next(iter(wrong.items()))
+        yield Hit(where, f"n-vocab {n}; {k} has {v} columns", f"set dialog.context.n-vocab to {v}")
+    else:
+        yield Note(where, f"n-vocab {n} = the last split's logits dimension")
+
+
+def check_vocab_tokenizer(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    n, size = _n_vocab(b), b.tokenizer_size
+    where = f"{b.name}: dialog.tokenizer.path"
+    if size is None:
+        why = b.tokenizer_problem or "the config names no tokenizer"
+        yield Note(where, f"tokenizer vocabulary unknown: {why}", False)
+        return
+    if n is not None and size > n:
+        yield Hit(
+            where,
+            f"the tokenizer defines {size} ids, n-vocab is {n}: ids {n}..{size - 1} can never be sampled",
+            "use the model's own tokenizer.json, or set n-vocab to the model's logits dimension",
+        )
+    elif n is not None:
+        extra = "" if size == n else f" (n-vocab {n} pads it: ids {size}..{n - 1} decode to nothing)"
+        yield Note(where, f"the tokenizer defines {size} ids{extra}")
+
+
+def check_vocab_special(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    n, size = _n_vocab(b), b.tokenizer_size
+    limit = min(x for x in (n, size) if x is not None) if (n, size) != (None, None) else None
+    checked = []
+    for key in ("bos-token", "eos-token", "eot-token", "pad-token"):
+        value = b.get("dialog", "context", key)
+        if value is None:
+            continue
+        where = f"{b.name}: dialog.context.{key}"
+        ids = _ids(value)
+        if not ids or (isinstance(value, list) and len(ids) != len(value)):
+            yield Hit(where, f"{key} is {_js(value)}, not a token id", f"set {key} to the tokenizer's id")
+            continue
+        if limit is None:
+            continue
+        outside = [i for i in ids if not 0 <= i < limit]
+        bounds = " and ".join(
+            x for x in (f"n-vocab {n}" if n else "", f"the tokenizer's {size} ids" if size else "") if x
+        )
+        if outside:
+            yield Hit(
+                where,
+                f"{key} {outside[0]} is outside the vocabulary ({bounds})",
+                f"set {key} to the tokenizer's id for it (below {limit})",
+            )
+        else:
+            checked.append(f"{key} {value}")
+    if checked:
+        yield Note(f"{b.name}: dialog.context", f"{', '.join(checked)} inside the vocabulary ({limit})")
+
+
+def check_context_size(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    size = b.get("dialog", "context", "size")
+    cls = sorted({cl for ar, cl in b.genie_groups() if cl is not None})
+    where = f"{b.name}: dialog.context.size"
+    named = {int(m.group(1)) for g in b.graphs() for m in [re.search(r"_cl(\d+)", g.graph.name)] if m}
+    if named and named != set(cls):
+        yield Hit(
+            where,
+            f"graph names say cl {sorted(named)}, attention_mask says CL {cls}",
+            "rename or rebuild the graphs so names and tensors agree",
+        )
+    if not cls:
+        return
+    if _int(size) is None or size != max(cls):
+        yield Hit(
+            where,
+            f"context.size {_js(size)}; the graphs' context length (attention_mask) is {max(cls)}",
+            f"set dialog.context.size to {max(cls)}",
+        )
+    else:
+        yield Note(where, f"context.size {size} = the graphs' context length")
+
+
+def check_kv(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    bwhere, backend = b.backend()
+    htp = backend.get("QnnHtp") if isinstance(backend.get("QnnHtp"), dict) else {}
+    kv_dim = htp.get("kv-dim")
+    where = f"{b.name}: {bwhere}.QnnHtp.kv-dim"
+    head_dims, lengths = set(), []
+    for sg in b.graphs():
+        for t in sg.graph.inputs:
+            m = KV_INPUT.match(t.name)
+            if not m or len(t.dims) < 2 or sg.cl is None:
+                continue
+            head, length = (t.dims[-2], t.dims[-1]) if m.group(1) == "key" else (t.dims[-1], t.dims[-2])
+            head_dims.add(head)
+            if length != sg.cl - sg.ar:
+                lengths.append(
+                    f"{sg.part.label} {t.name} {list(t.dims)}: {length} past columns, CL-AR = {sg.cl - sg.ar}"
+                )
+    for problem in lengths[:3]:
+        yield Hit(
+            f"{b.name}: KV cache", problem, "rebuild the graph with past length CL - AR (Genie's layout)"
+        )
+    if not head_dims:
+        return
+    if kv_dim is None:
+        yield Note(
+            where, f"no kv-dim in the config; the KV tensors' head dimension is {sorted(head_dims)}", False
+        )
+    elif len(head_dims) > 1 or kv_dim not in head_dims:
+        yield Hit(
+            where,
+            f"kv-dim {_js(kv_dim)}; the past_key/past_value tensors' head dimension is {sorted(head_dims)}",
+            f"set {bwhere}.QnnHtp.kv-dim to {min(head_dims)}",
+        )
+    elif not lengths:
+        yield Note(where, f"kv-dim {kv_dim} = the KV tensors' head dimension; past length CL-AR everywhere")
+
+
+def check_pos_id(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    bwhere, backend = b.backend()
+    htp = backend.get("QnnHtp") if isinstance(backend.get("QnnHtp"), dict) else {}
+    dims = {
+        t.dims[-1]
+        for sg in b.graphs()
+        for t in sg.graph.inputs
+        if t.name in ("position_ids_cos", "position_ids_sin") and t.dims
+    }
+    for key in ("pos-id-dim", "rope-dim"):
+        if key not in htp or not dims:
+            continue
+        where = f"{b.name}: {bwhere}.QnnHtp.{key}"
+        if htp[key] not in dims or len(dims) > 1:
+            yield Hit(
+                where,
+                f"{key} {_js(htp[key])}; position_ids_cos/sin have last dimension {sorted(dims)}",
+                f"set {bwhere}.QnnHtp.{key} to {min(dims)}",
+            )
+        else:
+            yield Note(where, f"{key} {htp[key]} = position_ids_cos/sin's last dimension")
+
+
+def _encoding(t) -> str:
+    return t.dtype if t.scale is None else f"{t.dtype} scale {t.scale:.6g} offset {t.offset}"
+
+
+def check_boundary(ctx: Context) -> Iterator[Hit | Note]:
+    """Genie hands a split's outputs to the next split and a KV _out to its _in as bytes: both ends must
+    read them alike."""
+    problems = []
+    for (ar, _cl), members in ctx.bundle.genie_groups().items():
+        if ar is None:  # not a graph Genie can place (ctx-bins.graphs says so)
+            continue
+        for prev, nxt in zip(members, members[1:]):
+            made = {t.name: t for t in prev.graph.outputs}
+            for t in nxt.graph.inputs:
+                src = made.get(t.name)
+                if src is not None and _encoding(src) != _encoding(t):
+                    problems.append(
+                        f"{t.name}: {prev.part.label} writes {_encoding(src)}, "
+                        f"{nxt.part.label} reads {_encoding(t)}"
+                    )
+        for sg in members:
+            outs = {t.name: t for t in sg.graph.outputs}
+            for t in sg.graph.inputs:
+                m = KV_INPUT.match(t.name)
+                out = outs.get(f"past_{m.group(1)}_{m.group(2)}_out") if m else None
+                if out is not None and _encoding(out) != _encoding(t):
+                    problems.append(f"{sg.part.label} {t.name} {_encoding(t)} vs {out.name} {_encoding(out)}")
+    for p in problems[:6]:
+        yield Hit(ctx.bundle.name, p, "quantize both ends of the boundary with the same encoding and rebuild")
+    if not problems and ctx.bundle.graphs():
+        yield Note(
+            ctx.bundle.name, "split boundaries and KV in/out pairs carry the same encodings on both ends"
+        )
+
+
+def check_extension_file(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    if b.config is None:
+        return
+    if b.extension is None:
+        yield Note(
+            f"{b.name}: {b.backend()[0]}",
+            "no extensions file: the device runs with QNN's defaults (no soc_model, no graph settings)",
+            False,
+        )
+    elif b.extension.kind in ("outside", "placeholder", "not-a-path"):
+        return  # config.paths has said it
+    elif b.extension_problem:
+        yield Hit(
+            b.extension.where,
+            b.extension_problem,
+            "write the extension file with the binaries' soc_model and dsp_arch (devices[0])",
+        )
+    else:
+        yield Note(b.extension.where, f"{b.extension.path.name} is a JSON object")
+
+
+def check_extension_qualcomm(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    if b.extension_text is None or b.extension_problem:
+        return
+    from q9diff import extconfig
+
+    try:
+        verdict = extconfig.check([b.extension_text])[0]
+    except extconfig.Unavailable as exc:
+        yield Note(b.extension.where, f"Qualcomm's parser not asked: {exc}", False)
+        return
+    for e in verdict.errors:
+        yield Hit(
+            b.extension.where, f"libQnnHtpNetRunExtensions.so: {e}", "fix the file as Qualcomm's parser says"
+        )
+    if not verdict.errors:
+        yield Note(b.extension.where, "libQnnHtpNetRunExtensions.so (Qualcomm's parser) accepts it")
+
+
+def check_genie_parser(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    if b.config_text is None:
+        return
+    from q9diff import genieconfig
+
+    try:
+        verdict = genieconfig.check(b.config_text)
+    except genieconfig.Unavailable as exc:
+        yield Note(b.name, f"libGenie's parser not asked: {exc}", False)
+        return
+    if verdict.accepted:
+        yield Note(b.name, "libGenie's config parser (GenieDialogConfig_createFromJson) accepts it")
+    else:
+        text = " ".join(verdict.errors) or "no message"
+        yield Hit(
+            b.name,
+            f"libGenie refuses the config ({verdict.status}): {text}",
+            "fix the config as libGenie says",
+        )
+
+
+def _ext_soc(d: dict) -> tuple[str, object]:
+    for key in ("soc_model", "soc_id"):  # both integers in Qualcomm's schema (QNN_FACTS)
+        if key in d:
+            return key, d[key]
+    return "soc_model", None
+
+
+def check_two_places_soc(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    devices = _ext_devices(b)
+    if b.extension_doc is None:
+        return
+    if not devices:
+        yield Note(_ext_where(b, "devices"), "no devices section: the runtime is told no soc_model", False)
+        return
+    key, value = _ext_soc(devices[0])
+    where = _ext_where(b, f"devices[0].{key}")
+    socs: dict[int | None, list[Part]] = {}
+    for p in b.readable_parts():
+        socs.setdefault(requested_soc(p), []).append(p)
+    known = {s: ps for s, ps in socs.items() if s is not None}
+    if value is None:
+        yield Note(where, f"no soc_model/soc_id; the binaries target {sorted(known)}", False)
+        return
+    wrong = {s: ps for s, ps in known.items() if s != value}
+    for s, ps in wrong.items():
+        yield Hit(
+            where,
+            f"{key} {_js(value)} ({soc_name(_int(value))}) at run time; {_parts_text(ps, len(b.parts))} "
+            f"compiled for soc_model {s} ({soc_name(s)})",
+            f"set devices[0].{key} to {s} in {b.extension.path.name}, the value the binaries were built for",
+        )
+    if known and not wrong:
+        yield Note(where, f"{key} {value} at run time = the binaries' soc_model")
+
+
+def check_two_places_arch(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    devices = _ext_devices(b)
+    if not devices or "dsp_arch" not in devices[0]:
+        return
+    value = devices[0]["dsp_arch"]
+    m = re.fullmatch(r"v(\d+)", value) if isinstance(value, str) else None
+    where = _ext_where(b, "devices[0].dsp_arch")
+    archs = {p.binary.dsp_arch for p in b.readable_parts() if p.binary.dsp_arch}
+    if not m:
+        yield Hit(where, f'dsp_arch {_js(value)} is not an HTP arch like "v73"', "write the binaries' arch")
+    elif archs and archs != {int(m.group(1))}:
+        yield Hit(
+            where,
+            f"dsp_arch {value} at run time; the binaries are {', '.join(f'v{a}' for a in sorted(archs))}",
+            f'set devices[0].dsp_arch to "v{min(archs)}"',
+        )
+    elif archs:
+        yield Note(where, f"dsp_arch {value} = the binaries' arch")
+
+
+def check_two_places_sharing(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    if b.extension_doc is None:
+        return
+    context = b.extension_doc.get("context")
+    enabled = context.get("weight_sharing_enabled") if isinstance(context, dict) else None
+    shared = [p for p in b.readable_parts() if any(r.name.startswith("WEIGHTS/") for r in p.binary.records)]
+    where = _ext_where(b, "context.weight_sharing_enabled")
+    if shared and enabled is not True:
+        yield Hit(
+            where,
+            f"{_js(enabled)}; {_parts_text(shared, len(b.parts))} share weights (a WEIGHTS/ record)",
+            "set context.weight_sharing_enabled true, as AI Hub's device-side template does",
+        )
+    elif enabled is True and b.readable_parts() and not shared:
+        yield Hit(
+            where,
+            "true, but no ctx-bin shares weights (no WEIGHTS/ record)",
+            "drop it, or ship the shared build",
+        )
+    elif b.readable_parts():
+        yield Note(where, f"{_js(enabled)}, matching {len(shared)} weight-shared ctx-bins")
+
+
+def check_two_places_graphs(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    present = {g.name: g for p in b.readable_parts() for g in p.binary.graphs}
+    for i, entry in enumerate(_ext_graphs(b)):
+        names = entry.get("graph_names")
+        where = _ext_where(b, f"graphs[{i}]")
+        if not isinstance(names, list):
+            continue
+        named = list(present) if "*" in names else [n for n in names if n in present]
+        absent = [n for n in names if n != "*" and n not in present]
+        if absent:
+            yield Hit(
+                where,
+                f"settings for graphs no ctx-bin holds: {absent[:3]}",
+                "name the graphs the ctx-bins hold",
+            )
+        for key, field_, scale in (("vtcm_mb", "vtcm_size", 2**20), ("O", "optimization_level", 1)):
+            want = entry.get(key)
+            if (
+                not isinstance(want, (int, float))
+                or isinstance(want, bool)
+                or (key == "vtcm_mb" and want == 0)
+            ):
+                continue
+            off = [n for n in named if getattr(present[n], field_) not in (None, want * scale)]
+            if off:
+                have = sorted({getattr(present[n], field_) // scale for n in off})
+                yield Hit(
+                    f"{where}.{key}",
+                    f"{key} {want:g} here; {len(off)} named graphs were compiled with {have}",
+                    "rebuild with this file, or make it say what the binaries were built with",
+                )
+        if named and not absent:
+            yield Note(where, f"settings for {len(named)} graphs the ctx-bins hold, as compiled")
+
+
+def check_spill_fill(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    bwhere, backend = b.backend()
+    htp = backend.get("QnnHtp") if isinstance(backend.get("QnnHtp"), dict) else {}
+    value = htp.get("spill-fill-bufsize")
+    sizes = [
+        (g.spill_fill_buffer_size, p.label)
+        for p in b.readable_parts()
+        for g in p.binary.graphs
+        if g.spill_fill_buffer_size is not None
+    ]
+    if value is None or not sizes:
+        return
+    largest, part = max(sizes)
+    where = f"{b.name}: {bwhere}.QnnHtp.spill-fill-bufsize"
+    if _int(value) and value < largest:
+        yield Hit(
+            where, f"{value} bytes; {part} needs a spill/fill buffer of {largest}", f"set it to {largest}"
+        )
+    else:
+        yield Note(
+            where,
+            f"{_js(value)} bytes (0 = no shared spill-fill buffer); the binaries' largest spill/fill buffer "
+            f"is {largest} bytes",
+        )
+
+
+# libGenie's own QnnHtp schema (read from libGenie.so, QAIRT 2.51) describes mmap-budget in MB, 0 meaning
+# unset/unlimited, and spill-fill-bufsize in bytes, 0 disabling the shared spill-fill buffer.
+MMAP_BUDGET_UNIT = 2**20
+
+
+def check_mmap(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    bwhere, backend = b.backend()
+    htp = backend.get("QnnHtp") if isinstance(backend.get("QnnHtp"), dict) else {}
+    sizes = sorted((p.binary.size, p.label) for p in b.readable_parts())
+    if not sizes or "use-mmap" not in htp:
+        return
+    budget, (largest, label) = htp.get("mmap-budget"), sizes[-1]
+    where = f"{b.name}: {bwhere}.QnnHtp.mmap-budget"
+    if htp["use-mmap"] is True and _int(budget) and budget * MMAP_BUDGET_UNIT < largest:
+        yield Hit(
+            where,
+            f"use-mmap true with mmap-budget {budget} MB; {label} alone is {_mb(largest)}",
+            f"raise mmap-budget to at least {-(-largest // MMAP_BUDGET_UNIT)} (MB), or 0 for no limit",
+        )
+    else:
+        yield Note(
+            where,
+            f"use-mmap {_js(htp['use-mmap'])}, mmap-budget {_js(budget)} (MB, 0 = no limit); ctx-bins "
+            f"{_mb(sum(s for s, _ in sizes))} in all, the largest {_mb(largest)}",
+        )

@@ -1,0 +1,335 @@
+"""The checks of `q9diff doctor` that compare a bundle with the known-good one (splits, QAIRT build,
+I/O encodings, kernels) and the build settings (soc_model, VTCM, weights packing, optimization level):
+every root cause `q9diff A B` finds per part, or without a reference the single-binary signs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from q9diff.bundle import Bundle, Part
+from q9diff.doctor_checks import (
+    Context,
+    Hit,
+    Note,
+    _encoding,
+    _ext_devices,
+    _ext_soc,
+    _mb,
+    _parts_text,
+    requested_soc,
+)
+from q9diff.tables import SOCS, soc_name
+
+FP16_KERNEL = ".fp16."  # float kernels in the op list (q9diff.diff: fixtures/variants/precision_fp16.bin)
+
+
+def _suggestion_fix(s: dict, parts: str) -> str:
+    t = s["targets"]
+    ext = "; ".join(f"{k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items())
+    ort = "; ".join(f"{k}={v}" for k, v in t.get("ort_qnn", {}).items())
+    return (
+        f"recompile {parts} with {s['setting']} = {s['value']}: htp_backend_ext_config.json {ext}"
+        f" / qairt {t['qairt']}" + (f" / ONNX Runtime QNN EP {ort}" if ort else "")
+    )
+
+
+def _layout(b: Bundle) -> str:
+    groups = b.genie_groups()
+    ars = ", ".join(f"AR {ar}" for ar, _ in groups)
+    return f"{len(b.parts)} ctx-bins, {len(next(iter(groups.values()), []))} splits × {ars}"
+
+
+def check_split(ctx: Context) -> Iterator[Hit | Note]:
+    b, r = ctx.bundle, ctx.reference
+    mine, theirs = _layout(b), _layout(r)
+    names_b = {g.graph.name for g in b.graphs()}
+    names_r = {g.graph.name for g in r.graphs()}
+    if mine != theirs:
+        yield Hit(b.name, f"{mine}; the reference has {theirs}", "split the model as the reference is split")
+    if names_b != names_r:
+        only_b, only_r = sorted(names_b - names_r), sorted(names_r - names_b)
+        yield Hit(
+            b.name,
+            f"graph names differ: only here {only_b[:4]}, only in the reference {only_r[:4]}",
+            "build the graphs under the reference's names (Genie orders splits by them)",
+        )
+    if mine == theirs and names_b == names_r:
+        yield Note(b.name, f"{mine} and the same {len(names_b)} graph names as the reference")
+
+
+def check_qairt_reference(ctx: Context) -> Iterator[Hit | Note]:
+    mine = sorted({p.binary.build_id for p in ctx.bundle.readable_parts()})
+    theirs = sorted({p.binary.build_id for p in ctx.reference.readable_parts()})
+    if mine != theirs:
+        yield Hit(
+            ctx.bundle.name,
+            f"QAIRT {mine}; the reference was built with {theirs}",
+            f"compile with QAIRT {', '.join(theirs)}, or expect differences from the compiler itself",
+        )
+    else:
+        yield Note(ctx.bundle.name, f"the same QAIRT build as the reference ({', '.join(mine)})")
+
+
+def _graph_pairs(p: Part, q: Part) -> list[tuple]:
+    """The graphs of two paired parts: by name, else by position (ONNX Runtime's hash names differ
+    between builds of the same model)."""
+    theirs = {g.name: g for g in q.binary.graphs}
+    if all(g.name in theirs for g in p.binary.graphs):
+        return [(g, theirs[g.name]) for g in p.binary.graphs]
+    return list(zip(p.binary.graphs, q.binary.graphs))
+
+
+def _io_pairs(p: Part, q: Part) -> list[tuple]:
+    out = []
+    for g, h in _graph_pairs(p, q):
+        theirs = {t.name: t for t in h.inputs + h.outputs}
+        out += [(t, theirs[t.name]) for t in g.inputs + g.outputs if t.name in theirs]
+    return out
+
+
+def check_quant_io(ctx: Context) -> Iterator[Hit | Note]:
+    diffs, same, kinds = [], 0, set()
+    for p, q in ctx.pairs:
+        for t, r in _io_pairs(p, q):
+            kinds.add(t.dtype)
+            if (t.dtype, t.scale is None) == (r.dtype, r.scale is None):
+                same += 1
+                continue
+            if t.scale is None and r.scale is not None:
+                what = "float where the reference is quantized"
+            elif r.scale is None and t.scale is not None:
+                what = "quantized where the reference is float"
+            else:
+                what = "another dtype"
+            diffs.append((p, f"{t.name}: {_encoding(t)}; the reference {_encoding(r)} ({what})"))
+    for p, text in diffs[:6]:
+        yield Hit(
+            p.label,
+            text,
+            "quantize the model's I/O as the reference was (--quantize_io / the same encodings) and rebuild",
+        )
+    if not diffs and same:
+        yield Note(
+            ctx.bundle.name,
+            f"all {same} I/O tensors have the reference's dtypes ({', '.join(sorted(kinds))}), quantized "
+            "exactly where the reference's are",
+        )
+
+
+def _kernels(p: Part, needle: str) -> list[str]:
+    return sorted(op.kind for i in range(len(p.binary.graphs)) for op in p.binary.ops(i) if needle in op.kind)
+
+
+def check_gather(ctx: Context) -> Iterator[Hit | Note]:
+    """The embedding lookup's kernel (its name before the `@` layout suffix) carries its precision, e.g.
+    `*InputGather2DDMAQuant` in qwen-mini: a Gather whose encodings were dropped would differ here."""
+    found, kinds, compared = [], set(), 0
+    for p, q in ctx.pairs:
+        mine = sorted(k.split("@")[0] for k in _kernels(p, "Gather"))
+        theirs = sorted(k.split("@")[0] for k in _kernels(q, "Gather"))
+        if not mine and not theirs:
+            continue
+        compared += 1
+        kinds |= set(mine)
+        if mine != theirs:
+            found.append(
+                Hit(
+                    p.label,
+                    f"Gather kernels {sorted(set(mine))}; the reference {sorted(set(theirs))}",
+                    "keep the embedding's encodings through conversion (quantization overrides) and rebuild",
+                )
+            )
+    yield from found
+    if not found and compared:
+        yield Note(
+            ctx.bundle.name,
+            f"the reference's Gather kernels ({', '.join(sorted(kinds))}) in {compared} part(s); a dropped "
+            "encoding would change the kernel or the dtype at the boundary",
+        )
+    elif not compared:
+        yield Note(
+            ctx.bundle.name,
+            "no Gather kernel in the op lists: a dropped Gather encoding leaves no mark q9diff "
+            "can read in a compiled bundle; the converter's quantization encodings file would show it",
+            False,
+        )
+
+
+def check_float_fallback(ctx: Context) -> Iterator[Hit | Note]:
+    found = []
+    for p, q in ctx.pairs:
+        mine, theirs = len(_kernels(p, FP16_KERNEL)), len(_kernels(q, FP16_KERNEL))
+        if mine != theirs:
+            found.append(
+                Hit(
+                    p.label,
+                    f"{mine} fp16 kernels; the reference has {theirs}",
+                    "find the ops that lost their encodings (the converter's log) and rebuild quantized",
+                )
+            )
+    yield from found
+    if not found and ctx.pairs:
+        yield Note(
+            ctx.bundle.name,
+            f"as many fp16 (float) kernels as the reference in all {len(ctx.pairs)} parts "
+            f"({sum(len(_kernels(p, FP16_KERNEL)) for p, _ in ctx.pairs)} in all)",
+        )
+
+
+def _parts_short(parts: list[Part], total: int) -> str:
+    return f"all {total} parts" if len(parts) == total > 1 else ", ".join(p.label for p in parts)
+
+
+def _option(p: Part, key: str) -> str:
+    values = sorted({p.binary.options(i).get(key, "not recorded") for i in range(len(p.binary.graphs))})
+    return "/".join(values)
+
+
+def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
+    """Root causes `q9diff A B` finds per part against the reference, one Hit per distinct change."""
+    seen: dict[tuple, list[Part]] = {}
+    info: dict[tuple, tuple] = {}
+    pairs = {id(p): q for p, q, _ in ctx.diffs}
+    for p, _, res in ctx.diffs:
+        sugg = {s["setting"]: s for s in res.suggestions}
+        for c in res.causes:
+            if c.role == "root" and c.name in names:
+                key = (c.name, json.dumps(c.a, default=str), json.dumps(c.b, default=str))
+                seen.setdefault(key, []).append(p)
+                info[key] = (c, sugg.get(c.name))
+    for key, parts in seen.items():
+        c, s = info[key]
+        a, b = (c.a, c.b) if c.name != "vtcm_size" else (_mb(c.a), _mb(c.b))
+        if c.name == "optimization_level":
+            a = f"{a} (compiler options O={_option(parts[0], 'O')})"
+            b = f"{b} (O={_option(pairs[id(parts[0])], 'O')})"
+        evidence = f"{c.name} {a}; the reference {b}" + (
+            f" ({'; '.join(c.evidence[1:])})" if len(c.evidence) > 1 else ""
+        )
+        where = _parts_text(parts, len(ctx.bundle.parts))
+        yield Hit(
+            where,
+            evidence,
+            _suggestion_fix(s, _parts_short(parts, len(ctx.bundle.parts)))
+            if s
+            else f"rebuild with the reference's {c.name}",
+        )
+
+
+def check_soc(ctx: Context) -> Iterator[Hit | Note]:
+    parts = ctx.bundle.readable_parts()
+    generic = [p for p in parts if requested_soc(p) == 0]
+    if generic:
+        ref = sorted({requested_soc(q) for q in ctx.reference.readable_parts()}) if ctx.reference else []
+        recorded = sorted({p.binary.soc_model for p in generic if p.binary.soc_model})
+        evidence = "soc_model 0: built for no SoC; it loads everywhere and may compute garbage on the device"
+        if recorded:
+            evidence += (
+                f" (the metadata records {', '.join(map(str, recorded))}, the compiler's default for the "
+                "arch, beside the option relaxed_precision_flag=false of a soc_model 0 build)"
+            )
+        if len(ref) == 1 and ref[0]:
+            value = f"soc_model {ref[0]} (the reference's, {soc_name(ref[0])})"
+        else:
+            value = "your device's soc_model (q9diff cannot know which device you run)"
+        devices = _ext_devices(ctx.bundle)
+        key, now = _ext_soc(devices[0]) if devices else ("soc_model", None)
+        device_side = (
+            f"; the device-side {ctx.bundle.extension.path.name} has devices[0].{key} {now}: set it there too"
+            if devices and ctx.bundle.extension
+            else ""
+        )
+        fix = (
+            f"set {value} in the compile config (htp_backend_ext_config.json devices[0].soc_model, qairt "
+            f"HtpDeviceConfig(soc_model=...), ONNX Runtime soc_model) and recompile{device_side}"
+        )
+        yield Hit(_parts_text(generic, len(ctx.bundle.parts)), evidence, fix)
+    elif ctx.reference is not None:
+        yield from _causes(ctx, ("soc_model",))
+    if not generic and parts:
+        socs = sorted({requested_soc(p) for p in parts}, key=str)
+        yield Note(
+            ctx.bundle.name,
+            f"built for soc_model {', '.join(map(str, socs))} ({', '.join(soc_name(s) for s in socs)}), "
+            "not the generic target",
+        )
+
+
+def check_vtcm(ctx: Context) -> Iterator[Hit | Note]:
+    if ctx.reference is not None:
+        hits = list(_causes(ctx, ("vtcm_size",)))
+        yield from hits
+        if not hits and ctx.pairs:
+            sizes = sorted({_mb(g.vtcm_size) for p, _ in ctx.pairs for g in p.binary.graphs})
+            yield Note(ctx.bundle.name, f"VTCM {', '.join(sizes)}, as in the reference")
+        return
+    for p in ctx.bundle.readable_parts():
+        soc = SOCS.get(requested_soc(p) or -1)
+        sizes = {g.vtcm_size for g in p.binary.graphs}
+        if soc and soc.vtcm_mb and sizes and max(s or 0 for s in sizes) < soc.vtcm_mb * 2**20:
+            yield Note(
+                p.label,
+                f"VTCM {', '.join(_mb(s) for s in sizes)} of {soc.name}'s {soc.vtcm_mb} MB: slower, "
+                "not wrong; a reference would say what was intended",
+                False,
+            )
+    yield Note(ctx.bundle.name, "VTCM vs a known-good build needs --reference", False)
+
+
+# The compiler options that say how weights are stored (QNN_FACTS "Knobs ONNX Runtime lacks"):
+# compress_weights=true packs 4-bit-range int8 weights two per byte; native_hmx_a16w4 keeps INT4 packed.
+PACKING_OPTIONS = ("compress_weights", "native_hmx_a16w4")
+
+
+def check_packing(ctx: Context) -> Iterator[Hit | Note]:
+    if ctx.reference is None:
+        values = sorted({_option(p, "compress_weights") for p in ctx.bundle.readable_parts()})
+        yield Note(
+            ctx.bundle.name,
+            f"compress_weights={'/'.join(values)}; whether 4-bit weights sit unpacked needs --reference "
+            "(or the weights' value ranges)",
+            False,
+        )
+        return
+    seen: dict[tuple[str, str, str], list[Part]] = {}
+    for p, q in ctx.pairs:
+        for key in PACKING_OPTIONS:
+            mine, theirs = _option(p, key), _option(q, key)
+            if mine != theirs:
+                seen.setdefault((key, mine, theirs), []).append(p)
+    for (key, mine, theirs), parts in seen.items():
+        where = _parts_text(parts, len(ctx.bundle.parts))
+        fix = f"recompile {_parts_short(parts, len(ctx.bundle.parts))} with the reference's {key}={theirs}"
+        if key == "compress_weights":
+            fix += (
+                f" (htp_backend_ext_config.json graphs[].weights_packing = {theirs}, "
+                "qairt HtpGraphConfig(weights_packing=...))"
+            )
+        yield Hit(where, f"{key}={mine}; the reference {key}={theirs}", fix)
+    if not seen and ctx.pairs:
+        same = ", ".join(f"{k}={_option(ctx.pairs[0][0], k)}" for k in PACKING_OPTIONS)
+        yield Note(ctx.bundle.name, f"{same} in every part, as in the reference")
+
+
+def check_optimization(ctx: Context) -> Iterator[Hit | Note]:
+    if ctx.reference is None:
+        levels = sorted(
+            {str(g.optimization_level) for p in ctx.bundle.readable_parts() for g in p.binary.graphs}
+        )
+        yield Note(
+            ctx.bundle.name, f"optimization level {', '.join(levels)}; compare with --reference", False
+        )
+        return
+    hits = list(_causes(ctx, ("optimization_level", "hvx_threads", "dlbc")))
+    yield from hits
+    if not hits and ctx.pairs:
+        yield Note(ctx.bundle.name, "optimization level, HVX threads and DLBC as in the reference")
+
+
+def check_build_other(ctx: Context) -> Iterator[Hit | Note]:
+    hits = list(_causes(ctx, ("dsp_arch", "weight_sharing", "graph_structure")))
+    yield from hits
+    if not hits and ctx.pairs:
+        yield Note(ctx.bundle.name, "dsp_arch, weight sharing and the graphs' structure as in the reference")

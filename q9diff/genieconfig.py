@@ -1,0 +1,122 @@
+"""Qualcomm's own verdict on a Genie dialog config: libGenie's config parser, create and free only.
+
+`GenieDialogConfig_createFromJson` checks the text against the JSON schemas libGenie carries and fills
+its config object; it opens no file (a ctx-bin that does not exist is accepted: measured on libGenie
+1.21 from onnxruntime-qnn 2.7.0) and runs nothing. Its messages go to the process's stderr. The text
+is parsed in a child Python started with `-I` in a private folder, as q9diff.extconfig does for
+extension files, so a crash of the library cannot take q9diff with it, and q9diff never copies the
+schema. Loading follows q9diff.runners.genie: libQnnSystem and libQnnHtp first, RTLD_GLOBAL.
+
+This module is also the child's script: it imports nothing outside the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+LIBRARY = "libGenie.so"
+PRELOAD = ("libQnnSystem.so", "libQnnHtp.so")
+TIMEOUT_S = 60
+# GenieCommon.h status codes the parser returns.
+STATUS_NAMES = {
+    0: "SUCCESS",
+    -2: "INVALID_ARGUMENT",
+    -4: "INVALID_CONFIG",
+    -7: "JSON_FORMAT",
+    -8: "JSON_SCHEMA",
+}
+STATUS_NAMES.update({-9: "JSON_VALUE", -1: "GENERAL", -3: "MEM_ALLOC"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """libGenie's answer: its status name and the lines it printed (empty when it accepted the text)."""
+
+    status: str
+    errors: tuple[str, ...]
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "SUCCESS"
+
+
+class Unavailable(RuntimeError):
+    """libGenie cannot be asked here (not installed, not Linux x86_64, or it did not answer)."""
+
+
+def library_dir() -> Path:
+    """The onnxruntime-qnn folder holding libGenie and the QNN libraries, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("onnxruntime_qnn")
+    for where in (spec.submodule_search_locations or []) if spec else []:
+        if all((Path(where) / lib).is_file() for lib in (LIBRARY, *PRELOAD)):
+            return Path(where)
+    raise Unavailable(f"onnxruntime-qnn with {LIBRARY} is not installed")
+
+
+def check(text: str) -> Verdict:
+    """libGenie's verdict on one dialog config text; Unavailable if it cannot be asked."""
+    lib = library_dir()
+    with tempfile.TemporaryDirectory(prefix="q9diff-genieconfig-") as tmp:
+        config = Path(tmp) / "genie_config.json"
+        config.write_text(text, encoding="utf-8")
+        try:
+            run = subprocess.run(
+                [sys.executable, "-I", str(Path(__file__).resolve()), str(lib), str(config)],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            )
+        except subprocess.TimeoutExpired:
+            raise Unavailable(f"{LIBRARY} did not answer within {TIMEOUT_S} s") from None
+    try:
+        answer = json.loads(run.stdout.strip().splitlines()[-1])
+        status = int(answer["status"])
+    except (json.JSONDecodeError, IndexError, KeyError, TypeError, ValueError):
+        raise Unavailable(f"{LIBRARY} stopped before answering (exit status {run.returncode})") from None
+    lines = [_tidy(ln) for ln in run.stderr.splitlines() if ln.strip() and "LIBNATIVE" not in ln]
+    name = STATUS_NAMES.get(status, str(status))
+    return Verdict(name, () if status == 0 else tuple(dict.fromkeys(ln[:400] for ln in lines)))
+
+
+def _tidy(line: str) -> str:
+    """One message line without its repetitions: libGenie nests "Failed to validate ...: " prefixes and
+    repeats " - at least one subschema has failed ..." once per schema level."""
+    line = re.sub(r"(([^:]+: ))\1+", r"\1", " ".join(line.split()))
+    return " - ".join(dict.fromkeys(line.split(" - ")))
+
+
+def _child(lib_dir: str, config: str) -> int:
+    import ctypes
+
+    for lib in PRELOAD:
+        ctypes.CDLL(os.path.join(lib_dir, lib), mode=ctypes.RTLD_GLOBAL)
+    genie = ctypes.CDLL(os.path.join(lib_dir, LIBRARY))
+    handle = ctypes.c_void_p()
+    genie.GenieDialogConfig_createFromJson.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    genie.GenieDialogConfig_createFromJson.restype = ctypes.c_int32
+    genie.GenieDialogConfig_free.argtypes = [ctypes.c_void_p]
+    genie.GenieDialogConfig_free.restype = ctypes.c_int32
+    with open(config, "rb") as f:
+        status = genie.GenieDialogConfig_createFromJson(f.read(), ctypes.byref(handle))
+    if handle:
+        genie.GenieDialogConfig_free(handle)
+    return int(status)
+
+
+if __name__ == "__main__":
+    result = _child(sys.argv[1], sys.argv[2])
+    sys.stderr.flush()
+    sys.stdout.write("\n" + json.dumps({"status": result}) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # the library's static destructors are not ours to run
