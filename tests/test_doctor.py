@@ -272,7 +272,7 @@ def test_cli_exit_codes_json_and_html(bundle: Path, tmp_path: Path) -> None:
     local = runner.invoke(app, ["doctor", str(LOCAL), "--reference", str(REFERENCE), "--html", str(html)])
     assert local.exit_code == 1
     assert local.output.index("1 error(s)") < local.output.index("Hypotheses") < local.output.index("Errors")
-    assert f"HTML report written to {html}" in local.output.replace("\n", "")
+    assert f"wrote the HTML report: {html}" in local.output.replace("\n", "")
     page = html.read_text()
     assert "build.soc_model" in page and "<script" not in page
     bad = runner.invoke(app, ["doctor", str(QWEN / "local" / "tokenizer.json")])
