@@ -115,7 +115,7 @@ class OrtQnnBackend:
         problem = self.missing() if self._python_for(recipe.qairt_version) == sys.executable else None
         if problem:
             raise BackendUnavailable(problem)
-        out_dir = Path(out_dir)
+        out_dir = Path(out_dir).resolve()  # children run elsewhere: no relative paths
         out_dir.mkdir(parents=True, exist_ok=True)
         self.compiled = []
         outputs = []
@@ -175,10 +175,7 @@ def _same_version(a: str, b: str) -> bool:
 
 
 def _run_child(python: str, job: Path, timeout_s: float, part: str) -> dict:
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])  # so the child imports this q9diff
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return run_compile_child("ort-qnn", python, job, env, timeout_s, part)
+    return run_compile_child("ort-qnn", python, job, dict(os.environ), timeout_s, part)
 
 
 # ---- child side: runs in a separate interpreter, imports ONNX Runtime only here ----

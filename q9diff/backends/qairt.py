@@ -402,7 +402,7 @@ class QairtBackend:
                 for path in (graph.source, graph.encodings):
                     if path and not Path(path).is_file():
                         raise BackendUnavailable(f"part {part.name}: {path} not found")
-        out_dir = Path(out_dir)
+        out_dir = Path(out_dir).resolve()  # children run elsewhere: no relative paths
         out_dir.mkdir(parents=True, exist_ok=True)
         return [self._compile_part(part, root, out_dir) for part in plan.parts]
 
@@ -417,8 +417,6 @@ class QairtBackend:
             env = dict(self.env)
             env["QAIRT_SDK_ROOT"] = str(root)
             env["QAIRT_TMP_DIR"] = str(work / "tmp")
-            pkg_root = str(Path(__file__).resolve().parents[2])  # so the child imports this q9diff
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH")) if p)
             result = run_compile_child("qairt", self.python, job, env, self.timeout_s, part.name, job.parent)
             target = out_dir / part.output
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -156,7 +156,7 @@ class QnnCliBackend:
             for dlc in part.dlc_paths:
                 if not Path(dlc).is_file():
                     raise BackendUnavailable(f"part {part.name}: {dlc} not found")
-        out_dir = Path(out_dir)
+        out_dir = Path(out_dir).resolve()  # children run elsewhere: no relative paths
         out_dir.mkdir(parents=True, exist_ok=True)
         return [self._compile_part(part, sdk, out_dir) for part in parts]
 

@@ -351,11 +351,13 @@ _INSERTING = re.compile(r"Inserting graph (\S+) as idx (\d+) for AR-(\d+) CL-(\d
 
 
 def _run_child(job: Path, env: dict[str, str], timeout_s: float, ctx_bins: list[Path], bundle: Path) -> dict:
-    package_parent = str(Path(__file__).resolve().parent.parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "q9diff.runners.genie", str(job)]
+    from q9diff.guard import python_argv
+
+    command = python_argv("q9diff.runners.genie", [str(job.resolve())])
     try:
-        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+        child = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=job.parent
+        )
     except subprocess.TimeoutExpired as exc:
         raise GenieError(f"{bundle}: libGenie did not finish within {timeout_s:g} s") from exc
     log = child.stdout + child.stderr

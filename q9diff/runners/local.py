@@ -22,13 +22,13 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from q9diff.guard import python_argv
 from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
 from q9diff.runners.worker import WorkerClient, WorkerSession, child_env
 
@@ -132,9 +132,9 @@ class LocalSession(WorkerSession):
 
     def _start(self, paths: list[Path]) -> list[GraphSpec]:
         self._client = WorkerClient(
-            [sys.executable, "-m", "q9diff.runners.worker"], "x86 HTP emulator", child_env(), self.timeout_s
+            python_argv("q9diff.runners.worker", []), "x86 HTP emulator", child_env(), self.timeout_s
         )
-        reply, _ = self._client.request({"op": "load", "binaries": [str(p) for p in paths]})
+        reply, _ = self._client.request({"op": "load", "binaries": [str(Path(p).resolve()) for p in paths]})
         return [GraphSpec.from_dict(g) for g in reply["graphs"]]
 
     def _open(self, binaries: list[Path]) -> None:

@@ -54,6 +54,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from q9diff.guard import python_argv
 from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
 from q9diff.runners.worker import WorkerClient, WorkerSession
 
@@ -497,10 +498,10 @@ class SshWorkerSession(WorkerSession, _SshSession):
         self._client: WorkerClient | None = None
         try:
             super().__init__(client, binaries, remote_base)
-            env = dict(qairt.env())
-            if remote_pythonpath:
-                env["PYTHONPATH"] = remote_pythonpath
-            command = remote_command([remote_python, "-m", "q9diff.runners.worker"], self.remote_dir, env)
+            # Isolated as locally: the remote directory holds files from the bundle, never modules.
+            paths = [p for p in (remote_pythonpath or "").split(":") if p.startswith("/")]
+            argv = python_argv("q9diff.runners.worker", [], remote_python, paths)
+            command = remote_command(argv, self.remote_dir, qairt.env())
             self._client = WorkerClient(client.ssh_argv(command), f"q9diff worker on {client.target}",
                                         None, client.timeout_s)  # fmt: skip
             reply, _ = self._client.request({"op": "load", "binaries": self.remote_binaries})

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from q9diff.guard import package_root
 from q9diff.runners import GraphSpec, RunnerError
 
 MAGIC = b"Q9W1"
@@ -97,8 +98,9 @@ class WorkerClient:
         self._stderr = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env
-            )
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                cwd=package_root(),
+            )  # fmt: skip
         except FileNotFoundError:
             raise RunnerError(f"{what}: cannot start {argv[0]}") from None
         self._reader = _Reader(self.proc.stdout.fileno(), what)
@@ -170,11 +172,9 @@ class WorkerSession:
 
 
 def child_env() -> dict[str, str]:
-    """The environment for a local worker: this q9diff importable, Qualcomm's chatter kept low."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return env
+    """The environment for a local worker (started isolated by q9diff.guard.python_argv, which makes this
+    q9diff importable and ignores PYTHONPATH)."""
+    return dict(os.environ)
 
 
 # ---- worker side: runs in the child, imports ONNX Runtime only here ----
