@@ -12,6 +12,7 @@ Binaries, bundles and recipes come from elsewhere, so:
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -71,3 +72,32 @@ def plain_name(
     if not name or p.is_absolute() or ".." in p.parts or name.startswith("~") or "\0" in name:
         raise error(f"{named_by}: {what} {name!r} must be a relative name inside the output folder")
     return name
+
+
+MAX_JSON_BYTES = 64 << 20  # a config or recipe is kilobytes; anything this big is not one
+
+
+def load_json(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused):
+    """The JSON value in `path`, or `error` with one line naming the file and what was expected there
+    (unreadable, too big, not JSON, nested too deep for a config)."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_JSON_BYTES:
+            raise error(f"{p}: expected {expected}, got a {p.stat().st_size} byte file")
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise error(f"{p}: expected {expected}, got bytes that are not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{p}: expected {expected}, not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise error(f"{p}: expected {expected}, got JSON nested too deep to be one") from None
+
+
+def kind(value) -> str:
+    """A JSON value's kind as a message names it."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null"}
+    return names.get(type(value), "a number")
