@@ -182,6 +182,10 @@ def suggest(
     out: Path = typer.Option(None, "--out", help="where --recompile writes the new binaries"),
 ) -> None:
     """Print (and with --apply, make) the config changes that make CANDIDATE's build match REFERENCE's."""
+    if recompile_:
+        from q9diff.recipe import check_out
+
+        check_out(out or Path("q9diff-out"), [candidate, reference])
     if candidate.is_dir() or reference.is_dir():
         from q9diff.diff import diff_sets, set_to_json
 
@@ -247,9 +251,10 @@ def recompile(
 ) -> None:
     """Rebuild the context binaries a recipe describes."""
     from q9diff.backends import BackendUnavailable
-    from q9diff.recipe import load
+    from q9diff.recipe import check_build, load
 
     r = load(recipe)
+    check_build(r, out)
     try:
         built = _build(r, backend or r.backend, out)
     except (BackendUnavailable, RuntimeError) as exc:

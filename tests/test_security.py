@@ -5,6 +5,7 @@ Every test sets up what a downloaded bundle or recipe could hold and runs the re
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -103,3 +104,86 @@ def test_isolated_child_still_imports_this_q9diff(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(Path(package_root()) / "q9diff" / "__init__.py")
     assert not (tmp_path / "q9diff" / "IMPORTED").exists()
+
+
+# ---- 3. writes stay inside --out and the rebuild cache ----
+
+
+def _recipe(folder: Path, **part) -> Path:
+    """soc_0's recipe in `folder` (its model copied beside), with the part's fields replaced."""
+    shutil.copytree(FIXTURES / "variants" / "models", folder / "models", dirs_exist_ok=True)
+    data = json.loads((FIXTURES / "variants" / "soc_0.recipe.json").read_text())
+    data["parts"][0].update(part)
+    (folder / "recipe.json").write_text(json.dumps(data))
+    return folder / "recipe.json"
+
+
+@pytest.mark.parametrize(
+    "part",
+    [{"output": "../escaped.bin"}, {"output": "{tmp}/escaped.bin"}, {"name": "../../escaped"}],
+)
+def test_recompile_refuses_names_that_leave_out(tmp_path, part):
+    part = {k: v.format(tmp=tmp_path) for k, v in part.items()}
+    recipe = _recipe(tmp_path / "src", **part)
+    done = _q9diff(["recompile", str(recipe), "--out", str(tmp_path / "src" / "out")], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "recipe.json" in lines[0] and "internal error" not in lines[0], lines
+    assert not list(tmp_path.rglob("escaped*")), list(tmp_path.rglob("escaped*"))
+
+
+@needs_emulator
+def test_unshared_rebuild_cache_refuses_a_part_name_that_climbs_out(tmp_path, monkeypatch):
+    from q9diff.recipe import RecipeError
+    from q9diff.runners.local import unshared_rebuild
+
+    monkeypatch.setenv("Q9DIFF_CACHE", str(tmp_path / "cache" / "q9diff"))
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "variants" / "graphs_2.bin", folder / "graphs_2.bin")
+    data = json.loads((FIXTURES / "variants" / "graphs_2.recipe.json").read_text())
+    data["parts"][0]["name"] = "../../../escaped"
+    shutil.copytree(FIXTURES / "variants" / "models", folder / "models")
+    (folder / "graphs_2.recipe.json").write_text(json.dumps(data))
+    with pytest.raises(RecipeError, match="part name '../../../escaped' must be a plain name"):
+        unshared_rebuild(folder / "graphs_2.bin")
+    assert not list(tmp_path.rglob("escaped*"))
+
+
+def test_recompile_refuses_an_output_over_its_own_source_model(tmp_path):
+    recipe = _recipe(tmp_path, output="models/mlp.onnx")
+    model = (tmp_path / "models" / "mlp.onnx").read_bytes()
+    done = _q9diff(["recompile", str(recipe), "--out", str(tmp_path)], tmp_path)
+    assert done.returncode == 2 and "an input" in done.stderr, done.stdout + done.stderr
+    assert (tmp_path / "models" / "mlp.onnx").read_bytes() == model
+
+
+@needs_emulator
+def test_recompile_with_a_relative_out_and_the_recipe_elsewhere(tmp_path):
+    recipe = _recipe(tmp_path / "elsewhere")
+    (tmp_path / "here").mkdir()
+    done = _q9diff(["recompile", str(recipe), "--out", "out"], tmp_path / "here")
+    assert done.returncode == 0, done.stdout + done.stderr
+    built = tmp_path / "here" / "out" / "soc_0.bin"
+    assert built.read_bytes() == (FIXTURES / "variants" / "soc_0.bin").read_bytes()
+
+
+# ---- 4. suggest --recompile never builds over the inputs it compares ----
+
+
+@pytest.mark.parametrize("out", ["ref", "ref/opt_1.bin", "."])
+def test_suggest_recompile_refuses_an_out_holding_the_reference(tmp_path, out):
+    (tmp_path / "ref").mkdir()
+    reference = tmp_path / "ref" / "opt_1.bin"
+    shutil.copy(FIXTURES / "variants" / "opt_1.bin", reference)
+    shutil.copy(FIXTURES / "variants" / "soc_0.bin", tmp_path / "soc_0.bin")
+    recipe = _recipe(tmp_path / "work")
+    before = reference.read_bytes()
+    done = _q9diff(
+        ["suggest", str(tmp_path / "soc_0.bin"), str(reference), "--apply", str(recipe), "--recompile",
+         "--out", out], tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "holds" in done.stderr and "Gap closed" not in done.stdout
+    assert reference.read_bytes() == before
+    assert json.loads(recipe.read_text())["settings"]["soc_model"] == 0, "refused before --apply wrote"

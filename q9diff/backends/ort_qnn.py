@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from q9diff.backends import BackendUnavailable, run_compile_child
-from q9diff.recipe import Part, Recipe, Settings
+from q9diff.recipe import Part, Recipe, Settings, output_path
 
 EP_NAME = "QNNExecutionProvider"
 
@@ -150,7 +150,7 @@ class OrtQnnBackend:
                     f"recipe asks for QAIRT {recipe.qairt_version} but {python} has onnxruntime-qnn with "
                     f"QAIRT {result['qairt_version']}; pass an interpreter for {recipe.qairt_version}"
                 )
-            target = out_dir / part.output
+            target = output_path(out_dir, part)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(work / result["bin"], target)
             return CompiledPart(target, tuple(result["graph_names"]), result["qairt_version"])

@@ -38,7 +38,7 @@ from typing import Any
 
 from q9diff.backends import BackendUnavailable, run_compile_child
 from q9diff.backends.ort_qnn import _same_version
-from q9diff.recipe import Part, Recipe, Settings
+from q9diff.recipe import Part, Recipe, Settings, output_path
 
 # Python versions qairt-dev 0.13 declares (Requires-Python >=3.10,<3.13,!=3.11.*).
 QAIRT_PYTHONS = ((3, 10), (3, 12))
@@ -418,7 +418,7 @@ class QairtBackend:
             env["QAIRT_SDK_ROOT"] = str(root)
             env["QAIRT_TMP_DIR"] = str(work / "tmp")
             result = run_compile_child("qairt", self.python, job, env, self.timeout_s, part.name, job.parent)
-            target = out_dir / part.output
+            target = output_path(out_dir, part)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(work / result["bin"], target)
             return target

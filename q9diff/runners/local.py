@@ -73,7 +73,7 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     reused on the next run."""
     from q9diff.backends import BackendUnavailable, compile_backend
     from q9diff.backends.ort_qnn import _our_qairt
-    from q9diff.recipe import Part
+    from q9diff.recipe import Part, output_path
 
     r, part = recipe_for(binary)
     if r is None:
@@ -100,7 +100,7 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
         ).encode()
     ).hexdigest()[:32]
     home = cache_root() / "unshared" / key
-    outputs = [home / p.output for p in parts]
+    outputs = [output_path(home, p) for p in parts]
     origin = f"{r.path} part {part.name}"
     if all(o.is_file() for o in outputs):
         return outputs, f"{origin}, cached in {home}"
