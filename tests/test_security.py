@@ -187,3 +187,44 @@ def test_suggest_recompile_refuses_an_out_holding_the_reference(tmp_path, out):
     assert "holds" in done.stderr and "Gap closed" not in done.stdout
     assert reference.read_bytes() == before
     assert json.loads(recipe.read_text())["settings"]["soc_model"] == 0, "refused before --apply wrote"
+
+
+# ---- 5. tensor sizes read from a file are checked against the machine before anything is allocated ----
+
+
+def _huge_input(tmp_path: Path) -> Path:
+    """opt_1.bin with its input's dims (1, 16, 128) rewritten to 65535^3 where q9diff's parser reads them."""
+    import struct
+
+    from q9diff.binary import ContextBinary
+
+    data = VARIANT.read_bytes()
+    original = struct.pack("<3I", 1, 16, 128)
+    at = data.find(original)
+    while at >= 0:
+        patched = data[:at] + struct.pack("<3I", 65535, 65535, 65535) + data[at + 12 :]
+        graph = ContextBinary(patched, "x.bin").graphs[0]
+        if graph.inputs[0].dims == (65535, 65535, 65535):
+            out = tmp_path / "opt_1.bin"
+            out.write_bytes(patched)
+            shutil.copy(FIXTURES / "variants" / "opt_1.recipe.json", tmp_path / "opt_1.recipe.json")
+            shutil.copytree(FIXTURES / "variants" / "models", tmp_path / "models")
+            return out
+        at = data.find(original, at + 1)
+    pytest.fail("the input's dims are not where the parser reads them")
+
+
+def test_graph_specs_refuse_io_larger_than_the_machine(tmp_path):
+    from q9diff.runners import RunnerError, graph_specs
+
+    with pytest.raises(RunnerError, match=r"refusing to run it.*largest: x \[65535, 65535, 65535\]"):
+        graph_specs(_huge_input(tmp_path))
+    assert graph_specs(VARIANT)[0].inputs[0].shape == (1, 16, 128)
+
+
+def test_verify_of_a_binary_with_huge_dims_is_one_line_and_allocates_nothing(tmp_path):
+    evil = _huge_input(tmp_path)
+    done = _q9diff(["verify", str(evil)], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refusing to run it" in lines[0] and "internal error" not in lines[0], lines
