@@ -37,12 +37,24 @@ class Settings:
 
     @classmethod
     def from_dict(cls, data: dict, where: str) -> Settings:
+        if not isinstance(data, dict):
+            raise RecipeError(f"{where}: expected settings to be an object")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise RecipeError(
                 f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
+        scalar = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float)}
+        for f in fields(cls):  # a value of another type would reach a compiler option as it is
+            value, want = data.get(f.name), str(f.type).split(" |")[0]
+            ok = scalar.get(want)
+            if (
+                value is not None
+                and ok
+                and (not isinstance(value, ok) or (want != "bool") == isinstance(value, bool))
+            ):
+                raise RecipeError(f"{where}: expected setting {f.name} to be {want}, got {value!r}")
         return cls(**data)
 
 
@@ -128,6 +140,9 @@ class Recipe:
             raise RecipeError(f"{where}: a recipe needs at least one part")
         for p in parts:
             _check_names(p, where)
+        for key in ("backend", "qairt_version", "notes"):
+            if not isinstance(data.get(key, ""), (str, type(None))):
+                raise RecipeError(f"{where}: expected {key} to be a string")
         return cls(
             backend=str(data.get("backend", "ort-qnn")),
             parts=parts,

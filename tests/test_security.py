@@ -228,3 +228,88 @@ def test_verify_of_a_binary_with_huge_dims_is_one_line_and_allocates_nothing(tmp
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "refusing to run it" in lines[0] and "internal error" not in lines[0], lines
+
+
+# ---- 9. malformed JSON and odd tool output: one line naming the file and what was expected ----
+
+
+def _genie_bundle(tmp_path: Path, text: str) -> Path:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(FIXTURES / "qwen-mini" / "local", bundle)
+    for part in bundle.glob("*.bin"):  # the config, not the folder's own parts, names what runs
+        part.unlink()
+    (bundle / "genie_config.json").write_text(text)
+    return bundle
+
+
+def _config(path: str, value) -> str:
+    """The qwen-mini config with dialog.PATH (dotted) set to value."""
+    config = json.loads((FIXTURES / "qwen-mini" / "local" / "genie_config.json").read_text())
+    keys = path.split(".")
+    node = config["dialog"]
+    for key in keys[:-1]:
+        node = node[key]
+    node[keys[-1]] = value
+    return json.dumps(config)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"dialog": [1, 2]}', "expected a JSON object with a dialog object, got a list"),
+        ("[1, 2]", "expected a JSON object with a dialog object, got a list"),
+        (_config("engine.model.binary.ctx-bins", 5), "ctx-bins to be a list of file paths, got a number"),
+        ('{"dialog": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
+        (_config("context.bos-token", "2046"), "dialog.context.bos-token to be a number, got a string"),
+        ("{not json", "not JSON"),
+    ],
+    ids=["dialog-list", "top-list", "int-ctx-bins", "deep", "string-bos", "not-json"],
+)
+@pytest.mark.parametrize("runner", ["local", "genie"])
+def test_malformed_genie_config_is_one_line_naming_the_file(tmp_path, text, expected, runner):
+    bundle = _genie_bundle(tmp_path, text)
+    done = _q9diff(["verify", str(bundle), "--runner", runner, "--no-cpu", "--steps", "1"], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in lines[0], lines
+    assert str(bundle / "genie_config.json") in lines[0] and expected in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"settings": [1]}, "expected settings to be an object"),
+        ({"settings": {"soc_model": "77"}}, "expected setting soc_model to be int, got '77'"),
+        ({"settings": {"weight_sharing": 1}}, "expected setting weight_sharing to be bool, got 1"),
+        ({"backend": ["ort-qnn"]}, "expected backend to be a string"),
+        ("deep", "nested too deep"),
+    ],
+    ids=["settings-list", "string-soc", "int-bool", "list-backend", "deep"],
+)
+@pytest.mark.parametrize("command", ["recompile", "verify"])
+def test_malformed_recipe_is_one_line_naming_the_file(tmp_path, change, expected, command):
+    recipe = tmp_path / "opt_1.recipe.json"
+    data = json.loads((FIXTURES / "variants" / "opt_1.recipe.json").read_text())
+    text = "[" * 100_000 + "]" * 100_000 if change == "deep" else json.dumps({**data, **change})
+    recipe.write_text(text)
+    shutil.copy(VARIANT, tmp_path / "opt_1.bin")
+    args = (
+        ["recompile", str(recipe), "--out", str(tmp_path / "out")]
+        if command == "recompile"
+        else ["verify", str(tmp_path / "opt_1.bin")]
+    )
+    done = _q9diff(args, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in lines[0], lines
+    assert str(recipe) in lines[0] and expected in lines[0], lines
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("answer", ["99999999999999999999", "\u00b2", "-1", "12abc"])
+def test_odd_genie_t2t_run_answers_are_a_runner_error(answer):
+    from q9diff.runners import RunnerError
+    from q9diff.runners.ssh import parse_genie_output
+
+    with pytest.raises(RunnerError, match="not token ids"):
+        parse_genie_output(f"[PROMPT TOKENS]: 1 2 \n[BEGIN]: 5 {answer} [END]\n")

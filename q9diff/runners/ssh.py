@@ -382,6 +382,7 @@ class GenieOutput:
     notes: tuple[str, ...] = ()
 
 
+_TOKEN_ID = re.compile(r"[0-9]{1,10}")  # GenieDialog token ids are uint32; ASCII digits only
 _KPI_PATTERNS = {
     "init_time_us": r"Init Time\s*:\s*(\d+)\s*us",
     "prompt_processing_time_us": r"Prompt Processing Time\s*:\s*(\d+)\s*us",
@@ -406,7 +407,7 @@ def parse_genie_output(stdout: str) -> GenieOutput:
     prompt = stdout[prompt_at + len(marker) : begin].strip() if 0 <= prompt_at < begin else None
     tokens = None
     if token_query:
-        if not all(word.isdigit() for word in text.split()):
+        if not all(_TOKEN_ID.fullmatch(word) and int(word) < 1 << 32 for word in text.split()):
             raise RunnerError(f"genie-t2t-run answered a token query with {text[:100]!r}, not token ids")
         tokens = tuple(int(word) for word in text.split())
     tail = stdout[end:]
@@ -650,7 +651,7 @@ class SshRunner:
                 except RunnerError as exc:  # cleanup must not hide the error that brought us here
                     notes.append(f"could not remove {remote} on the device: {exc}")
         out = parse_genie_output(stdout)
-        echoed = [int(w) for w in (out.prompt or "").split() if w.isdigit()]
+        echoed = [int(w) for w in (out.prompt or "").split() if _TOKEN_ID.fullmatch(w)]
         if out.tokens is not None and echoed != [int(t) for t in prompt_ids]:
             raise RunnerError(f"{self.target}: genie-t2t-run read the tokens file as {echoed[:16]}")
         ran = f"ran on {self.target} with {argv[0]} (libGenie {out.genie_version or 'version not printed'})"
