@@ -313,3 +313,20 @@ def test_odd_genie_t2t_run_answers_are_a_runner_error(answer):
 
     with pytest.raises(RunnerError, match="not token ids"):
         parse_genie_output(f"[PROMPT TOKENS]: 1 2 \n[BEGIN]: 5 {answer} [END]\n")
+
+
+# ---- 10. the worker's temporary folders go, also when the emulator kills the worker ----
+
+
+@needs_emulator
+@pytest.mark.parametrize("binary", ["graphs_1.bin", "graphs_2.bin"])  # graphs_2: weight-shared, crashes
+def test_verify_leaves_no_worker_folder_in_the_temp_dir(tmp_path, binary):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "Q9DIFF_CACHE": str(tmp_path / "cache")}
+    done = _q9diff(["verify", str(FIXTURES / "variants" / binary)], tmp_path, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if binary == "graphs_2.bin":
+        assert "weight-shared" in done.stdout, "the emulator child crashed and the runner rebuilt it"
+    # onnxruntime keeps one `.ses` file in TMPDIR (its own, reused); q9diff leaves nothing of its own.
+    assert [p.name for p in temp.iterdir() if p.name != ".ses"] == []

@@ -122,3 +122,64 @@ def test_local_genie_config_refuses_files_outside_the_bundle(tmp_path):
     with pytest.raises(GenieError, match=r"refusing \.\./home/id_ed25519"):
         write_patched_config(bundle, work, None)
     assert not (work / CONFIG_NAME).exists()
+
+
+# ---- item 10: smaller ones ----
+
+
+def test_a_known_hosts_path_with_a_space_and_a_percent_works(sshd, tmp_path):  # noqa: F811
+    folder = tmp_path / "my keys %h"
+    folder.mkdir()
+    known_hosts = folder / "known hosts"
+    shutil.copy(sshd.known_hosts, known_hosts)
+    identity = folder / "id key"
+    shutil.copy(sshd.identity, identity)
+    identity.chmod(0o600)
+    runner = SshRunner(sshd.target, known_hosts=known_hosts, identity=identity, timeout_s=60)
+    remote = runner.client.mkdtemp(str(tmp_path / "evk"))
+    runner.client.remove(remote)
+    assert list((tmp_path / "evk").iterdir()) == []
+
+
+def test_net_run_outputs_are_read_only_inside_the_pulled_folder(tmp_path):
+    from q9diff.runners import GraphSpec, TensorSpec
+    from q9diff.runners.ssh import output_files
+
+    outside = tmp_path / "elsewhere"
+    (outside / "Result_0").mkdir(parents=True)
+    (outside / "Result_0" / "y.raw").write_bytes(b"\0" * 8)
+    pulled = tmp_path / "pulled" / "output"
+    (pulled / "Result_0").mkdir(parents=True)
+    y = TensorSpec("y", "float32", (2,))
+    for name in (str(outside), "../../elsewhere"):  # a graph name read from the binary
+        graph = GraphSpec("x.bin", name, (), (y,))
+        with pytest.raises(RunnerError, match="wrote no file for output y"):
+            output_files(pulled, graph)
+    (pulled / "Result_0" / "y.raw").symlink_to(outside / "Result_0" / "y.raw")
+    with pytest.raises(RunnerError, match="wrote no file for output y"):
+        output_files(pulled, GraphSpec("x.bin", "g", (), (y,)))
+
+
+def test_the_remote_worker_leaves_no_folder_on_the_device(sshd, tmp_path):  # noqa: F811
+    """The device's worker keeps its files in the session's remote directory, removed on close; its
+    own temporary folder (TMPDIR of the remote Python) stays empty."""
+    from q9diff.runners.local import LocalRunner
+
+    if LocalRunner().missing():
+        pytest.skip(LocalRunner().missing())
+    device_tmp = tmp_path / "device-tmp"
+    device_tmp.mkdir()
+    python = tmp_path / "python3"
+    python.write_text(f'#!/bin/sh\nTMPDIR={device_tmp} exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    evk = tmp_path / "evk"
+    root = str(Path(__file__).resolve().parent.parent)
+    runner = SshRunner(sshd.target, known_hosts=sshd.known_hosts, identity=sshd.identity, remote_dir=str(evk),
+                       remote_python=str(python), remote_pythonpath=root, timeout_s=120)  # fmt: skip
+    session = runner.open([QWEN / "local" / "genie" / "part_1_of_2_token.bin"])
+    try:
+        assert len(session.graphs) == 1
+    finally:
+        session.close()
+    assert [p.name for p in device_tmp.iterdir() if p.name != ".ses"] == [], "onnxruntime's .ses aside"
+    assert list(evk.iterdir()) == []

@@ -124,6 +124,7 @@ class LocalSession(WorkerSession):
         self.timeout_s = timeout_s
         self.notes: tuple[str, ...] = ()
         self._client: WorkerClient | None = None
+        self._work: Path | None = None
         try:
             self._open(binaries)
         except BaseException:
@@ -131,11 +132,18 @@ class LocalSession(WorkerSession):
             raise
 
     def _start(self, paths: list[Path]) -> list[GraphSpec]:
-        self._client = WorkerClient(
-            python_argv("q9diff.runners.worker", []), "x86 HTP emulator", child_env(), self.timeout_s
-        )
+        # The worker's folder is made and removed here: a child the emulator kills cannot clean up.
+        self._work = Path(tempfile.mkdtemp(prefix="q9diff-worker-"))
+        argv = python_argv("q9diff.runners.worker", ["--work", str(self._work)])
+        self._client = WorkerClient(argv, "x86 HTP emulator", child_env(), self.timeout_s)
         reply, _ = self._client.request({"op": "load", "binaries": [str(Path(p).resolve()) for p in paths]})
         return [GraphSpec.from_dict(g) for g in reply["graphs"]]
+
+    def close(self) -> None:
+        WorkerSession.close(self)
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
 
     def _open(self, binaries: list[Path]) -> None:
         originals = [graph_specs(b, i) for i, b in enumerate(binaries)]
@@ -148,7 +156,7 @@ class LocalSession(WorkerSession):
             if not shared:
                 raise
             crash = str(exc)
-        self._client.close()
+        self.close()
         paths, graphs, notes = [], [], []
         for i, (b, specs) in enumerate(zip(binaries, originals)):
             if len(specs) == 1:

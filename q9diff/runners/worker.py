@@ -185,12 +185,12 @@ EP_NAME = "QNNExecutionProvider"
 
 
 class _Worker:
-    def __init__(self) -> None:
+    def __init__(self, work: Path) -> None:
         import onnxruntime as ort
 
         ort.set_default_logger_severity(3)
         self.ort = ort
-        self.dir = Path(tempfile.mkdtemp(prefix="q9diff-worker-"))
+        self.dir = work
         self.graphs: list[GraphSpec] = []
         self.sessions: list = []
         self.devices = None
@@ -263,7 +263,8 @@ class _Worker:
         return dict(zip([t.name for t in spec.outputs], outputs, strict=True))
 
 
-def serve(stdin_fd: int, stdout) -> None:
+def serve(stdin_fd: int, stdout, work: Path) -> None:
+    """Answer requests until `bye` or the end of stdin; wrappers and links go to `work`."""
     reader = _Reader(stdin_fd, "q9diff worker")
     worker = None
     while True:
@@ -278,7 +279,7 @@ def serve(stdin_fd: int, stdout) -> None:
                 stdout.flush()
                 return
             if worker is None:
-                worker = _Worker()
+                worker = _Worker(work)
             if op == "load":
                 reply["graphs"] = worker.load(list(message["binaries"]))
             elif op == "run":
@@ -291,12 +292,22 @@ def serve(stdin_fd: int, stdout) -> None:
         stdout.flush()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """`python -m q9diff.runners.worker [--work DIR]`: DIR (made if absent) is the parent's to remove,
+    so that it goes even when Qualcomm's library kills this process; without it, a temporary folder
+    this process removes when it ends normally."""
+    argv = sys.argv[1:] if argv is None else argv
     # Qualcomm's libraries print to fd 1; the protocol owns it, so their output goes to stderr.
     protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    serve(0, protocol)
+    if argv[:1] == ["--work"] and len(argv) == 2:
+        work = Path(argv[1])
+        work.mkdir(parents=True, exist_ok=True)
+        serve(0, protocol, work)
+        return
+    with tempfile.TemporaryDirectory(prefix="q9diff-worker-") as tmp:
+        serve(0, protocol, Path(tmp))
 
 
 if __name__ == "__main__":
