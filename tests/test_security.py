@@ -88,6 +88,18 @@ def test_recompile_child_does_not_import_from_the_working_directory(tmp_path):
     assert (tmp_path / "out" / "opt_1.bin").read_bytes() == VARIANT.read_bytes()
 
 
+def test_genie_child_does_not_import_from_the_working_directory(tmp_path, monkeypatch):
+    from q9diff.runners.genie import GenieRunner
+
+    if GenieRunner().missing():
+        pytest.skip(GenieRunner().missing())
+    marker = _plant(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = GenieRunner(timeout_s=120).generate(FIXTURES / "qwen-mini" / "local", [10, 20], 1)
+    assert not marker.exists(), marker.read_text()
+    assert len(result.tokens) == 1
+
+
 def test_isolated_child_still_imports_this_q9diff(tmp_path):
     """The explicit path works without PYTHONPATH, from a folder holding a package named q9diff."""
     from q9diff.guard import package_root, python_argv
