@@ -57,9 +57,11 @@ def contained(path: str | os.PathLike, folder: str | os.PathLike, named_by: str 
     """`path` as `inside` resolves it; `error` naming the file that named it when it leaves `folder`."""
     target = inside(path, folder)
     if target is None:
+        resolved = (Path(folder) / Path(path)).resolve()
+        via = f" (it resolves to {resolved})" if str(resolved) != str(path) else ""
         raise error(
-            f"{named_by}: refusing {path}: it resolves to {(Path(folder) / Path(path)).resolve()}, outside "
-            f"{Path(folder).resolve()}; q9diff reads and pushes only files inside that folder"
+            f"{named_by}: refusing {path}{via}: it is outside {Path(folder).resolve()}, and q9diff reads and "
+            "pushes only files inside the folder that names them"
         )
     return target
 

@@ -293,12 +293,12 @@ class DialogConfig:
         )
 
 
-def _dialog(cfg: Path) -> dict:
-    """The `dialog` object of a Genie config, or a RunnerError naming the file and what was expected."""
-    data = load_json(cfg, "a Genie config (a JSON object with a dialog object)", RunnerError)
+def _dialog(cfg: Path, error: type[Exception] = RunnerError) -> dict:
+    """The `dialog` object of a Genie config, or `error` naming the file and what was expected."""
+    data = load_json(cfg, "a Genie config (a JSON object with a dialog object)", error)
     dialog = data.get("dialog") if isinstance(data, dict) else None
     if not isinstance(dialog, dict):
-        raise RunnerError(f"{cfg}: expected a JSON object with a dialog object, got {kind(dialog or data)}")
+        raise error(f"{cfg}: expected a JSON object with a dialog object, got {kind(dialog or data)}")
     return dialog
 
 
@@ -322,16 +322,17 @@ def binaries_of(path: Path) -> list[Path]:
     return [path]
 
 
-def ctx_bins(bundle: Path) -> list[Path]:
-    """The ctx-bins a Genie bundle names, in its order; each must resolve inside the bundle."""
+def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
+    """The ctx-bins a Genie bundle names, in its order; each must resolve inside the bundle. `error`
+    (with one line naming the file and what was expected) for anything else."""
     cfg = Path(bundle) / "genie_config.json" if Path(bundle).is_dir() else Path(bundle)
-    names = _dialog(cfg)
+    names = _dialog(cfg, error)
     for key in ("engine", "model", "binary", "ctx-bins"):
         names = names.get(key) if isinstance(names, dict) else None
     expected = "dialog.engine.model.binary.ctx-bins to be a list of file paths"
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-        raise RunnerError(f"{cfg}: expected {expected}, got {kind(names)}")
-    return [contained(n, cfg.parent, cfg, RunnerError) for n in names]
+        raise error(f"{cfg}: expected {expected}, got {kind(names)}")
+    return [contained(n, cfg.parent, cfg, error) for n in names]
 
 
 def _bundle_file(bundle: Path, value, where: str) -> Path:

@@ -342,3 +342,20 @@ def test_verify_leaves_no_worker_folder_in_the_temp_dir(tmp_path, binary):
         assert "weight-shared" in done.stdout, "the emulator child crashed and the runner rebuilt it"
     # onnxruntime keeps one `.ses` file in TMPDIR (its own, reused); q9diff leaves nothing of its own.
     assert [p.name for p in temp.iterdir() if p.name != ".ses"] == []
+
+
+def test_diff_of_bundles_reads_only_their_own_well_formed_configs(tmp_path):
+    outside = tmp_path / "elsewhere.bin"
+    shutil.copy(VARIANT, outside)
+    for name, text in (
+        ("escapes", _config("engine.model.binary.ctx-bins", [str(outside)])),
+        ("dialog-list", '{"dialog": []}'),
+        ("deep", "[" * 100_000 + "]" * 100_000),
+    ):
+        bundle = tmp_path / name
+        bundle.mkdir()
+        (bundle / "genie_config.json").write_text(text)
+        done = _q9diff(["diff", str(bundle), str(bundle)], tmp_path)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and "internal error" not in lines[0], lines
+        assert str(bundle / "genie_config.json") in lines[0]
