@@ -359,3 +359,15 @@ def test_diff_of_bundles_reads_only_their_own_well_formed_configs(tmp_path):
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and "internal error" not in lines[0], lines
         assert str(bundle / "genie_config.json") in lines[0]
+
+
+def test_qairt_interpreter_probe_does_not_import_from_the_working_directory(tmp_path, monkeypatch):
+    from q9diff.backends.qairt import QairtBackend
+
+    marker = _plant(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    python = tmp_path / "python3.12"  # another interpreter, as Q9DIFF_QAIRT_PYTHON names one
+    python.symlink_to(sys.executable)
+    problem = QairtBackend(python=str(python), env=dict(os.environ)).missing()
+    assert not marker.exists(), marker.read_text()
+    assert "qairt-dev runs on Python 3.10 or 3.12" in problem, problem

@@ -38,6 +38,7 @@ from typing import Any
 
 from q9diff.backends import BackendUnavailable, run_compile_child
 from q9diff.backends.ort_qnn import _same_version
+from q9diff.guard import package_root
 from q9diff.recipe import Part, Recipe, Settings, output_path
 
 # Python versions qairt-dev 0.13 declares (Requires-Python >=3.10,<3.13,!=3.11.*).
@@ -345,8 +346,9 @@ class QairtBackend:
             version, has_qairt = tuple(sys.version_info[:2]), importlib.util.find_spec("qairt") is not None
         else:
             try:
+                probe = [self.python, "-I", "-c", _PROBE]  # isolated like the compile child
                 proc = subprocess.run(
-                    [self.python, "-c", _PROBE], capture_output=True, text=True, timeout=60, env=self.env
+                    probe, capture_output=True, text=True, timeout=60, env=self.env, cwd=package_root()
                 )
                 version, has_qairt = json.loads(proc.stdout)
                 version = tuple(version)
