@@ -371,3 +371,15 @@ def test_qairt_interpreter_probe_does_not_import_from_the_working_directory(tmp_
     problem = QairtBackend(python=str(python), env=dict(os.environ)).missing()
     assert not marker.exists(), marker.read_text()
     assert "qairt-dev runs on Python 3.10 or 3.12" in problem, problem
+
+
+def test_a_short_fuzz_round_finds_no_crash_hang_or_region_gap():
+    """scripts/fuzz.py's first 300 cases (seed 1); the 100,000-case run is by hand (see its docstring)."""
+    fuzz = FIXTURES.parent / "scripts" / "fuzz.py"
+    args = [sys.executable, str(fuzz), "--cases", "300", "--seed", "1", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    assert report["cases"] == 300 and report["parsed"] + report["format_errors"] + report["crashes"] == 300
+    assert report["parsed"] > 0 and report["format_errors"] > 0, "the mutations reach past the header"
+    assert (report["crash_buckets"], report["region_map_faults"], report["hangs_over_2s"]) == ([], [], [])
+    assert done.returncode == 0
