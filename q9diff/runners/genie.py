@@ -312,8 +312,9 @@ def write_patched_config(
         """A file the config names: inside the bundle (or a folder q9diff itself filled), else refused."""
         if not isinstance(value, str) or not value:
             raise GenieError(f"{cfg}: expected {where} to be a file path, got {kind(value)}")
-        if any(inside(value, root) for root in also_inside):
-            return Path(value).resolve()
+        resolved = (bundle / value).resolve()  # an absolute value stays itself
+        if any(inside(resolved, root) for root in also_inside):
+            return resolved
         return contained(value, bundle, cfg, GenieError)
 
     def absolute(value, where: str) -> str:
