@@ -441,7 +441,7 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
     if not notes:
         return bundle, [], ()
     dialog = _dialog(bundle / "genie_config.json")
-    config = {"dialog": dialog}
+    config = {**load_json(bundle / "genie_config.json", "a Genie config", RunnerError), "dialog": dialog}
     tokenizer = dialog.get("tokenizer", {})
     if isinstance(tokenizer, dict) and "path" in tokenizer:
         tokenizer["path"] = str(_bundle_file(bundle, tokenizer["path"], "dialog.tokenizer.path"))
