@@ -106,9 +106,24 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             return rng.randrange(min(len(buf), 0x4000))
         return rng.randrange(len(buf))
 
+    def share(times: int) -> None:
+        """Point u32s that look like forward FlatBuffer offsets at another one's target, so tables share
+        children: the file becomes a DAG, which a walk that visits per path multiplies."""
+        limit = min(len(buf), 0x4000) - 4
+        offsets = [p for p in range(0, limit, 4) if 8 <= struct.unpack_from("<I", buf, p)[0] < len(buf) - p]
+        for _ in range(times if len(offsets) >= 2 else 0):
+            a, b = rng.sample(offsets, 2)
+            target = a + struct.unpack_from("<I", buf, a)[0]
+            if target > b:
+                struct.pack_into("<I", buf, b, target - b)
+
     for _ in range(rng.choice((1, 1, 2, 4, 8))):
         kind = rng.random()
-        if kind < 0.35 and buf:
+        if kind < 0.02:
+            share(rng.randrange(16, 64))  # many shared children: a deep DAG
+        elif kind < 0.08:
+            share(1)
+        elif kind < 0.35 and buf:
             buf[pos()] = rng.randrange(256)
         elif kind < 0.5 and buf:
             p = pos()
