@@ -500,6 +500,10 @@ def suggest(
       2  error, also when the REFERENCE looks like the broken build
          (the arguments swapped)"""
     candidate, reference = _inputs(candidate, reference)
+    if recompile_:
+        from q9diff.recipe import check_out
+
+        check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
     if _is_set(candidate):
         from q9diff.diff import set_to_json
 
@@ -594,10 +598,11 @@ def recompile(
     \b
     Exit status: 0 built, 2 error."""
     from q9diff.backends import BackendUnavailable
-    from q9diff.recipe import load
+    from q9diff.recipe import check_build, load
 
     _exists(recipe)
     r = load(recipe)
+    check_build(r, out)
     try:
         with _busy(f"compiling {recipe} with {backend or r.backend} into {out}"):
             built = _build(r, backend or r.backend, out)

@@ -334,11 +334,9 @@ def bins_of(path: Path) -> list[Path]:
         return parts
     cfg = path / "genie_config.json" if path.is_dir() else path
     if cfg.name == "genie_config.json" and cfg.exists() and not (path.is_dir() and list(path.glob("*.bin"))):
-        import json
+        from q9diff.verify import ctx_bins  # checked: well-formed, and each inside the bundle
 
-        data = json.loads(cfg.read_text())
-        bins = data.get("dialog", {}).get("engine", {}).get("model", {}).get("binary", {}).get("ctx-bins", [])
-        return [(cfg.parent / b).resolve() for b in bins]
+        return ctx_bins(cfg, ValueError)
     return sorted(path.glob("*.bin"), key=_part_key)
 
 

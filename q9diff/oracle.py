@@ -625,14 +625,12 @@ def read_binary_info_isolated(
     path: str | Path, lib: str | Path | None = None, timeout: float = 60
 ) -> BinaryInfo:
     """Like :func:`read_binary_info`, but in a child process, so a crash in libQnnSystem is an OracleError."""
-    command = [sys.executable, "-m", "q9diff.oracle", "--json", str(path)]
-    if lib is not None:
-        command += ["--lib", str(lib)]
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    from q9diff.guard import package_root, python_argv
+
+    args = ["--json", str(Path(path).resolve())] + (["--lib", str(Path(lib).resolve())] if lib else [])
+    command = python_argv("q9diff.oracle", args)
     try:
-        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=package_root())
     except subprocess.TimeoutExpired as exc:
         raise OracleError(f"{path}: libQnnSystem did not answer within {timeout} s") from exc
     message = (child.stderr.strip().splitlines() or [""])[-1]

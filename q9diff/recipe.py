@@ -61,12 +61,24 @@ class Settings:
 
     @classmethod
     def from_dict(cls, data: dict, where: str) -> Settings:
+        if not isinstance(data, dict):
+            raise RecipeError(f"{where}: expected settings to be an object")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise RecipeError(
                 f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
+        scalar = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float)}
+        for f in fields(cls):  # a value of another type would reach a compiler option as it is
+            value, want = data.get(f.name), str(f.type).split(" |")[0]
+            ok = scalar.get(want)
+            if (
+                value is not None
+                and ok
+                and (not isinstance(value, ok) or (want != "bool") == isinstance(value, bool))
+            ):
+                raise RecipeError(f"{where}: expected setting {f.name} to be {want}, got {value!r}")
         data = dict(data)
         if data.get("finalize_options") is not None:
             data["finalize_options"] = _finalize_options(data["finalize_options"], where)
@@ -177,6 +189,11 @@ class Recipe:
             raise RecipeError(f"{where}: malformed parts ({exc})") from None
         if not parts:
             raise RecipeError(f"{where}: a recipe needs at least one part")
+        for p in parts:
+            _check_names(p, where)
+        for key in ("backend", "qairt_version", "notes"):
+            if not isinstance(data.get(key, ""), (str, type(None))):
+                raise RecipeError(f"{where}: expected {key} to be a string")
         return cls(
             backend=str(data.get("backend", "ort-qnn")),
             parts=parts,
@@ -188,14 +205,58 @@ class Recipe:
         )
 
 
+def _check_names(part: Part, where: str) -> None:
+    """A part's name and output become file names under the output folder (and under the rebuild
+    cache): a name that climbs out of it (`..`, an absolute path) or holds a separator is refused."""
+    from q9diff.guard import kind, plain_name
+
+    for value, what in ((part.name, "part name"), (part.output, f"part {part.name!r} output")):
+        if not isinstance(value, str):
+            raise RecipeError(f"{where}: expected the {what} to be a string, got {kind(value)}")
+    plain_name(part.output, f"part {part.name!r} output", where, RecipeError)
+    if "/" in part.name or "\\" in part.name or part.name in ("", ".", ".."):
+        raise RecipeError(f"{where}: part name {part.name!r} must be a plain name (it names files)")
+    for g in part.graphs:
+        if not isinstance(g.name, str) or not isinstance(g.model, str):
+            raise RecipeError(f"{where}: part {part.name!r}: expected graph name and model to be strings")
+
+
+def output_path(out_dir: str | os.PathLike, part: Part) -> Path:
+    """Where a backend writes `part`: inside `out_dir`, whatever the part's output says."""
+    from q9diff.guard import contained, plain_name
+
+    plain_name(part.output, f"part {part.name!r} output", out_dir, RecipeError)
+    return contained(part.output, out_dir, f"part {part.name!r} output", RecipeError)
+
+
+def check_out(out: str | os.PathLike, inputs: list[str | os.PathLike | None]) -> None:
+    """Refuse an output folder that is, or holds, one of `inputs` (the candidate, the reference): a
+    rebuild there would overwrite it, and then be compared with itself."""
+    from q9diff.guard import inside
+
+    for given in inputs:
+        if given is not None and inside(Path(given).resolve(), out) is not None:
+            raise RecipeError(
+                f"--out {out} holds {given}, an input of this comparison; the rebuild would overwrite it. "
+                "Choose another --out"
+            )
+
+
+def check_build(recipe: Recipe, out: str | os.PathLike) -> None:
+    """Refuse a build whose outputs would land on one of its own inputs (a source model, the recipe)."""
+    inputs = {recipe.model_path(g) for p in recipe.parts for g in p.graphs}
+    inputs |= {recipe.path.resolve()} if recipe.path is not None else set()
+    for part in recipe.parts:
+        target = output_path(out, part)
+        if target in inputs:
+            raise RecipeError(f"{recipe.path}: part {part.name} would be written over {target}, an input")
+
+
 def load(path: str | os.PathLike) -> Recipe:
+    from q9diff.guard import load_json
+
     p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except OSError as exc:
-        raise RecipeError(f"{p}: cannot read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise RecipeError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    data = load_json(p, "a q9diff recipe (a JSON object)", RecipeError)
     return Recipe.from_dict(data, str(p), path=p.resolve())
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from q9diff import llm
+from q9diff.guard import contained, kind, load_json
 from q9diff.runners import GraphSpec, RunnerError, Session, from_device, to_device
 
 if TYPE_CHECKING:
@@ -270,42 +271,76 @@ class DialogConfig:
 
     @classmethod
     def of(cls, path: Path) -> DialogConfig:
+        """The bundle's values; a config that holds them with other types is refused, naming the key."""
         cfg = (path if path.is_dir() else path.parent) / "genie_config.json"
         if not cfg.is_file():
             return cls()
-        try:
-            dialog = json.loads(cfg.read_text()).get("dialog", {})
-        except (OSError, json.JSONDecodeError, AttributeError):
-            return cls()
-        context = dialog.get("context", {})
-        htp = dialog.get("engine", {}).get("backend", {}).get("QnnHtp", {})
-        return cls(context.get("bos-token"), context.get("eos-token"), float(htp.get("rope-theta", 10000.0)))
+        dialog = _dialog(cfg)
+
+        def get(where: str, want: tuple[type, ...], default):
+            value = dialog
+            for key in where.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is None:
+                return default
+            if not isinstance(value, want) or isinstance(value, bool):
+                raise RunnerError(f"{cfg}: expected dialog.{where} to be a number, got {kind(value)}")
+            return value
+
+        theta = get("engine.backend.QnnHtp.rope-theta", (int, float), 10000.0)
+        return cls(
+            get("context.bos-token", (int,), None), get("context.eos-token", (int,), None), float(theta)
+        )
+
+
+def _dialog(cfg: Path, error: type[Exception] = RunnerError) -> dict:
+    """The `dialog` object of a Genie config, or `error` naming the file and what was expected."""
+    data = load_json(cfg, "a Genie config (a JSON object with a dialog object)", error)
+    dialog = data.get("dialog") if isinstance(data, dict) else None
+    if not isinstance(dialog, dict):
+        raise error(f"{cfg}: expected a JSON object with a dialog object, got {kind(dialog or data)}")
+    return dialog
 
 
 def binaries_of(path: Path) -> list[Path]:
-    """A .bin, or a folder / Genie bundle of parts in part order."""
+    """A .bin, or a folder / Genie bundle of parts in part order: the folder's own files only (a part
+    that is a symlink to a file elsewhere is refused, as it would be read and pushed to a device)."""
     from q9diff.diff import bins_of
 
     path = Path(path)
+    if path.is_dir() and (path / "genie_config.json").is_file() and not list(path.glob("*.bin")):
+        return ctx_bins(path)
     if path.is_dir():
         bins = bins_of(path)
         if not bins:
             raise RunnerError(f"{path}: no context binaries (*.bin or genie_config.json ctx-bins)")
+        for b in bins:
+            contained(b.name, path, b, RunnerError)
         return bins
     if not path.is_file():
         raise RunnerError(f"{path}: no such file or directory")
     return [path]
 
 
-def ctx_bins(bundle: Path) -> list[Path]:
-    """The ctx-bins a Genie bundle names, in its order."""
+def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
+    """The ctx-bins a Genie bundle names, in its order; each must resolve inside the bundle. `error`
+    (with one line naming the file and what was expected) for anything else."""
     cfg = Path(bundle) / "genie_config.json" if Path(bundle).is_dir() else Path(bundle)
-    try:
-        data = json.loads(cfg.read_text())
-        names = data["dialog"]["engine"]["model"]["binary"]["ctx-bins"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError):
-        raise RunnerError(f"{cfg}: not a Genie config with dialog.engine.model.binary.ctx-bins") from None
-    return [(cfg.parent / n).resolve() for n in names]
+    names = _dialog(cfg, error)
+    for key in ("engine", "model", "binary", "ctx-bins"):
+        names = names.get(key) if isinstance(names, dict) else None
+    expected = "dialog.engine.model.binary.ctx-bins to be a list of file paths"
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise error(f"{cfg}: expected {expected}, got {kind(names)}")
+    return [contained(n, cfg.parent, cfg, error) for n in names]
+
+
+def _bundle_file(bundle: Path, value, where: str) -> Path:
+    """A file a bundle's config names (tokenizer, extensions), resolved inside the bundle."""
+    cfg = bundle / "genie_config.json"
+    if not isinstance(value, str) or not value:
+        raise RunnerError(f"{cfg}: expected {where} to be a file path, got {kind(value)}")
+    return contained(value, bundle, cfg, RunnerError)
 
 
 def cpu_recipe(binaries: list[Path], explicit: Path | None):
@@ -382,38 +417,42 @@ def verify(
             s.close()
 
 
-def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str]]:
+def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Path, ...]]:
     """`bundle`, or a copy of its config in `work` whose weight-shared ctx-bins are replaced by their
     unshared rebuilds: Genie on x86 refuses shared weights ("Shared weights buffer isn't supported on
-    this platform", then SIGSEGV), as the emulator does."""
+    this platform", then SIGSEGV), as the emulator does. Also the folders the copy may name files in
+    (the bundle and q9diff's rebuild cache), for GenieRunner.generate's also_inside."""
     from q9diff.binary import open_binary
     from q9diff.runners.local import unshared_rebuild
 
     bundle = bundle if bundle.is_dir() else bundle.parent
-    names, notes = [], []
+    names, notes, roots = [], [], (bundle.resolve(),)
     for b in ctx_bins(bundle):
         if len(open_binary(b).graphs) < 2:
             names.append(str(b))
             continue
         built, origin = unshared_rebuild(b)
         names += [str(p) for p in built]
+        roots += tuple(dict.fromkeys(p.parent.resolve() for p in built))
         notes.append(
             f"{b.name}: weight-shared, which Genie on x86 cannot load; Genie ran its recipe ({origin})"
             " rebuilt with one context per graph instead. The shared binary itself runs only on a device."
         )
     if not notes:
-        return bundle, []
-    config = json.loads((bundle / "genie_config.json").read_text())
-    dialog = config["dialog"]
+        return bundle, [], ()
+    dialog = _dialog(bundle / "genie_config.json")
+    config = {**load_json(bundle / "genie_config.json", "a Genie config", RunnerError), "dialog": dialog}
     tokenizer = dialog.get("tokenizer", {})
-    if "path" in tokenizer:
-        tokenizer["path"] = str((bundle / tokenizer["path"]).resolve())
-    backend = dialog.get("engine", {}).get("backend", {})
-    if isinstance(backend.get("extensions"), str):
-        backend["extensions"] = str((bundle / backend["extensions"]).resolve())
+    if isinstance(tokenizer, dict) and "path" in tokenizer:
+        tokenizer["path"] = str(_bundle_file(bundle, tokenizer["path"], "dialog.tokenizer.path"))
+    backend = dialog["engine"].get("backend", {})  # ctx_bins checked the engine object
+    if isinstance(backend, dict) and isinstance(backend.get("extensions"), str):
+        backend["extensions"] = str(
+            _bundle_file(bundle, backend["extensions"], "dialog.engine.backend.extensions")
+        )
     dialog["engine"]["model"]["binary"]["ctx-bins"] = names
     (work / "genie_config.json").write_text(json.dumps(config, indent=2))
-    return work, notes
+    return work, notes, roots
 
 
 @dataclass(frozen=True)
@@ -496,9 +535,9 @@ def verify_genie(
         if bundle is None:
             continue
         with tempfile.TemporaryDirectory(prefix="q9diff-genie-bundle-") as work:
-            runnable, why = genie_runnable(Path(bundle), Path(work))
+            runnable, why, roots = genie_runnable(Path(bundle), Path(work))
             try:
-                result = runner.generate(runnable, decoded.prompt, steps)
+                result = runner.generate(runnable, decoded.prompt, steps, also_inside=roots)
             except GenieError as exc:
                 raise RunnerError(f"genie: {exc}") from None
         tokens[label] = result.tokens
@@ -519,9 +558,12 @@ def bundle_texts(bundle: Path, tokens: dict[str, tuple[int, ...]]) -> dict[str, 
     except ImportError:
         raise RunnerError("the Python package tokenizers is missing: pip install tokenizers") from None
     bundle = bundle if bundle.is_dir() else bundle.parent
+    tokenizer = _dialog(bundle / "genie_config.json").get("tokenizer")
+    path = _bundle_file(
+        bundle, tokenizer.get("path") if isinstance(tokenizer, dict) else None, "dialog.tokenizer.path"
+    )
     try:
-        path = json.loads((bundle / "genie_config.json").read_text())["dialog"]["tokenizer"]["path"]
-        tokenizer = Tokenizer.from_file(str(bundle / path))
+        tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # a missing file, a config without the key, a file tokenizers refuses
         raise RunnerError(f"{bundle}: no usable tokenizer in genie_config.json ({exc})") from None
     return {label: tokenizer.decode(list(ids), skip_special_tokens=False) for label, ids in tokens.items()}

@@ -355,7 +355,7 @@ def test_options_never_trust_an_unverified_host(tmp_path: Path) -> None:
     argv = ssh.client.ssh_argv("true")
     joined = " ".join(argv)
     assert "StrictHostKeyChecking=yes" in joined and "BatchMode=yes" in joined
-    assert f"UserKnownHostsFile={tmp_path / 'kh'}" in joined
+    assert f'UserKnownHostsFile="{tmp_path / "kh"}"' in joined
     assert "StrictHostKeyChecking=no" not in joined and "accept-new" not in joined
     assert argv[-2:] == ["root@evk", "true"] and argv[argv.index("-p") + 1] == "2200"
     assert ssh.missing() == f"identity file {tmp_path / 'id'} does not exist"

@@ -51,15 +51,18 @@ def run_compile_child(
 ) -> dict:
     """Run `python -m q9diff.backends.<label> JOB.json` and return its result.json: a compiler crash or
     failure in Qualcomm's libraries ends the child, and comes back here as one line."""
+    from q9diff.guard import python_argv
+
     module = "q9diff.backends." + label.replace("-", "_")
+    job = Path(job).resolve()
     try:
         proc = subprocess.run(
-            [python, "-m", module, str(job)],
+            python_argv(module, [str(job)], python),
             capture_output=True,
             text=True,
             timeout=timeout_s,
             env=env,
-            cwd=cwd,
+            cwd=cwd or job.parent,
         )
     except FileNotFoundError:
         raise BackendUnavailable(f"interpreter {python} not found") from None

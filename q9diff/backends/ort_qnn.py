@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from q9diff.backends import BackendUnavailable, run_compile_child
-from q9diff.recipe import Part, Recipe, Settings
+from q9diff.recipe import Part, Recipe, Settings, output_path
 
 EP_NAME = "QNNExecutionProvider"
 
@@ -119,7 +119,7 @@ class OrtQnnBackend:
         problem = self.missing() if self._python_for(recipe.qairt_version) == sys.executable else None
         if problem:
             raise BackendUnavailable(problem)
-        out_dir = Path(out_dir).resolve()  # the child changes directory
+        out_dir = Path(out_dir).resolve()  # children run elsewhere: no relative paths
         out_dir.mkdir(parents=True, exist_ok=True)
         self.compiled = []
         outputs = []
@@ -162,7 +162,7 @@ class OrtQnnBackend:
                     f"recipe asks for QAIRT {recipe.qairt_version} but {python} has onnxruntime-qnn with "
                     f"QAIRT {result['qairt_version']}; pass an interpreter for {recipe.qairt_version}"
                 )
-            target = out_dir / part.output
+            target = output_path(out_dir, part)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(work / result["bin"], target)
             return CompiledPart(target, tuple(result["graph_names"]), result["qairt_version"])
@@ -187,10 +187,7 @@ def _same_version(a: str, b: str) -> bool:
 
 
 def _run_child(python: str, job: Path, timeout_s: float, part: str) -> dict:
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])  # so the child imports this q9diff
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return run_compile_child("ort-qnn", python, job, env, timeout_s, part)
+    return run_compile_child("ort-qnn", python, job, dict(os.environ), timeout_s, part)
 
 
 # ---- child side: runs in a separate interpreter, imports ONNX Runtime only here ----

@@ -38,7 +38,8 @@ from typing import Any
 
 from q9diff.backends import BackendUnavailable, run_compile_child
 from q9diff.backends.ort_qnn import _same_version
-from q9diff.recipe import Part, Recipe, Settings
+from q9diff.guard import package_root
+from q9diff.recipe import Part, Recipe, Settings, output_path
 
 # Python versions qairt-dev 0.13 declares (Requires-Python >=3.10,<3.13,!=3.11.*).
 QAIRT_PYTHONS = ((3, 10), (3, 12))
@@ -358,8 +359,9 @@ class QairtBackend:
             version, has_qairt = tuple(sys.version_info[:2]), importlib.util.find_spec("qairt") is not None
         else:
             try:
+                probe = [self.python, "-I", "-c", _PROBE]  # isolated like the compile child
                 proc = subprocess.run(
-                    [self.python, "-c", _PROBE], capture_output=True, text=True, timeout=60, env=self.env
+                    probe, capture_output=True, text=True, timeout=60, env=self.env, cwd=package_root()
                 )
                 version, has_qairt = json.loads(proc.stdout)
                 version = tuple(version)
@@ -415,7 +417,7 @@ class QairtBackend:
                 for path in (graph.source, graph.encodings):
                     if path and not Path(path).is_file():
                         raise BackendUnavailable(f"part {part.name}: {path} not found")
-        out_dir = Path(out_dir)
+        out_dir = Path(out_dir).resolve()  # children run elsewhere: no relative paths
         out_dir.mkdir(parents=True, exist_ok=True)
         return [self._compile_part(part, root, out_dir) for part in plan.parts]
 
@@ -430,10 +432,8 @@ class QairtBackend:
             env = dict(self.env)
             env["QAIRT_SDK_ROOT"] = str(root)
             env["QAIRT_TMP_DIR"] = str(work / "tmp")
-            pkg_root = str(Path(__file__).resolve().parents[2])  # so the child imports this q9diff
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH")) if p)
             result = run_compile_child("qairt", self.python, job, env, self.timeout_s, part.name, job.parent)
-            target = out_dir / part.output
+            target = output_path(out_dir, part)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(work / result["bin"], target)
             return target

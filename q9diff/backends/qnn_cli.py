@@ -31,7 +31,7 @@ from typing import Any
 
 from q9diff.backends import BackendUnavailable
 from q9diff.backends.qairt import backend_extension, find_sdk_root, htp_kwargs
-from q9diff.recipe import Recipe
+from q9diff.recipe import Recipe, output_path
 
 TOOL = "qnn-context-binary-generator"
 HTP_BACKEND_LIB = "libQnnHtp.so"
@@ -156,7 +156,7 @@ class QnnCliBackend:
             for dlc in part.dlc_paths:
                 if not Path(dlc).is_file():
                     raise BackendUnavailable(f"part {part.name}: {dlc} not found")
-        out_dir = Path(out_dir)
+        out_dir = Path(out_dir).resolve()  # children run elsewhere: no relative paths
         out_dir.mkdir(parents=True, exist_ok=True)
         return [self._compile_part(part, sdk, out_dir) for part in parts]
 
@@ -182,7 +182,7 @@ class QnnCliBackend:
                     f"{TOOL}: part {part.name}: no {built.name}, it wrote {written or 'nothing'}"
                 )
             _check_graph_names(built, part)
-            target = out_dir / part.output
+            target = output_path(out_dir, part)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(built, target)
             return target

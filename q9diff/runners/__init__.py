@@ -10,6 +10,8 @@ run whole dialogs instead (`q9diff.runners.genie`, `q9diff verify --runner genie
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -106,8 +108,38 @@ class GraphSpec:
         )
 
 
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+# verify keeps each I/O value as the graph's buffer, a float copy and a float64 copy to compare:
+# bytes per element, at most, per side.
+_BYTES_PER_ELEMENT_HELD = 8 + 4 + 8
+
+
+def check_io_size(path: Path | str, graph: GraphSpec, memory: int | None = None) -> None:
+    """Refuse, before anything is allocated, a graph whose inputs and outputs (dims read from the file)
+    need more memory than this machine has: a corrupt or hostile file must not exhaust it."""
+    memory = machine_memory() if memory is None else memory
+    elements = [
+        (t, math.prod(int(d) for d in t.shape if isinstance(d, int))) for t in graph.inputs + graph.outputs
+    ]
+    need = sum(n for _, n in elements) * _BYTES_PER_ELEMENT_HELD
+    if memory is not None and need > memory:
+        t, n = max(elements, key=lambda e: e[1])
+        raise RunnerError(
+            f"{path}: graph {graph.name}: refusing to run it, its inputs and outputs need {need:,} bytes "
+            f"(largest: {t.name} {list(t.shape)}, {n:,} elements), more than this machine's {memory:,}"
+        )
+
+
 def graph_specs(path: Path, part: int = 0) -> list[GraphSpec]:
-    """The graphs of a context binary, from its metadata (no Qualcomm library involved)."""
+    """The graphs of a context binary, from its metadata (no Qualcomm library involved); a graph whose
+    I/O would not fit in this machine's memory is refused here, before any buffer exists."""
     from q9diff.binary import open_binary
 
     cb = open_binary(path)
@@ -117,12 +149,15 @@ def graph_specs(path: Path, part: int = 0) -> list[GraphSpec]:
             raise RunnerError(f"{path}: tensor {t.name} has data type {t.dtype}, which q9diff cannot feed")
         return TensorSpec(t.name, QNN_TO_NUMPY[t.dtype], tuple(t.dims), t.scale, t.offset)
 
-    return [
+    specs = [
         GraphSpec(
             str(path), g.name, tuple(spec(t) for t in g.inputs), tuple(spec(t) for t in g.outputs), part
         )
         for g in cb.graphs
     ]
+    for g in specs:
+        check_io_size(path, g)
+    return specs
 
 
 def to_device(spec: TensorSpec, value: np.ndarray) -> np.ndarray:

@@ -207,12 +207,14 @@ class GenieRunner:
         work_dir: Path | None = None,
         neutralise_kv: bool = True,
         dirty_heap: bool = False,
+        also_inside: tuple[Path, ...] = (),
     ) -> GenieResult:
         """Greedy-generate up to `steps` token ids after `prompt_ids` with the bundle's Genie dialog.
 
         `debug_dir` turns on Genie's tensor dump there. `neutralise_kv=False` and `dirty_heap=True`
         exist to show what the runner protects against: the latter fills and frees heap memory in the
-        child before the dialog is created, as a long-lived process's heap would hold.
+        child before the dialog is created, as a long-lived process's heap would hold. The files the
+        config names must lie inside the bundle or one of `also_inside` (see write_patched_config).
         """
         problem = self.missing()
         if problem:
@@ -225,7 +227,9 @@ class GenieRunner:
         if not prompt_ids or steps < 1:
             raise GenieError("a Genie run needs at least one prompt token and one step.")
         with _work_dir(work_dir) as work:
-            config_path, notes, ctx_bins = write_patched_config(bundle, work, debug_dir)
+            config_path, notes, ctx_bins = write_patched_config(
+                bundle, work, debug_dir, also_inside=also_inside
+            )
             if work_dir is None:
                 notes[0] += " (temporary; pass work_dir to keep it)"
             job = {
@@ -277,6 +281,7 @@ def write_patched_config(
     *,
     place: Callable[[Path], str] = str,
     max_num_tokens: int | None = None,
+    also_inside: tuple[Path, ...] = (),
 ) -> tuple[Path, list[str], list[Path]]:
     """Write the bundle's config, made runnable from anywhere and greedy, to `work`; return its path,
     the notes that say what changed, and the absolute ctx-bins in their configured order.
@@ -284,34 +289,59 @@ def write_patched_config(
     `place` says what each referenced file (ctx-bin, tokenizer, extensions; given as an absolute local
     path) is called in the written config: by default its absolute path, for a device the name it is
     pushed under. `max_num_tokens` bounds the answer where no API call can (genie-t2t-run).
+    Every referenced file must resolve inside the bundle, or inside one of `also_inside` (folders q9diff
+    filled itself, such as its rebuild cache); anything else is refused, naming the path.
     """
-    config = json.loads((bundle / CONFIG_NAME).read_text())
-    dialog = config.get("dialog")
+    from q9diff.guard import contained, inside, kind, load_json
+
+    cfg = bundle / CONFIG_NAME
+    config = load_json(cfg, "a Genie config (a JSON object)", GenieError)
+    dialog = config.get("dialog") if isinstance(config, dict) else None
     if not isinstance(dialog, dict):
-        raise GenieError(f"{bundle / CONFIG_NAME}: no dialog object; only dialog bundles run here.")
+        raise GenieError(f"{cfg}: expected a dialog object; only dialog bundles run here.")
     engines = dialog.get("engine")
     engines = engines if isinstance(engines, list) else [engines]
 
-    def local(value: str) -> Path:
-        path = Path(value)
-        return path if path.is_absolute() else (bundle / path).resolve()
+    def section(parent: dict, key: str, where: str) -> dict:
+        value = parent.get(key, {})
+        if not isinstance(value, dict):
+            raise GenieError(f"{cfg}: expected {where}.{key} to be an object, got {kind(value)}")
+        return value
 
-    def absolute(value: str) -> str:
-        return place(local(value))
+    def local(value, where: str) -> Path:
+        """A file the config names: inside the bundle (or a folder q9diff itself filled), else refused."""
+        if not isinstance(value, str) or not value:
+            raise GenieError(f"{cfg}: expected {where} to be a file path, got {kind(value)}")
+        resolved = (bundle / value).resolve()  # an absolute value stays itself
+        if any(inside(resolved, root) for root in also_inside):
+            return resolved
+        return contained(value, bundle, cfg, GenieError)
+
+    def absolute(value, where: str) -> str:
+        return place(local(value, where))
 
     ctx_bins: list[Path] = []
-    tokenizer = dialog.get("tokenizer", {})
+    tokenizer = section(dialog, "tokenizer", "dialog")
     if "path" in tokenizer:
-        tokenizer["path"] = absolute(tokenizer["path"])
+        tokenizer["path"] = absolute(tokenizer["path"], "dialog.tokenizer.path")
     for engine in engines:
-        backend = engine.get("backend", {})
+        if not isinstance(engine, dict):
+            raise GenieError(
+                f"{cfg}: expected dialog.engine to be an object or a list of them, got {kind(engine)}"
+            )
+        backend = section(engine, "backend", "dialog.engine")
         if isinstance(backend.get("extensions"), str):
-            backend["extensions"] = absolute(backend["extensions"])
-        binary = engine.get("model", {}).get("binary", {})
+            backend["extensions"] = absolute(backend["extensions"], "dialog.engine.backend.extensions")
+        binary = section(section(engine, "model", "dialog.engine"), "binary", "dialog.engine.model")
         for key in ("ctx-bins", "fcb"):
             if key in binary:
-                ctx_bins += [local(p) for p in binary[key]]
-                binary[key] = [absolute(p) for p in binary[key]]
+                where = f"dialog.engine.model.binary.{key}"
+                if not isinstance(binary[key], list):
+                    raise GenieError(
+                        f"{cfg}: expected {where} to be a list of file paths, got {kind(binary[key])}"
+                    )
+                ctx_bins += [local(p, where) for p in binary[key]]
+                binary[key] = [absolute(p, where) for p in binary[key]]
     missing = [str(p) for p in ctx_bins if not p.is_file()]
     if missing:
         raise GenieError(f"{bundle / CONFIG_NAME}: ctx-bins not found: {', '.join(missing)}")
@@ -351,11 +381,13 @@ _INSERTING = re.compile(r"Inserting graph (\S+) as idx (\d+) for AR-(\d+) CL-(\d
 
 
 def _run_child(job: Path, env: dict[str, str], timeout_s: float, ctx_bins: list[Path], bundle: Path) -> dict:
-    package_parent = str(Path(__file__).resolve().parent.parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "q9diff.runners.genie", str(job)]
+    from q9diff.guard import python_argv
+
+    command = python_argv("q9diff.runners.genie", [str(job.resolve())])
     try:
-        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+        child = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=job.parent
+        )
     except subprocess.TimeoutExpired as exc:
         raise GenieError(f"{bundle}: libGenie did not finish within {timeout_s:g} s") from exc
     log = child.stdout + child.stderr

@@ -22,13 +22,13 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from q9diff.guard import python_argv
 from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
 from q9diff.runners.worker import WorkerClient, WorkerSession, child_env
 
@@ -73,7 +73,7 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     reused on the next run."""
     from q9diff.backends import BackendUnavailable, compile_backend
     from q9diff.backends.ort_qnn import _our_qairt
-    from q9diff.recipe import Part
+    from q9diff.recipe import Part, output_path
 
     r, part = recipe_for(binary)
     if r is None:
@@ -100,7 +100,7 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
         ).encode()
     ).hexdigest()[:32]
     home = cache_root() / "unshared" / key
-    outputs = [home / p.output for p in parts]
+    outputs = [output_path(home, p) for p in parts]
     origin = f"{r.path} part {part.name}"
     if all(o.is_file() for o in outputs):
         return outputs, f"{origin}, cached in {home}"
@@ -124,6 +124,7 @@ class LocalSession(WorkerSession):
         self.timeout_s = timeout_s
         self.notes: tuple[str, ...] = ()
         self._client: WorkerClient | None = None
+        self._work: Path | None = None
         try:
             self._open(binaries)
         except BaseException:
@@ -131,11 +132,18 @@ class LocalSession(WorkerSession):
             raise
 
     def _start(self, paths: list[Path]) -> list[GraphSpec]:
-        self._client = WorkerClient(
-            [sys.executable, "-m", "q9diff.runners.worker"], "x86 HTP emulator", child_env(), self.timeout_s
-        )
-        reply, _ = self._client.request({"op": "load", "binaries": [str(p) for p in paths]})
+        # The worker's folder is made and removed here: a child the emulator kills cannot clean up.
+        self._work = Path(tempfile.mkdtemp(prefix="q9diff-worker-"))
+        argv = python_argv("q9diff.runners.worker", ["--work", str(self._work)])
+        self._client = WorkerClient(argv, "x86 HTP emulator", child_env(), self.timeout_s)
+        reply, _ = self._client.request({"op": "load", "binaries": [str(Path(p).resolve()) for p in paths]})
         return [GraphSpec.from_dict(g) for g in reply["graphs"]]
+
+    def close(self) -> None:
+        WorkerSession.close(self)
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
 
     def _open(self, binaries: list[Path]) -> None:
         originals = [graph_specs(b, i) for i, b in enumerate(binaries)]
@@ -148,7 +156,7 @@ class LocalSession(WorkerSession):
             if not shared:
                 raise
             crash = str(exc)
-        self._client.close()
+        self.close()
         paths, graphs, notes = [], [], []
         for i, (b, specs) in enumerate(zip(binaries, originals)):
             if len(specs) == 1:

@@ -54,6 +54,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from q9diff.guard import python_argv
 from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
 from q9diff.runners.worker import WorkerClient, WorkerSession
 
@@ -139,6 +140,14 @@ def ssh_failure(target: SshTarget, stderr: str, known_hosts: Path | None) -> str
     return f"{target}: {last[:300] or 'ssh failed'}"
 
 
+def _ssh_path(path: Path, what: str) -> str:
+    """A local file path as ssh's configuration reads it: %-tokens escaped; a quote cannot be carried."""
+    text = str(path)
+    if '"' in text or "\n" in text:
+        raise RunnerError(f"{what} file {text!r}: ssh cannot take a path holding a quote or a newline")
+    return text.replace("%", "%%")
+
+
 @dataclass(frozen=True)
 class SshClient:
     """The system `ssh`/`scp` with q9diff's fixed trust options; each method one subprocess."""
@@ -153,10 +162,18 @@ class SshClient:
         opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
                 "-o", f"ConnectTimeout={self.connect_timeout_s}", "-o", "LogLevel=ERROR"]  # fmt: skip
         if self.known_hosts is not None:
-            # Only the file the user named is trusted, not also a system-wide list.
-            opts += ["-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null"]
+            # Only the file the user named is trusted, not also a system-wide list. ssh splits this
+            # option's value at spaces (it is a list of files) and expands %-tokens: quote and escape.
+            value = f'"{_ssh_path(self.known_hosts, "known_hosts")}"'
+            opts += ["-o", f"UserKnownHostsFile={value}", "-o", "GlobalKnownHostsFile=/dev/null"]
         if self.identity is not None:
-            opts += ["-i", str(self.identity), "-o", "IdentitiesOnly=yes"]
+            # As an option, not -i: ssh checks -i's path before expanding its %-tokens.
+            opts += [
+                "-o",
+                f'IdentityFile="{_ssh_path(self.identity, "identity")}"',
+                "-o",
+                "IdentitiesOnly=yes",
+            ]
         return opts
 
     def ssh_argv(self, command: str) -> list[str]:
@@ -302,12 +319,21 @@ def file_safe(name: str) -> str:
 
 
 def output_files(output_dir: Path, graph: GraphSpec, inference: int = 0) -> dict[str, Path]:
-    """Where qnn-net-run wrote each output of `graph` for one inference (see the module docstring)."""
+    """Where qnn-net-run wrote each output of `graph` for one inference (see the module docstring).
+    Graph and tensor names come from the binary: a candidate that resolves outside `output_dir` (an
+    absolute name, `..`, a symlink) is never read."""
+    from q9diff.guard import inside
+
     dirs = [output_dir / f"Result_{inference}", output_dir / graph.name / f"Result_{inference}"]
     found = {}
     for t in graph.outputs:
         names = dict.fromkeys([t.name, file_safe(t.name)])
-        hits = [d / f"{n}.raw" for d in dirs for n in names if (d / f"{n}.raw").is_file()]
+        hits = [
+            d / f"{n}.raw"
+            for d in dirs
+            for n in names
+            if inside((d / f"{n}.raw").resolve(), output_dir) and (d / f"{n}.raw").is_file()
+        ]
         if len(hits) > 1:
             raise RunnerError(f"output {t.name}: several candidate files {[str(h) for h in hits]}")
         if not hits:
@@ -381,6 +407,7 @@ class GenieOutput:
     notes: tuple[str, ...] = ()
 
 
+_TOKEN_ID = re.compile(r"[0-9]{1,10}")  # GenieDialog token ids are uint32; ASCII digits only
 _KPI_PATTERNS = {
     "init_time_us": r"Init Time\s*:\s*(\d+)\s*us",
     "prompt_processing_time_us": r"Prompt Processing Time\s*:\s*(\d+)\s*us",
@@ -405,7 +432,7 @@ def parse_genie_output(stdout: str) -> GenieOutput:
     prompt = stdout[prompt_at + len(marker) : begin].strip() if 0 <= prompt_at < begin else None
     tokens = None
     if token_query:
-        if not all(word.isdigit() for word in text.split()):
+        if not all(_TOKEN_ID.fullmatch(word) and int(word) < 1 << 32 for word in text.split()):
             raise RunnerError(f"genie-t2t-run answered a token query with {text[:100]!r}, not token ids")
         tokens = tuple(int(word) for word in text.split())
     tail = stdout[end:]
@@ -497,10 +524,12 @@ class SshWorkerSession(WorkerSession, _SshSession):
         self._client: WorkerClient | None = None
         try:
             super().__init__(client, binaries, remote_base)
-            env = dict(qairt.env())
-            if remote_pythonpath:
-                env["PYTHONPATH"] = remote_pythonpath
-            command = remote_command([remote_python, "-m", "q9diff.runners.worker"], self.remote_dir, env)
+            # Isolated as locally: the remote directory holds files from the bundle, never modules.
+            paths = [p for p in (remote_pythonpath or "").split(":") if p.startswith("/")]
+            # Its folder inside the remote directory, so the cleanup of that removes it even after a crash.
+            work = ["--work", f"{self.remote_dir}/worker"]
+            argv = python_argv("q9diff.runners.worker", work, remote_python, paths)
+            command = remote_command(argv, self.remote_dir, qairt.env())
             self._client = WorkerClient(client.ssh_argv(command), f"q9diff worker on {client.target}",
                                         None, client.timeout_s)  # fmt: skip
             reply, _ = self._client.request({"op": "load", "binaries": self.remote_binaries})
@@ -649,7 +678,7 @@ class SshRunner:
                 except RunnerError as exc:  # cleanup must not hide the error that brought us here
                     notes.append(f"could not remove {remote} on the device: {exc}")
         out = parse_genie_output(stdout)
-        echoed = [int(w) for w in (out.prompt or "").split() if w.isdigit()]
+        echoed = [int(w) for w in (out.prompt or "").split() if _TOKEN_ID.fullmatch(w)]
         if out.tokens is not None and echoed != [int(t) for t in prompt_ids]:
             raise RunnerError(f"{self.target}: genie-t2t-run read the tokens file as {echoed[:16]}")
         ran = f"ran on {self.target} with {argv[0]} (libGenie {out.genie_version or 'version not printed'})"

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from q9diff.guard import package_root
 from q9diff.runners import GraphSpec, RunnerError
 
 MAGIC = b"Q9W1"
@@ -97,8 +98,9 @@ class WorkerClient:
         self._stderr = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env
-            )
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                cwd=package_root(),
+            )  # fmt: skip
         except FileNotFoundError:
             raise RunnerError(f"{what}: cannot start {argv[0]}") from None
         self._reader = _Reader(self.proc.stdout.fileno(), what)
@@ -170,11 +172,9 @@ class WorkerSession:
 
 
 def child_env() -> dict[str, str]:
-    """The environment for a local worker: this q9diff importable, Qualcomm's chatter kept low."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return env
+    """The environment for a local worker (started isolated by q9diff.guard.python_argv, which makes this
+    q9diff importable and ignores PYTHONPATH)."""
+    return dict(os.environ)
 
 
 # ---- worker side: runs in the child, imports ONNX Runtime only here ----
@@ -185,12 +185,12 @@ EP_NAME = "QNNExecutionProvider"
 
 
 class _Worker:
-    def __init__(self) -> None:
+    def __init__(self, work: Path) -> None:
         import onnxruntime as ort
 
         ort.set_default_logger_severity(3)
         self.ort = ort
-        self.dir = Path(tempfile.mkdtemp(prefix="q9diff-worker-"))
+        self.dir = work
         self.graphs: list[GraphSpec] = []
         self.sessions: list = []
         self.devices = None
@@ -263,7 +263,8 @@ class _Worker:
         return dict(zip([t.name for t in spec.outputs], outputs, strict=True))
 
 
-def serve(stdin_fd: int, stdout) -> None:
+def serve(stdin_fd: int, stdout, work: Path) -> None:
+    """Answer requests until `bye` or the end of stdin; wrappers and links go to `work`."""
     reader = _Reader(stdin_fd, "q9diff worker")
     worker = None
     while True:
@@ -278,7 +279,7 @@ def serve(stdin_fd: int, stdout) -> None:
                 stdout.flush()
                 return
             if worker is None:
-                worker = _Worker()
+                worker = _Worker(work)
             if op == "load":
                 reply["graphs"] = worker.load(list(message["binaries"]))
             elif op == "run":
@@ -291,12 +292,22 @@ def serve(stdin_fd: int, stdout) -> None:
         stdout.flush()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """`python -m q9diff.runners.worker [--work DIR]`: DIR (made if absent) is the parent's to remove,
+    so that it goes even when Qualcomm's library kills this process; without it, a temporary folder
+    this process removes when it ends normally."""
+    argv = sys.argv[1:] if argv is None else argv
     # Qualcomm's libraries print to fd 1; the protocol owns it, so their output goes to stderr.
     protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    serve(0, protocol)
+    if argv[:1] == ["--work"] and len(argv) == 2:
+        work = Path(argv[1])
+        work.mkdir(parents=True, exist_ok=True)
+        serve(0, protocol, work)
+        return
+    with tempfile.TemporaryDirectory(prefix="q9diff-worker-") as tmp:
+        serve(0, protocol, Path(tmp))
 
 
 if __name__ == "__main__":

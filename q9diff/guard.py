@@ -1,0 +1,105 @@
+"""Hostile input: how q9diff starts its Python children, and which paths a file may make it touch.
+
+Binaries, bundles and recipes come from elsewhere, so:
+- a Python child (the oracle, the run worker, the compile and Genie children) starts isolated
+  (`-I`: no working directory, no user site, no PYTHON* variables on its path) in a working directory
+  q9diff chose, and imports q9diff from the folder this q9diff was loaded from, named explicitly;
+- a path read from a file is a request, not a permission: it is resolved (symlinks followed) and must
+  stay inside the folder it belongs to before anything reads, writes or pushes it;
+- a name read from a file that becomes a file name (a part's output, a graph's name) is one plain
+  relative name, never `..` or an absolute path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+class PathRefused(ValueError):
+    """A path from a file leaves the folder it belongs to; the message names the file and the path."""
+
+
+def package_root() -> str:
+    """The folder holding this q9diff package: what a child puts first on its path."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def python_argv(
+    module: str, args: list[str], python: str | None = None, paths: list[str] | None = None
+) -> list[str]:
+    """`python -m module args`, isolated: the working directory, PYTHONPATH and the user's site cannot
+    shadow a module. `paths` (default: this q9diff's own folder) go first on the child's sys.path;
+    the interpreter's own site-packages (and an editable install's finder there) still apply."""
+    paths = [package_root()] if paths is None else paths
+    boot = (
+        "import runpy, sys; "
+        "sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+        f"sys.path[:0] = {paths!r}; "
+        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    )
+    return [python or sys.executable, "-I", "-c", boot, *args]
+
+
+def inside(path: str | os.PathLike, folder: str | os.PathLike) -> Path | None:
+    """`path` resolved (relative to `folder`, symlinks followed) when it stays inside `folder`, else None."""
+    base = Path(folder).resolve()
+    target = (base / Path(path)).resolve()
+    if target == base or base in target.parents:
+        return target
+    return None
+
+
+def contained(path: str | os.PathLike, folder: str | os.PathLike, named_by: str | os.PathLike,
+              error: type[Exception] = PathRefused) -> Path:  # fmt: skip
+    """`path` as `inside` resolves it; `error` naming the file that named it when it leaves `folder`."""
+    target = inside(path, folder)
+    if target is None:
+        resolved = (Path(folder) / Path(path)).resolve()
+        via = f" (it resolves to {resolved})" if str(resolved) != str(path) else ""
+        raise error(
+            f"{named_by}: refusing {path}{via}: it is outside {Path(folder).resolve()}, and q9diff reads and "
+            "pushes only files inside the folder that names them"
+        )
+    return target
+
+
+def plain_name(
+    name: str, what: str, named_by: str | os.PathLike, error: type[Exception] = PathRefused
+) -> str:
+    """`name` when it is a relative path that stays where it is put (no `..`, not absolute, not empty)."""
+    p = Path(name)
+    if not name or p.is_absolute() or ".." in p.parts or name.startswith("~") or "\0" in name:
+        raise error(f"{named_by}: {what} {name!r} must be a relative name inside the output folder")
+    return name
+
+
+MAX_JSON_BYTES = 64 << 20  # a config or recipe is kilobytes; anything this big is not one
+
+
+def load_json(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused):
+    """The JSON value in `path`, or `error` with one line naming the file and what was expected there
+    (unreadable, too big, not JSON, nested too deep for a config)."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_JSON_BYTES:
+            raise error(f"{p}: expected {expected}, got a {p.stat().st_size} byte file")
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise error(f"{p}: expected {expected}, got bytes that are not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{p}: expected {expected}, not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise error(f"{p}: expected {expected}, got JSON nested too deep to be one") from None
+
+
+def kind(value) -> str:
+    """A JSON value's kind as a message names it."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null"}
+    return names.get(type(value), "a number")

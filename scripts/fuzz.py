@@ -1,0 +1,326 @@
+"""Fuzz q9diff's reading of context binaries: mutate real files, parse, map regions, diff, in one process.
+
+Seeds are the committed fixtures (fixtures/**/*.bin) and the real third-party files in ../shared/real/binaries
+(when that folder is there); a file in an ONNX/LiteRT container is fuzzed both as the container (written to a
+temporary file and opened with q9diff.binary.open_binary) and as the context binary q9diff finds inside it.
+Each case runs the parser (ContextBinary / open_binary, then every graph, tensor and record), the region
+map (`.regions`, checked to cover every byte exactly once) and the diff against the unmutated seed
+(`q9diff.diff.diff` and its JSON). The only expected failure is q9diff.errors.FormatError; anything else is
+a crash, bucketed by exception type and the innermost q9diff frame.
+
+Every case is reproducible from its seed and number:
+
+    python scripts/fuzz.py --cases 100000 --seed 1            # run, report
+    python scripts/fuzz.py --seed 1 --replay 4711 --save out/  # write case 4711's bytes, show its traceback
+
+Not part of the test suite (it takes minutes); tests/test_security.py runs a short round of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from q9diff.binary import ContextBinary, open_binary  # noqa: E402
+from q9diff.diff import diff, to_json  # noqa: E402
+from q9diff.errors import FormatError  # noqa: E402
+
+HANG_S = 2.0  # a case slower than this is a hang
+ALARM_S = 20  # a case still running after this is stopped (and counted as a hang)
+INTERESTING_U32 = (0, 1, 2, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE,
+                   0xFFFFFFFF)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One starting file: its bytes, how it is opened (in memory, or as a container file), and the
+    context binary it parses to (the other side of every diff)."""
+
+    name: str
+    data: bytes
+    suffix: str  # ".bin": ContextBinary over the bytes; else a temporary file for open_binary
+    reference: ContextBinary | None
+
+
+@dataclass
+class Report:
+    cases: int = 0
+    format_errors: int = 0
+    parsed: int = 0
+    seconds: float = 0.0
+    crashes: Counter = field(default_factory=Counter)
+    first: dict = field(default_factory=dict)  # bucket -> (case, seed name, message)
+    hangs: list = field(default_factory=list)  # (case, seed name, seconds)
+    region_faults: Counter = field(default_factory=Counter)
+
+
+def seeds(extra: list[Path]) -> list[Seed]:
+    files = sorted((ROOT / "fixtures").rglob("*.bin"))
+    real = ROOT.parent / "shared" / "real" / "binaries"
+    if real.is_dir():
+        files += sorted(p for p in real.iterdir() if p.is_file())
+    files += extra
+    out, seen = [], set()
+    for path in files:
+        data = path.read_bytes()
+        if data in seen:
+            continue
+        seen.add(data)
+        try:
+            reference = open_binary(path)
+            _ = reference.regions
+        except FormatError:
+            reference = None
+        suffix = path.suffix if path.suffix in (".onnx", ".tflite") else ".bin"
+        out.append(Seed(path.name, data, suffix, reference))
+        if suffix != ".bin" and reference is not None:  # the context binary inside the container
+            inner = bytes(reference._buf)
+            if inner not in seen:
+                seen.add(inner)
+                out.append(Seed(f"{path.name}#inner", inner, ".bin", reference))
+    return out
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    """One to eight mutations, biased to the first pages (header and metadata FlatBuffers)."""
+    buf = bytearray(data)
+
+    def pos() -> int:
+        if not buf:
+            return 0
+        if rng.random() < 0.6:
+            return rng.randrange(min(len(buf), 0x4000))
+        return rng.randrange(len(buf))
+
+    def share(times: int) -> None:
+        """Point u32s that look like forward FlatBuffer offsets at another one's target, so tables share
+        children: the file becomes a DAG, which a walk that visits per path multiplies."""
+        limit = min(len(buf), 0x4000) - 4
+        offsets = [p for p in range(0, limit, 4) if 8 <= struct.unpack_from("<I", buf, p)[0] < len(buf) - p]
+        for _ in range(times if len(offsets) >= 2 else 0):
+            a, b = rng.sample(offsets, 2)
+            target = a + struct.unpack_from("<I", buf, a)[0]
+            if target > b:
+                struct.pack_into("<I", buf, b, target - b)
+
+    for _ in range(rng.choice((1, 1, 2, 4, 8))):
+        kind = rng.random()
+        if kind < 0.02:
+            share(rng.randrange(16, 64))  # many shared children: a deep DAG
+        elif kind < 0.08:
+            share(1)
+        elif kind < 0.35 and buf:
+            buf[pos()] = rng.randrange(256)
+        elif kind < 0.5 and buf:
+            p = pos()
+            buf[p] ^= 1 << rng.randrange(8)
+        elif kind < 0.75 and len(buf) >= 4:
+            p = pos() & ~3
+            value = rng.choice(INTERESTING_U32 + (len(buf), len(buf) - p, rng.randrange(1 << 32)))
+            buf[p : p + 4] = struct.pack("<I", value & 0xFFFFFFFF)[: len(buf) - p]
+        elif kind < 0.85 and buf:
+            del buf[rng.randrange(len(buf)) :]
+        elif kind < 0.93 and len(buf) > 8:
+            a = pos()
+            n = rng.randrange(1, 64)
+            b = rng.randrange(len(buf))
+            buf[b:b] = buf[a : a + n]
+        elif buf:
+            a = pos()
+            n = rng.randrange(1, 256)
+            b = pos()
+            buf[b : b + n] = buf[a : a + n]
+    return bytes(buf)
+
+
+class _Hang(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Hang()
+
+
+def where(exc: BaseException) -> str:
+    """The innermost frame in q9diff's own code (else the innermost frame) as file:line function."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "/q9diff/" in f.filename or "/formats/" in f.filename]
+    f = (ours or frames or [None])[-1]
+    if f is None:
+        return "?"
+    short = f.filename.split("/q9diff/")[-1] if "/q9diff/" in f.filename else Path(f.filename).name
+    return f"{short}:{f.lineno} {f.name}"
+
+
+def run_case(seed: Seed, data: bytes, tmp: Path) -> ContextBinary:
+    """Everything q9diff does with a file a user hands it, short of running it."""
+    if seed.suffix == ".bin":
+        cb = ContextBinary(data, f"fuzz{seed.suffix}")
+    else:
+        path = tmp / f"fuzz{seed.suffix}"
+        path.write_bytes(data)
+        cb = open_binary(path)
+    for g in cb.graphs:
+        for t in (*g.inputs, *g.outputs):
+            _ = (t.name, t.dims, t.dtype, t.scale, t.offset)
+    _ = (cb.records, cb.soc_model, cb.dsp_arch, cb.build_id)
+    regions = cb.regions
+    covered, end = 0, 0
+    for r in regions:
+        if r.offset != end or r.size < 0:
+            raise AssertionError(f"region map: {r.name} at {r.offset:#x}, expected {end:#x}")
+        end = r.offset + r.size
+        covered += r.size
+    if covered != cb.size:
+        raise AssertionError(f"region map covers {covered} of {cb.size} bytes")
+    if seed.reference is not None:
+        json.dumps(to_json(diff(cb, seed.reference)), default=str)
+    return cb
+
+
+def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path, only: int | None = None):
+    signal.signal(signal.SIGALRM, _alarm)
+    start = time.perf_counter()
+    numbers = [only] if only is not None else range(cases)
+    for i in numbers:
+        rng = random.Random(f"{base}:{i}")
+        seed = all_seeds[rng.randrange(len(all_seeds))]
+        data = mutate(seed.data, rng)
+        t0 = time.perf_counter()
+        signal.setitimer(signal.ITIMER_REAL, ALARM_S)
+        try:
+            run_case(seed, data, tmp)
+            report.parsed += 1
+        except FormatError:
+            report.format_errors += 1
+        except _Hang:
+            report.hangs.append((i, seed.name, ALARM_S))
+        except AssertionError as exc:
+            bucket = f"region map: {str(exc).split(':')[0]}"
+            report.region_faults[bucket] += 1
+            report.first.setdefault(bucket, (i, seed.name, str(exc)[:200]))
+            if only is not None:
+                traceback.print_exc()
+        except Exception as exc:  # the point: anything but FormatError is a finding
+            bucket = f"{type(exc).__name__} at {where(exc)}"
+            report.crashes[bucket] += 1
+            report.first.setdefault(bucket, (i, seed.name, str(exc)[:200]))
+            if only is not None:
+                traceback.print_exc()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        took = time.perf_counter() - t0
+        if HANG_S < took < ALARM_S:
+            report.hangs.append((i, seed.name, round(took, 2)))
+        report.cases += 1
+        if only is None and report.cases % 5000 == 0:
+            rate = report.cases / (time.perf_counter() - start)
+            print(
+                f"  {report.cases} cases, {rate:.0f}/s, {sum(report.crashes.values())} crashes",
+                file=sys.stderr,
+            )
+        if only is not None:
+            return data, seed
+    report.seconds = time.perf_counter() - start
+    return None, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--replay", type=int, help="run only this case number (with --seed), with its traceback")
+    ap.add_argument("--save", type=Path, help="with --replay: write the case's bytes into this folder")
+    ap.add_argument(
+        "--mem-limit-mb",
+        type=int,
+        default=4096,
+        help="address-space limit: a runaway allocation is a MemoryError (a crash), not an exhausted machine",
+    )
+    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument("extra", nargs="*", type=Path, help="more seed files")
+    args = ap.parse_args(argv)
+    limit = args.mem_limit_mb << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    all_seeds = seeds(args.extra)
+    report = Report()
+    with tempfile.TemporaryDirectory(prefix="q9diff-fuzz-") as tmp:
+        if args.replay is not None:
+            data, seed = fuzz(all_seeds, 1, args.seed, report, Path(tmp), only=args.replay)
+            if args.save:
+                args.save.mkdir(parents=True, exist_ok=True)
+                out = args.save / f"fuzz-{args.seed}-{args.replay}{seed.suffix}"
+                out.write_bytes(data)
+                print(f"wrote {out} (mutated from {seed.name})")
+            found = report.crashes or report.region_faults or report.hangs
+            print(f"case {args.replay} from {seed.name}: {'a finding (above)' if found else 'no finding'}")
+            return 1 if found else 0
+        fuzz(all_seeds, args.cases, args.seed, report, Path(tmp))
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = {
+        "command": "python scripts/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "seeds": [s.name for s in all_seeds],
+        "cases": report.cases,
+        "cases_per_s": round(report.cases / report.seconds, 1) if report.seconds else None,
+        "parsed": report.parsed,
+        "format_errors": report.format_errors,
+        "crashes": sum(report.crashes.values()),
+        "crash_buckets": [
+            {
+                "where": k,
+                "count": n,
+                "replay": f"--seed {args.seed} --replay {report.first[k][0]}",
+                "seed_file": report.first[k][1],
+                "message": report.first[k][2],
+            }
+            for k, n in report.crashes.most_common()
+        ],  # fmt: skip
+        "region_map_faults": [
+            {
+                "what": k,
+                "count": n,
+                "replay": f"--seed {args.seed} --replay {report.first[k][0]}",
+                "message": report.first[k][2],
+            }
+            for k, n in report.region_faults.most_common()
+        ],  # fmt: skip
+        "hangs_over_2s": [
+            {"replay": f"--seed {args.seed} --replay {i}", "seed_file": s, "seconds": t}
+            for i, s, t in report.hangs
+        ],  # fmt: skip
+        "peak_rss_mib": round(peak_mib, 1),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{result['cases']} cases from {len(all_seeds)} seeds in {report.seconds:.0f} s "
+              f"({result['cases_per_s']}/s); peak RSS {result['peak_rss_mib']} MiB")  # fmt: skip
+        print(
+            f"parsed {report.parsed}, FormatError {report.format_errors}, crashes {result['crashes']}, "
+            f"region-map faults {sum(report.region_faults.values())}, hangs over 2 s {len(report.hangs)}"
+        )
+        for b in result["crash_buckets"] + result["region_map_faults"]:
+            print(
+                f"  {b['count']:6d}  {b.get('where') or b.get('what')}  ({b['replay']}): {b['message'][:120]}"
+            )
+        for h in result["hangs_over_2s"]:
+            print(f"  hang {h['seconds']} s on {h['seed_file']} ({h['replay']})")
+    return 1 if result["crashes"] or report.hangs or report.region_faults else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
