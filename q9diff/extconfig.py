@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -61,6 +60,8 @@ def library_dir() -> Path:
 
 def check(texts: list[str]) -> list[Verdict]:
     """Qualcomm's verdict on each text, parsed as a backend extension config; Unavailable if it cannot."""
+    from q9diff.guard import ask_script  # the parent only: the child runs this file with the stdlib alone
+
     lib = library_dir()
     with tempfile.TemporaryDirectory(prefix="q9diff-extconfig-") as tmp:
         dirs = []
@@ -69,21 +70,7 @@ def check(texts: list[str]) -> list[Verdict]:
             d.mkdir()
             (d / CONFIG_NAME).write_text(text, encoding="utf-8")
             dirs.append(str(d))
-        try:
-            run = subprocess.run(
-                [sys.executable, "-I", str(Path(__file__).resolve()), str(lib), *dirs],
-                cwd=tmp,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            )
-        except subprocess.TimeoutExpired:
-            raise Unavailable(f"{LIBRARY} did not answer within {TIMEOUT_S} s") from None
-    try:
-        answer = json.loads(run.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        raise Unavailable(f"{LIBRARY} stopped before answering (exit status {run.returncode})") from None
+        answer, _ = ask_script(__file__, [str(lib), *dirs], tmp, TIMEOUT_S, LIBRARY, Unavailable)
     if "unavailable" in answer:
         raise Unavailable(answer["unavailable"])
     return [Verdict(tuple(errors)) for errors in answer["errors"]]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -64,26 +63,17 @@ def library_dir() -> Path:
 
 def check(text: str) -> Verdict:
     """libGenie's verdict on one dialog config text; Unavailable if it cannot be asked."""
+    from q9diff.guard import ask_script  # the parent only: the child runs this file with the stdlib alone
+
     lib = library_dir()
     with tempfile.TemporaryDirectory(prefix="q9diff-genieconfig-") as tmp:
         config = Path(tmp) / "genie_config.json"
         config.write_text(text, encoding="utf-8")
-        try:
-            run = subprocess.run(
-                [sys.executable, "-I", str(Path(__file__).resolve()), str(lib), str(config)],
-                cwd=tmp,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            )
-        except subprocess.TimeoutExpired:
-            raise Unavailable(f"{LIBRARY} did not answer within {TIMEOUT_S} s") from None
+        answer, run = ask_script(__file__, [str(lib), str(config)], tmp, TIMEOUT_S, LIBRARY, Unavailable)
     try:
-        answer = json.loads(run.stdout.strip().splitlines()[-1])
         status = int(answer["status"])
-    except (json.JSONDecodeError, IndexError, KeyError, TypeError, ValueError):
-        raise Unavailable(f"{LIBRARY} stopped before answering (exit status {run.returncode})") from None
+    except (KeyError, TypeError, ValueError):
+        raise Unavailable(f"{LIBRARY} answered without a status (exit status {run.returncode})") from None
     lines = [_tidy(ln) for ln in run.stderr.splitlines() if ln.strip() and "LIBNATIVE" not in ln]
     name = STATUS_NAMES.get(status, str(status))
     return Verdict(name, () if status == 0 else tuple(dict.fromkeys(ln[:400] for ln in lines)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -41,6 +42,32 @@ def python_argv(
         f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
     )
     return [python or sys.executable, "-I", "-c", boot, *args]
+
+
+def ask_script(
+    script: str | os.PathLike, args: list[str], cwd: str, timeout: float, what: str, error: type[Exception]
+) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run a module file as an isolated child (`python -I`, a bare environment, `cwd` a private folder)
+    whose last line of output is a JSON object; that object and the finished process. `error` names
+    `what` when the child does not answer in time or stops before answering."""
+    try:
+        run = subprocess.run(
+            [sys.executable, "-I", str(Path(script).resolve()), *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        )
+    except subprocess.TimeoutExpired:
+        raise error(f"{what} did not answer within {timeout} s") from None
+    try:
+        answer = json.loads(run.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        answer = None
+    if not isinstance(answer, dict):
+        raise error(f"{what} stopped before answering (exit status {run.returncode})")
+    return answer, run
 
 
 def inside(path: str | os.PathLike, folder: str | os.PathLike) -> Path | None:

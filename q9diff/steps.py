@@ -8,11 +8,6 @@ determines their bytes (the compiler is deterministic), like the unshared rebuil
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,44 +53,6 @@ def find_recipe(candidate: Path) -> Path:
     raise FormatError(str(candidate), None, "a recipe.json beside the candidate (or pass --recipe)")
 
 
-def _digest_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def build_key(recipe) -> str:
-    """Everything that determines a build's bytes: settings, parts and graph names, model bytes, QAIRT."""
-    from q9diff.backends.ort_qnn import _our_qairt
-
-    data = {k: v for k, v in recipe.to_dict().items() if k != "notes"}
-    models = [_digest_file(recipe.model_path(g)) for p in recipe.parts for g in p.graphs]
-    text = json.dumps([data, models, recipe.qairt_version or _our_qairt()], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def cached_build(recipe, home: Path) -> tuple[Path, bool]:
-    """Build `recipe` into `home/<digest>` unless it is there already; (folder, was it cached)."""
-    from q9diff.backends import compile_backend
-
-    out = home / build_key(recipe)
-    if all((out / p.output).is_file() for p in recipe.parts):
-        return out, True
-    home.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=home))
-    try:
-        compile_backend(recipe.backend).compile(recipe, work)
-        try:
-            os.rename(work, out)
-        except OSError:  # another run finished first; its bytes are the same
-            pass
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return out, False
-
-
 def plan(recipe, suggestions: list[dict]) -> list[tuple[tuple[str, ...], str, dict]]:
     """(settings added, their label, cumulative recipe settings) per step, in ORDER; soc_model and
     dsp_arch are one step (a SoC is set as a pair)."""
@@ -129,6 +86,7 @@ def run(
     home: Path,
     progress: Callable[[str], None] = lambda _: None,
 ) -> list[Step]:
+    from q9diff.backends import cached_compile
     from q9diff.diff import diff_sets, set_to_json
     from q9diff.recipe import load
 
@@ -138,7 +96,7 @@ def run(
     for added, label, settings in plan(recipe, start["suggestions"]):
         progress(f"compiling step {len(out)}: {label or 'the candidate recipe as it is'}")
         r = recipe.with_settings(**settings)
-        folder, cached = cached_build(r, home)
+        folder, cached = cached_compile(r, home)
         step = Step(added, label, settings, folder, cached=cached)
         vs_ref = set_to_json(diff_sets(folder, reference))
         step.size = vs_ref["a_total"]

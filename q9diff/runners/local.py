@@ -16,9 +16,7 @@ says so in the session's notes.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 import os
 import platform
 import shutil
@@ -57,22 +55,13 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "q9diff"
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     """`binary`'s recipe rebuilt with one context per graph and no weight sharing; the new .bins.
 
     The compiler is deterministic, so a rebuild is kept in the cache under a digest of everything that
     determines its bytes (the recipe's settings and graphs, the models' bytes, the QAIRT version) and
     reused on the next run."""
-    from q9diff.backends import BackendUnavailable, compile_backend
-    from q9diff.backends.ort_qnn import _our_qairt
+    from q9diff.backends import BackendUnavailable, cached_compile
     from q9diff.recipe import Part, output_path
 
     r, part = recipe_for(binary)
@@ -89,34 +78,13 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     missing = [m for m in models if not m.is_file()]
     if missing:
         raise RunnerError(f"{binary}: cannot rebuild it unshared, source model {missing[0]} not found")
-    key = hashlib.sha256(
-        json.dumps(
-            [
-                {k: v for k, v in unshared.to_dict().items() if k != "notes"},
-                [_file_digest(m) for m in models],
-                r.qairt_version or _our_qairt(),
-            ],
-            sort_keys=True,
-        ).encode()
-    ).hexdigest()[:32]
-    home = cache_root() / "unshared" / key
-    outputs = [output_path(home, p) for p in parts]
     origin = f"{r.path} part {part.name}"
-    if all(o.is_file() for o in outputs):
-        return outputs, f"{origin}, cached in {home}"
-    home.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=home.parent))
     try:
-        compile_backend(r.backend).compile(unshared, work)
-        try:
-            os.rename(work, home)
-        except OSError:  # another run finished first; its bytes are the same
-            pass
+        home, cached = cached_compile(unshared, cache_root() / "unshared")
     except (BackendUnavailable, RuntimeError) as exc:
         raise RunnerError(f"{binary}: rebuilding without weight sharing failed: {exc}") from None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return outputs, f"{origin}, kept in {home}"
+    outputs = [output_path(home, p) for p in parts]
+    return outputs, f"{origin}, {'cached' if cached else 'kept'} in {home}"
 
 
 class LocalSession(WorkerSession):
