@@ -34,3 +34,17 @@ def q9diff_cache(tmp_path_factory) -> Path:
     cache = tmp_path_factory.mktemp("q9diff-cache")
     os.environ["Q9DIFF_CACHE"] = str(cache)
     return cache
+
+
+def q9diff_cli(*args: str, cwd: Path | None = None, timeout: float = 900):
+    """Run the real command line in a child, as a user would; the finished process."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )

@@ -5,10 +5,9 @@ built here from libQnnSystem's own answer for a fixture, is compared field by fi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from conftest import FIXTURES, oracle_of
+from conftest import q9diff_cli as q9diff
 
 BIN = FIXTURES / "qwen-mini" / "reference" / "part_1_of_2.bin"
 
@@ -69,15 +68,6 @@ def utility_json(o: dict) -> dict:
             ],
         }
     }
-
-
-def q9diff(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_meta_agrees_field_by_field_and_flags_a_planted_difference(tmp_path):

@@ -5,13 +5,12 @@ a value it could not read into a cause or a fix."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from itertools import product
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, all_bins
+from conftest import q9diff_cli as q9diff
 
 from q9diff.diff import diff
 from q9diff.inputs import contexts
@@ -31,16 +30,6 @@ def real_files() -> list[Path]:
 
 def real_contexts():
     return [(f"{p.name}#{n}", cb) for p in real_files() for n, cb in contexts(p)]
-
-
-def q9diff(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
 
 
 def test_every_real_file_is_read_and_every_byte_named():

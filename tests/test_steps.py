@@ -5,25 +5,15 @@ the recipe with those settings gives."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
+from conftest import q9diff_cli as q9diff
 
 pytest.importorskip("onnxruntime_qnn")
 
 from q9diff.recipe import dump, load  # noqa: E402
-
-
-def q9diff(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
 
 
 def test_steps_from_local_to_reference(tmp_path):
