@@ -82,7 +82,10 @@ def moved_new(a, ra: list, b, rb: list) -> tuple[int, int, int]:
         xb = _blocks(b._buf, y.offset, full)
         diff_rows, diff_counts = [], []
         for s in range(0, len(xa), _CHUNK):
-            counts = (xa[s : s + _CHUNK] != xb[s : s + _CHUNK]).sum(axis=1)
+            ne = xa[s : s + _CHUNK] != xb[s : s + _CHUNK]
+            if not ne.any():  # most of a near-identical pair: nothing more to do here
+                continue
+            counts = np.count_nonzero(ne, axis=1)
             rows = np.flatnonzero(counts)
             diff_rows.append(rows + s)
             diff_counts.append(counts[rows])

@@ -60,3 +60,16 @@ def test_binary_info_without_api_versions_reads_them_as_unknown():
     cb = ContextBinary(bytes(data), "x")
     assert cb.core_api_version is None and "core_api_version" in cb.unknown
     assert cb.soc_model == 77
+
+
+def test_a_fifo_is_refused_not_read(tmp_path):
+    import os
+
+    from conftest import q9diff_cli
+
+    fifo = tmp_path / "part.bin"
+    os.mkfifo(fifo)
+    start = time.perf_counter()
+    r = q9diff_cli("inspect", str(fifo), timeout=30)
+    assert r.returncode == 2 and "regular file" in r.stderr, r.stderr
+    assert time.perf_counter() - start < 20
