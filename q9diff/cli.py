@@ -23,7 +23,7 @@ MAIN_HELP = """Forensics for QNN HTP context binaries.
 The main form (short for q9diff diff CANDIDATE REFERENCE):
   q9diff CANDIDATE REFERENCE
 why your build differs from the known-good REFERENCE, and what to change.
-Each is a context binary, a folder of parts, a Genie bundle or an .onnx.
+Each is a context binary, a folder of parts, a Genie bundle, an EPContext .onnx or a LiteRT .tflite.
 
 \b
 Exit status, every command:
