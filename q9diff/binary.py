@@ -129,6 +129,7 @@ class ContextBinary:
         self._buf = memoryview(buf)
         self.size = len(self._buf)
         self._words_cache = None
+        self._options: dict[int, dict[str, str]] = {}
         self._parse_header()
 
     @classmethod
@@ -580,8 +581,11 @@ class ContextBinary:
         return out
 
     def options(self, graph_index: int) -> dict[str, str]:
-        lay = self.layout(graph_index)
-        return decode_options(lay.options_text) if lay else {}
+        """The compiler options string of a graph, decoded once (a copy: callers may change it)."""
+        if graph_index not in self._options:
+            lay = self.layout(graph_index)
+            self._options[graph_index] = decode_options(lay.options_text) if lay else {}
+        return dict(self._options[graph_index])
 
     def ops(self, graph_index: int) -> tuple[Op, ...]:
         lay = self.layout(graph_index)
