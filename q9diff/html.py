@@ -253,6 +253,26 @@ def _causes_table(causes: list[dict]) -> str:
     )
 
 
+def _attribution(data: dict) -> str:
+    """Every changed byte and byte of size delta in one row (q9diff.attribution); the rows add up."""
+    rows = data.get("attribution") or []
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>{_e(r['bucket'])}</td><td class='n'>{_size(r['changed_bytes'])}</td>"
+        f"<td class='n'>{_size(r['size_delta'], signed=True)}</td></tr>"
+        for r in rows
+    )
+    changed = sum(r["changed_bytes"] for r in rows)
+    delta = sum(r["size_delta"] for r in rows)
+    verdict = f"<p><b>{_e(data['weights_verdict'])}</b></p>" if data.get("weights_verdict") else ""
+    return (
+        f"{verdict}<h3>Where the changed bytes went (rows add up)</h3><table class='c'><tr><th>effect</th>"
+        f"<th>changed bytes</th><th>size delta</th></tr>{body}<tr><th>total</th>"
+        f"<th class='n'>{_size(changed)}</th><th class='n'>{_size(delta, signed=True)}</th></tr></table>"
+    )
+
+
 def _fixes(suggestions: list[dict]) -> str:
     items = "".join(
         f"<li><b>{_e(s['setting'])} = {_e(s['value'])}</b>: "
@@ -292,6 +312,7 @@ def render(res) -> str:
         + f"<p>size {_size(data['a']['size'])} → {_size(data['b']['size'])}"
         + f" ({_size(data['size_delta'], signed=True)})</p>"
         + _causes_table(data["causes"])
+        + _attribution(data)
         + _fixes(data["suggestions"])
         + _charts(figs, first=True)
     )
@@ -335,6 +356,7 @@ def render_set(sd, data: dict, along: dict | None = None) -> str:
             + f"<p>{_e(r.a.path)} vs {_e(r.b.path)}: {_size(r.a.size)} → {_size(r.b.size)}"
             + f" ({_size(r.b.size - r.a.size, signed=True)})</p>"
             + _causes_table(part["causes"])
+            + _attribution(part)
             + _fixes(part["suggestions"])
             + _charts(figs, first=i == 0)
         )

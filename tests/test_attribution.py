@@ -62,3 +62,17 @@ def test_moved_plus_new_is_changed_and_buckets_add_up_on_every_pair():
         assert sum(x["changed_bytes"] for x in data["attribution"]) == changed, (pa.name, pb.name)
         assert sum(x["size_delta"] for x in data["attribution"]) == res.b.size - res.a.size
         assert all(x["changed_bytes"] or x["size_delta"] for x in data["attribution"])
+
+
+def test_the_html_report_carries_the_table_that_adds_up(tmp_path):
+    from conftest import q9diff_cli
+
+    out = tmp_path / "r.html"
+    r = q9diff_cli(str(V / "vtcm_2mb.bin"), str(V / "vtcm_8mb.bin"), "--html", str(out))
+    assert r.returncode == 1, r.stderr
+    page = out.read_text()
+    assert "Where the changed bytes went" in page and "re_tiling" in page
+    assert "weights identical, re-laid out" in page
+    res = _diff("vtcm_2mb.bin", "vtcm_8mb.bin")
+    total = sum(x["changed_bytes"] for x in res.attribution)
+    assert f'title="{total:,d} bytes"' in page  # the total row, exact bytes on hover
