@@ -7,21 +7,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-# typer validates options with pydantic, whose plugin loader scans every installed package's entry
-# points on import (about 45 ms of each command's start-up, measured with -X importtime); q9diff uses
-# no pydantic plugin, so this process loads none. A user's explicit setting is kept.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+import typer
+from typer.core import TyperCommand, TyperGroup
 
-import typer  # noqa: E402
-from typer.core import TyperCommand, TyperGroup  # noqa: E402
-
-from q9diff.errors import FormatError  # noqa: E402
+from q9diff.errors import FormatError
 
 MAIN_HELP = """Forensics for QNN HTP context binaries.
 
