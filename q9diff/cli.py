@@ -397,11 +397,20 @@ def _inputs(candidate: Path, reference: Path) -> tuple[Path, Path]:
     return (candidate, match[0]) if file == candidate else (match[0], reference)
 
 
-def _swapped(candidate: Path, reference: Path, causes, command: str) -> str | None:
-    """A sentence when the reference looks like the broken build, naming the other order."""
+def _swapped(candidate: Path, reference: Path, causes, command: str, sides) -> str | None:
+    """A sentence when the reference looks like the broken build, naming the other order. `sides`:
+    the candidate's and the reference's files as inspect JSON, or as ContextBinary."""
     from q9diff.verdict import reference_looks_wrong
 
-    why = reference_looks_wrong(causes)
+    def facts(x) -> dict:
+        if isinstance(x, dict):
+            return x
+        from q9diff.summary import target
+
+        return {"target": target(x), "dsp_arch": x.dsp_arch}
+
+    cands, refs = ([facts(x) for x in side] for side in sides)
+    why = reference_looks_wrong(causes, cands, refs)
     if why is None:
         return None
     return f"{why}; the known-good build comes second: q9diff {command}{reference} {candidate}"
@@ -462,7 +471,7 @@ def diff_cmd(
     res = _open_pair(candidate, reference)
     from q9diff.diff import to_json
 
-    swapped = _swapped(candidate, reference, res.causes, "")
+    swapped = _swapped(candidate, reference, res.causes, "", ([res.a], [res.b]))
     if swapped:
         _note(f"warning: {swapped}")
     if html_out is not None:
@@ -514,7 +523,7 @@ def suggest(
         res = _open_pair(candidate, reference)
         suggestions, identical, causes = res.suggestions, res.identical, res.causes
         pairs = [(res.a, res.b)]
-    swapped = _swapped(candidate, reference, causes, "suggest ")
+    swapped = _swapped(candidate, reference, causes, "suggest ", zip(*pairs))
     if swapped:
         _fail(swapped)
     _print_suggestions(suggestions)
@@ -941,7 +950,9 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
     data = set_to_json(sd)
-    swapped = _swapped(a, b, data["causes"], "")
+    from q9diff.verdict import sides
+
+    swapped = _swapped(a, b, data["causes"], "", sides(data))
     if swapped:
         _note(f"warning: {swapped}")
     if html_out is not None:

@@ -10,7 +10,7 @@ import html
 import json
 import re
 
-from q9diff.verdict import reference_looks_wrong, root_line, soc_note, warnings
+from q9diff.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
@@ -207,10 +207,12 @@ def _ops_figure(res):
     return fig
 
 
-def _verdict(causes: list[dict], identical: bool) -> str:
-    """The terminal's first lines: the warning sentence, then the root cause."""
+def _verdict(data: dict) -> str:
+    """The terminal's first lines: the warning sentence, then the root cause. `data`: a diff's JSON
+    (two files, a set, or one part of a set)."""
+    causes, identical = data["causes"], data["identical"]
     out = "".join(f'<p class="warn">{_e(w)}</p>' for w in warnings(causes))
-    swapped = reference_looks_wrong(causes)
+    swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f'<p class="swap">Arguments swapped? {_e(swapped)}; the known-good build comes second.</p>'
     if identical:
@@ -307,7 +309,7 @@ def render(res) -> str:
     data = to_json(res)
     figs = [_waterfall(data), _maps(data), changes_along(res), _settings_table(res), _ops_figure(res)]
     body = (
-        _verdict(data["causes"], data["identical"])
+        _verdict(data)
         + f"<p>q9diff: candidate {_e(res.a.path)} vs reference {_e(res.b.path)}</p>"
         + f"<p>size {_size(data['a']['size'])} → {_size(data['b']['size'])}"
         + f" ({_size(data['size_delta'], signed=True)})</p>"
@@ -352,7 +354,7 @@ def render_set(sd, data: dict, along: dict | None = None) -> str:
         figs = [_waterfall(part, f"{pa.name}: size change by region")] + ([along[pa]] if pa in along else [])
         sections.append(
             f"<hr><h2>{_e(pa.name)} vs {_e(pb.name)}</h2>"
-            + _verdict(part["causes"], part["identical"]).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
+            + _verdict(part).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
             + f"<p>{_e(r.a.path)} vs {_e(r.b.path)}: {_size(r.a.size)} → {_size(r.b.size)}"
             + f" ({_size(r.b.size - r.a.size, signed=True)})</p>"
             + _causes_table(part["causes"])
@@ -362,7 +364,7 @@ def render_set(sd, data: dict, along: dict | None = None) -> str:
         )
     head = f"<p>q9diff: candidate {_e(sd_root(sd, 'a'))} vs reference {_e(sd_root(sd, 'b'))}</p>"
     body = (
-        _verdict(data["causes"], data["identical"]).replace("Root cause:", "Root causes over the set:")
+        _verdict(data).replace("Root cause:", "Root causes over the set:")
         + head
         + f"<p>{len(sd.pairs) + len(sd.unpaired_a)} vs {len(sd.pairs) + len(sd.unpaired_b)} parts,"
         + f" {_size(data['a_total'])} → {_size(data['b_total'])} ({delta})</p>"

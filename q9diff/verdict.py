@@ -41,11 +41,38 @@ def warnings(causes) -> list[str]:
     return []
 
 
-def reference_looks_wrong(causes) -> str | None:
+def doubts(parts) -> list[str]:
+    """Why one side's build looks broken, from what its files record. `parts` are that side's files as
+    inspect JSON (`target`, `dsp_arch`): one for a file, several for a set of parts. A value a file
+    does not record (None) is no evidence either way."""
+    out = []
+    wanted = [p["target"]["soc_model_requested"] for p in parts]
+    if 0 in wanted:
+        out.append("targets a generic SoC (soc_model 0)")
+    socs = sorted({w for w in wanted if w})
+    if len(socs) > 1:
+        out.append(
+            "has parts built for different SoCs (" + ", ".join(f"{s} {soc_name(s)}" for s in socs) + ")"
+        )
+    archs = sorted({p["dsp_arch"] for p in parts if p["dsp_arch"] is not None})
+    if len(archs) > 1:
+        out.append("has parts built for different archs (" + ", ".join(f"v{a}" for a in archs) + ")")
+    return out
+
+
+def sides(data: dict) -> tuple[list[dict], list[dict]]:
+    """The candidate's and the reference's files in a diff's JSON (`q9diff.diff/1` or a set's)."""
+    pairs = [(p["a"], p["b"]) for p in data.get("parts", [])] or [(data["a"], data["b"])]
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
+def reference_looks_wrong(causes, candidate=(), reference=()) -> str | None:
     """Why the REFERENCE looks like the broken build (the arguments swapped), or None.
 
-    The reference is meant to be the known-good build; a reference built for the generic SoC
-    (soc_model 0) against a candidate built for a real one is the bug itself, on the wrong side."""
+    The reference is meant to be the known-good build. It looks like the broken one when it is
+    built for the generic SoC (soc_model 0) against a candidate built for a real one, the bug itself
+    on the wrong side; or when it (its files, as inspect JSON in `reference`) shows a sign of a broken
+    build that the candidate does not: a generic target, or parts built for different SoCs or archs."""
     for c in roots(causes):
         a, b = _get(c, "a"), _get(c, "b")
         if _get(c, "name") == "soc_model" and b == 0 and isinstance(a, int) and a != 0:
@@ -53,4 +80,10 @@ def reference_looks_wrong(causes) -> str | None:
                 f"the reference targets a generic SoC (soc_model 0) and the candidate soc_model {a}"
                 f" ({soc_name(a)}): the reference looks like the broken build"
             )
+    ref = doubts(reference) if reference else []
+    if ref and candidate and not doubts(candidate):
+        return (
+            f"the reference {' and '.join(ref)} and the candidate does not:"
+            " the reference looks like the broken build"
+        )
     return None
