@@ -1026,22 +1026,38 @@ def _print_diff(res) -> None:
     _print_attribution(res)
     console.print(_t(("Fix", "bold")))
     _print_suggestions(res.suggestions)
-    rt = Table(title="regions (every byte of both files)")
+    graphs = [g.name for g in a.graphs]
+    if any(r["name"].startswith("PICKLE[") for r in res.regions if r["delta"] or r["changed_bytes"]):
+        named = ", ".join(f"PICKLE[{i}] is graph {n}" for i, n in enumerate(graphs))
+        console.print(_t(f"regions that changed (every byte of both files; {named}):"))
+    else:
+        console.print("regions that changed (every byte of both files):")
+    rt = Table(box=None, padding=(0, 0, 0, 1), pad_edge=False, header_style="bold underline")
     for col in ("region", "candidate", "reference", "delta", "changed", "moved", "new"):
-        rt.add_column(
-            col, justify="right" if col != "region" else "left", no_wrap=col != "region", overflow="fold"
-        )
+        left = col == "region"
+        rt.add_column(col, justify="left" if left else "right", no_wrap=not left, overflow="fold")
+    part = None
     for r in res.regions:
-        if r["delta"] or r["changed_bytes"]:
-            rt.add_row(
-                _t(r["name"]),
-                str(r["a_size"]),
-                str(r["b_size"]),
-                f"{r['delta']:+d}",
-                str(r["changed_bytes"]),
-                str(r["moved_bytes"]),
-                str(r["new_bytes"]),
-            )
+        if not (r["delta"] or r["changed_bytes"]):
+            continue
+        # One heading per graph's pickle: `PICKLE[0]/inner/op_list` shows as `  inner/op_list` below
+        # `PICKLE[0]`, so the names fit 80 columns whole.
+        head, _, rest = r["name"].partition("/")
+        if head.startswith("PICKLE[") and rest:
+            if head != part:
+                rt.add_row(_t(head))
+            part, name = head, "  " + rest
+        else:
+            part, name = None, r["name"]
+        rt.add_row(
+            _t(name),
+            str(r["a_size"]),
+            str(r["b_size"]),
+            f"{r['delta']:+d}",
+            str(r["changed_bytes"]),
+            str(r["moved_bytes"]),
+            str(r["new_bytes"]),
+        )
     rt.add_row(
         "total",
         str(a.size),
@@ -1050,6 +1066,7 @@ def _print_diff(res) -> None:
         str(sum(r["changed_bytes"] for r in res.regions)),
         str(sum(r["moved_bytes"] for r in res.regions)),
         str(sum(r["new_bytes"] for r in res.regions)),
+        end_section=False,
     )
     console.print(rt)
 

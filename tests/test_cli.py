@@ -150,6 +150,26 @@ def test_swapped_arguments_are_named_not_fixed(fixtures_dir):
     assert r.returncode == 1 and "warning" not in r.stderr
 
 
+def test_a_reference_set_with_parts_for_different_socs_is_named(tmp_path, fixtures_dir):
+    # Both builds real SoCs, but the reference's parts disagree (77 and 43): one device cannot run both,
+    # so the reference is the broken one, and suggest would copy its wrong part into the candidate.
+    variants = ROOT / "fixtures" / "variants"
+    for side, second in (("cand", "soc_77.bin"), ("ref", "soc_43.bin")):
+        (tmp_path / side).mkdir()
+        shutil.copy(variants / "soc_77.bin", tmp_path / side / "part_1_of_2.bin")
+        shutil.copy(variants / second, tmp_path / side / "part_2_of_2.bin")
+    cand, ref = tmp_path / "cand", tmp_path / "ref"
+    line = _one_error_line(q9diff("suggest", str(cand), str(ref)), "different SoCs", "43 SM8550")
+    assert line.endswith(f"q9diff suggest {ref} {cand}")
+    r = q9diff(str(cand), str(ref))
+    assert r.returncode == 1 and "warning: the reference has parts built for different SoCs" in r.stderr
+    r = q9diff("suggest", str(ref), str(cand))  # the other order: the mixed set is fixed
+    assert r.returncode == 1 and "soc_model = 77" in r.stdout and "warning" not in r.stderr
+    out = tmp_path / "r.html"
+    assert q9diff(str(cand), str(ref), "--html", str(out)).returncode == 1
+    assert "Arguments swapped? the reference has parts built for different SoCs" in out.read_text()
+
+
 def test_set_html_report_is_written_and_said(tmp_path, fixtures_dir):
     out = tmp_path / "set.html"
     r = q9diff(str(LOCAL), str(REFERENCE), "--html", str(out))
@@ -201,6 +221,15 @@ def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
         assert table and max(len(ln) for ln in table) <= columns
         assert "22 options differ" in r.stdout
         assert "22 → 22" not in r.stdout
+        # every changed region's name whole on its line (graph regions below a PICKLE[i] heading)
+        regions = lines[next(i for i, ln in enumerate(lines) if ln.startswith("region ")) :]
+        assert max(len(ln) for ln in regions) <= columns
+        data = json.loads(q9diff(str(a), str(b), "--json").stdout)
+        changed = [x["name"] for x in data["regions"] if x["changed_bytes"] or x["delta"]]
+        for name in changed:
+            head, _, rest = name.partition("/")
+            shown = f"  {rest} " if head.startswith("PICKLE[") else f"{name} "
+            assert any(ln.startswith(shown) for ln in regions), (columns, name)
 
 
 def _hostile_copy(tmp_path) -> tuple[Path, Path]:
