@@ -1,0 +1,327 @@
+"""What every command shares: the app, the terminal (cleaned strings, one-line errors, progress) and
+opening inputs."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from q9diff.errors import FormatError
+
+MAIN_HELP = """Forensics for QNN HTP context binaries.
+
+\b
+The main form (short for q9diff diff CANDIDATE REFERENCE):
+  q9diff CANDIDATE REFERENCE
+why your build differs from the known-good REFERENCE, and what to change.
+Each is a context binary, a folder of parts, a Genie bundle, an EPContext .onnx or a LiteRT .tflite.
+
+\b
+Exit status, every command:
+  0  same, nothing to change, verify PASS
+  1  different, something to change, verify FAIL
+  2  error: one line on stderr naming the file"""
+
+
+class _Command(TyperCommand):
+    """Shows --help as a flag, not `--help <bool>` (the type column some typer releases print)."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class _Group(TyperGroup):
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+app = typer.Typer(  # plain click help: half the start-up of rich panels (scripts/bench.py)
+    cls=_Group,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help=MAIN_HELP,
+    rich_markup_mode=None,
+)
+
+
+class _Console:
+    """rich's Console, created on first use, following the terminal's width (80 columns in a pipe).
+
+    Markup is off: strings from a file are data, never markup. Our own styling goes through Text."""
+
+    _console = None
+
+    def __getattr__(self, name):
+        if _Console._console is None:
+            from rich.console import Console
+
+            _Console._console = Console(markup=False, highlight=False, emoji=False)
+        return getattr(_Console._console, name)
+
+
+console = _Console()
+
+
+# C0/C1 control characters and the bidi overrides that reorder what a terminal shows.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _clean(v, keep: str = "") -> str:
+    """A string from a file, safe to show: control characters (but those in `keep`, e.g. the newlines
+    of a diff) become visible escapes such as \\x1b."""
+
+    def escape(m: re.Match) -> str:
+        c = m.group()
+        return c if c in keep else c.encode("unicode_escape").decode("ascii")
+
+    return _CONTROL.sub(escape, str(v))
+
+
+def _t(*parts):
+    """A rich Text from (text, style) pairs or plain strings; every string is cleaned of controls."""
+    from rich.text import Text
+
+    out = Text()
+    for part in parts:
+        text, style = (part, None) if isinstance(part, str) else part
+        out.append(_clean(text), style=style)
+    return out
+
+
+def _json_safe(v):
+    """Strict JSON: a non-finite float (NaN, ±inf, e.g. a NaN scale read from a file) becomes null."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+def _print_json(data: dict) -> None:
+    """Print strict JSON (RFC 8259): non-finite numbers are written as null, never NaN/Infinity."""
+    try:
+        text = json.dumps(data, indent=2, default=str, allow_nan=False)
+    except ValueError:  # a NaN or infinity somewhere: rare, so only then walk the tree
+        text = json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False)
+    print(text)
+
+
+def _fail(msg: str) -> None:
+    print(f"q9diff: error: {_clean(msg)}", file=sys.stderr)
+    raise typer.Exit(2)
+
+
+def _note(msg: str) -> None:
+    """A line for the user on stderr (stdout stays the result, e.g. JSON)."""
+    print(f"q9diff: {_clean(msg)}", file=sys.stderr)
+
+
+@contextmanager
+def _busy(message: str, quiet: bool = False):
+    """A spinner with the elapsed time on stderr while a long phase runs; nothing in a pipe or with --json.
+
+    Yields a function that replaces the message (e.g. which part is being compared)."""
+    if quiet or not sys.stderr.isatty():
+        yield lambda text: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(_clean(message), total=None)
+        yield lambda text: progress.update(task, description=_clean(text))
+
+
+def _wrote(path: Path, what: str) -> None:
+    console.print(_t(f"wrote {what}: {path}"), soft_wrap=True)
+
+
+def _flag(decl: str, help: str):
+    """A boolean flag, shown in --help as just the flag (some typer releases show `--json <bool>`)."""
+    return typer.Option(False, decl, help=help, metavar="")
+
+
+CANDIDATE = typer.Argument(..., metavar="CANDIDATE", help="your build: file, folder of parts or bundle")
+
+
+REFERENCE = typer.Argument(..., metavar="REFERENCE", help="the known-good build, the same kind")
+
+
+def _read_errors() -> tuple[type[Exception], ...]:
+    """What a reader raises on bytes it cannot make sense of (construct is imported only when used)."""
+    import struct
+
+    from construct import ConstructError
+
+    return (ValueError, IndexError, struct.error, ConstructError)
+
+
+def _open(path: Path):
+    from q9diff.binary import open_binary
+
+    try:
+        return open_binary(path)
+    except FormatError as exc:
+        _fail(str(exc))
+    except _read_errors() as exc:
+        _fail(f"{path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
+
+
+def _print_packing(side: str, notice: dict | None) -> None:
+    """The single-binary weights-packing notice (q9diff.packing), when there is one."""
+    if notice:
+        console.print(_t(f"{side}weights packing: {notice['message']}"))
+
+
+def _exists(path: Path) -> None:
+    if not path.exists():
+        _fail(f"{path}: no such file or directory")
+
+
+def _is_set(path: Path) -> bool:
+    """A folder of parts, a Genie bundle, or one file carrying several contexts (EPContext, LiteRT)."""
+    from q9diff.diff import is_set
+
+    try:
+        return is_set(path)
+    except FormatError as exc:
+        _fail(str(exc))
+
+
+def _parts(path: Path) -> list[Path]:
+    from q9diff.diff import bins_of
+
+    try:
+        parts = bins_of(path)
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        _fail(f"{path}: not a folder of parts or a Genie bundle q9diff can read ({exc})")
+    if not parts:
+        _fail(f"{path}: no context binaries in it (*.bin, or a genie_config.json naming ctx-bins)")
+    return parts
+
+
+def _inputs(candidate: Path, reference: Path) -> tuple[Path, Path]:
+    """Check both inputs before anything is compared; a file against a folder of parts is compared
+    with its counterpart part (same file name), or refused."""
+    for p in (candidate, reference):
+        _exists(p)
+        if _is_set(p):
+            _parts(p)
+    if _is_set(candidate) == _is_set(reference):
+        return candidate, reference
+    file, folder = (candidate, reference) if _is_set(reference) else (reference, candidate)
+    match = [p for p in _parts(folder) if p.name == file.name]
+    if not match:
+        names = ", ".join(p.name for p in _parts(folder))
+        _fail(
+            f"{file} is a file and {folder} a set of parts ({names}), none named {file.name}:"
+            " give two files or two folders"
+        )
+    _note(f"comparing {file} with its counterpart {match[0]}")
+    return (candidate, match[0]) if file == candidate else (match[0], reference)
+
+
+def _swapped(candidate: Path, reference: Path, causes, command: str, sides) -> str | None:
+    """A sentence when the reference looks like the broken build, naming the other order. `sides`:
+    the candidate's and the reference's files as inspect JSON, or as ContextBinary."""
+    from q9diff.verdict import reference_looks_wrong
+
+    def facts(x) -> dict:
+        if isinstance(x, dict):
+            return x
+        from q9diff.summary import target
+
+        return {"target": target(x), "dsp_arch": x.dsp_arch}
+
+    cands, refs = ([facts(x) for x in side] for side in sides)
+    why = reference_looks_wrong(causes, cands, refs)
+    if why is None:
+        return None
+    return f"{why}; the known-good build comes second: q9diff {command}{reference} {candidate}"
+
+
+def _open_pair(a: Path, b: Path):
+    from q9diff.diff import diff
+
+    ca, cb = _open(a), _open(b)
+    try:
+        return diff(ca, cb)
+    except FormatError as exc:
+        _fail(str(exc))
+    except _read_errors() as exc:
+        _fail(f"{a} / {b}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
+
+
+def _diff_sets(a: Path, b: Path, quiet: bool, along: dict | None = None):
+    """Diff two sets part by part, showing which part is compared; with `along` (for the HTML report),
+    each part's where-bytes-changed chart is drawn while its files are still mapped."""
+    from q9diff.diff import diff_sets
+
+    with _busy(f"comparing the parts of {a.name} and {b.name}", quiet) as say:
+
+        def on_part(pa: Path, pb: Path, r) -> None:
+            say(f"compared {pa.name} with {pb.name}")
+            if along is not None:
+                from q9diff.html import changes_along
+
+                along[pa] = changes_along(r)
+
+        try:
+            return diff_sets(a, b, on_part=on_part)
+        except FormatError as exc:
+            _fail(str(exc))
+        except (OSError, *_read_errors()) as exc:
+            _fail(f"{a} / {b}: {exc}")
+
+
+def _build(r, backend: str, out: Path) -> list[Path]:
+    """Compile `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
+    diffed and verified (the runners find it there) like any build."""
+    from q9diff.backends import compile_backend
+    from q9diff.recipe import dump, write_atomic
+
+    built = compile_backend(backend).compile(r, out)
+    target = out / "recipe.json"
+    if r.path is not None and target.resolve() == Path(r.path).resolve():
+        return built  # building in place: the recipe is already there, and inputs are never rewritten
+    from q9diff.recipe import is_recipe_text
+
+    if target.exists() and not is_recipe_text(target.read_text(errors="replace")):
+        console.print(_t(f"note: {target} exists and is not a q9diff recipe; left as it was"))
+        return built
+    write_atomic(target, dump(r.rebased(out)))
+    return built
+
+
+def _print_suggestions(suggestions: list[dict]) -> None:
+    """The fix, one copyable line per tool: never wrapped by us (the terminal may fold it visually)."""
+    if not suggestions:
+        console.print("No setting to change.")
+    for s in suggestions:
+        t = s["targets"]
+        lines = [f"  qairt:                  {t['qairt']}"]
+        lines += [
+            f"  htp_backend_ext_config: {k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items()
+        ]
+        lines += [f"  ONNX Runtime QNN EP:    {k}={v}" for k, v in t.get("ort_qnn", {}).items()]
+        lines.append(f"  qnn-context-binary-generator: {t['qnn_cli']}")
+        console.print(_t((f"{s['setting']} = {s['value']}", "bold")), soft_wrap=True)
+        for line in lines:
+            console.print(_t(line), soft_wrap=True)

@@ -1,0 +1,178 @@
+"""`q9diff inspect`: what one context binary holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from q9diff.cli.common import (
+    _Command,
+    _exists,
+    _fail,
+    _flag,
+    _print_json,
+    _print_packing,
+    _read_errors,
+    _t,
+    app,
+    console,
+)
+from q9diff.errors import FormatError
+
+
+def _arch(v: int | None) -> str:
+    return f"v{v}" if v else "not recorded"
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@app.command(cls=_Command, short_help="What a context binary holds, every byte's region.")
+def inspect(
+    file: Path = typer.Argument(..., metavar="FILE", help="a context binary or an EPContext .onnx"),
+    as_json: bool = _flag("--json", "print the q9diff.inspect/1 JSON (strict: NaN/inf written as null)"),
+    oracle: bool = _flag("--oracle", "also read libQnnSystem's BinaryInfo and flag disagreements"),
+    meta: Path = typer.Option(
+        None, "--meta", metavar="FILE", help="a qnn-context-binary-utility JSON as a second metadata source"
+    ),
+) -> None:
+    """Show what a context binary holds: build, target, graphs, settings and every byte's region.
+
+    \b
+    Exit status: 0 read, 2 error."""
+    from q9diff.inputs import contexts
+    from q9diff.summary import inspect_summary
+
+    _exists(file)
+    try:
+        found = contexts(file)
+        summaries = [inspect_summary(cb) for _, cb in found]
+    except FormatError as exc:
+        _fail(str(exc))
+    except _read_errors() as exc:
+        _fail(f"{file}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
+    for (_, cb), summary in zip(found, summaries):
+        if oracle:
+            from q9diff.crosscheck import compare_with_oracle
+
+            try:
+                summary["oracle_disagreements"] = compare_with_oracle(cb)
+            except Exception as exc:  # the oracle reports its own one-line errors
+                _fail(f"{file}: oracle: {exc}")
+        if meta is not None:
+            from q9diff.crosscheck import compare_with_utility_json
+
+            try:
+                summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
+            except (OSError, ValueError, RecursionError) as exc:
+                _fail(f"{meta}: {exc}")
+    if as_json:
+        data = (
+            summaries[0]
+            if len(summaries) == 1
+            else {
+                "schema": "q9diff.inspect-set/1",
+                "path": str(file),
+                "contexts": summaries,
+            }
+        )
+        _print_json(data)
+        return
+    for i, ((_, cb), summary) in enumerate(zip(found, summaries)):
+        if i:
+            console.rule()
+        _print_inspect(cb, summary)
+
+
+def _opt_level(recorded: int | None, option: str | None) -> str:
+    """The metadata's optimizationLevel (0 = not set) beside the mode the compiler ran (options O)."""
+    if recorded is None:
+        return f"optimization_level unknown (options O={option or '?'})"
+    if recorded == 0:
+        return f"optimization_level not set (0), compiler ran O={option or '?'}"
+    return f"optimization_level {recorded} (options O={option or '?'})"
+
+
+def _print_inspect(cb, s: dict) -> None:
+    from rich.table import Table
+
+    from q9diff.summary import unknown_bytes
+    from q9diff.tables import soc_name
+
+    console.print(_t((s["path"], "bold"), f" {_human(s['size'])} ({s['size']} bytes)"))
+    console.print(
+        _t(
+            f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"
+            f" · backend API {s['backend_api_version']}"
+            f" · blob {s['context_blob_version']}"
+        )
+    )
+    t = s["target"]
+    req = t["soc_model_requested"]
+    head = (
+        "Target: soc_model not recorded"
+        if req is None
+        else f"Target: soc_model {req} ({soc_name(req)}), dsp_arch {_arch(s['dsp_arch'])}"
+    )
+    console.print(_t(head + (" — " + "; ".join(t["evidence"]) if t["evidence"] else "")))
+    if t["generic_target"]:
+        console.print(_t(("  generic target: loads everywhere, may compute wrong on device", "bold red")))
+    for g in s["graphs"]:
+        o = g["options"]
+        console.print()
+        console.print(
+            _t(
+                (f"graph {g['name']}", "bold"),
+                f": {len(g['inputs'])} inputs, {len(g['outputs'])} outputs, {len(g['ops'])} ops",
+            )
+        )
+
+        def v(key: str, value) -> str:
+            return "unknown" if value is None else str(value)
+
+        console.print(
+            _t(
+                f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')}"
+                f" · vtcm_size {v('vtcm_size', g['vtcm_size'])}"
+                f" · {_opt_level(g['optimization_level'], o.get('O'))}"
+                f" · hvx_threads {v('h', g['num_hvx_threads'])} · dlbc {v('d', g['htp_dlbc'])}"
+            )
+        )
+        console.print(
+            _t(
+                f"  spill_fill {v('s', g['spill_fill_buffer_size'])} · const {v('c', g['const_size'])}"
+                f" · shared weights {v('w', g['shared_weights_size'])} · io {v('i', g['io_tensor_size'])}"
+                f" · op data {v('o', g['op_data_size'])}"
+            )
+        )
+    if s["unknown"]:
+        reasons: dict[str, list[str]] = {}
+        for field, why in s["unknown"].items():
+            reasons.setdefault(why, []).append(field.rsplit(".", 1)[-1])
+        for why, fields in reasons.items():
+            console.print(_t((f"unknown: {', '.join(dict.fromkeys(fields))}: {why}", "yellow")))
+    t = Table(title="regions", show_lines=False)
+    t.add_column("region")
+    t.add_column("offset", justify="right")
+    t.add_column("size", justify="right")
+    t.add_column("%", justify="right")
+    for r in s["regions"]:
+        t.add_row(_t(r["name"]), f"{r['offset']:#x}", str(r["size"]), f"{100 * r['size'] / s['size']:.1f}")
+    console.print(t)
+    unk = unknown_bytes(cb)
+    console.print(
+        f"named: {s['size'] - unk} bytes ({100 * (s['size'] - unk) / s['size']:.1f}%), unknown: {unk}"
+    )
+    for d in s.get("oracle_disagreements", []):
+        console.print(_t(("oracle disagrees", "red"), f": {d}"))
+    if "oracle_disagreements" in s and not s["oracle_disagreements"]:
+        console.print("oracle (libQnnSystem) agrees on every field")
+    for d in s.get("meta_disagreements", []):
+        console.print(_t(("meta disagrees", "red"), f": {d}"))
+    _print_packing("", s.get("packing"))

@@ -1,0 +1,133 @@
+"""`q9diff suggest`: the config changes that close the gap; --apply makes them, --recompile checks them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from q9diff.cli.common import (
+    CANDIDATE,
+    REFERENCE,
+    _build,
+    _busy,
+    _clean,
+    _Command,
+    _diff_sets,
+    _fail,
+    _flag,
+    _inputs,
+    _is_set,
+    _open_pair,
+    _print_suggestions,
+    _swapped,
+    _t,
+    _wrote,
+    app,
+    console,
+)
+
+
+@app.command(cls=_Command, short_help="The config changes that close the gap; --apply makes them.")
+def suggest(
+    candidate: Path = CANDIDATE,
+    reference: Path = REFERENCE,
+    apply: list[Path] = typer.Option(
+        None, "--apply", metavar="FILE", help="a recipe or htp_backend_ext_config.json to fix (repeatable)"
+    ),
+    dry_run: bool = _flag("--dry-run", "show the edits, write nothing"),
+    recompile_: bool = _flag("--recompile", "rebuild from the fixed recipe and re-diff"),
+    out: Path = typer.Option(None, "--out", metavar="DIR", help="where --recompile writes the new binaries"),
+) -> None:
+    """Print (and with --apply, make) the config changes that make CANDIDATE's build match REFERENCE's.
+
+    \b
+    Exit status:
+      0  nothing to change
+      1  something to change (also --dry-run; with --recompile: gap not closed)
+      2  error, also when the REFERENCE looks like the broken build
+         (the arguments swapped)"""
+    candidate, reference = _inputs(candidate, reference)
+    if recompile_:
+        from q9diff.recipe import check_out
+
+        check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
+    if _is_set(candidate):
+        from q9diff.diff import set_to_json
+
+        data = set_to_json(_diff_sets(candidate, reference, quiet=False))
+        suggestions, identical, causes = data["suggestions"], data["identical"], data["causes"]
+        pairs = [(p["a"], p["b"]) for p in data["parts"]]
+    else:
+        res = _open_pair(candidate, reference)
+        suggestions, identical, causes = res.suggestions, res.identical, res.causes
+        pairs = [(res.a, res.b)]
+    swapped = _swapped(candidate, reference, causes, "suggest ", zip(*pairs))
+    if swapped:
+        _fail(swapped)
+    _print_suggestions(suggestions)
+    if not apply:
+        raise typer.Exit(0 if identical else 1)
+    from q9diff.apply import ApplyError, BuildFacts, plan, write_all
+
+    facts = BuildFacts.of([a for a, _ in pairs], [b for _, b in pairs])
+    edits = []
+    for f in apply:
+        try:
+            edits.append(plan(f, suggestions, facts, named=apply))
+        except ApplyError as exc:
+            _fail(str(exc))
+    from rich.text import Text
+
+    for e in edits:
+        block = _clean(e.unified, keep="\n\t") if e.unified else _clean(f"{e.path}: already matches")
+        console.print(Text(block), soft_wrap=True)  # a patch: never wrapped, so it can be copied
+    if not dry_run:
+        try:
+            for path, backup in write_all(edits):
+                _wrote(path, f"the fixed config (the original is kept as {backup})")
+        except ApplyError as exc:
+            _fail(str(exc))
+    if dry_run:
+        console.print("--dry-run: nothing written")
+        raise typer.Exit(1)
+    if recompile_:
+        from q9diff.recipe import is_recipe_text
+
+        recipes = [e.path for e in edits if is_recipe_text(e.after)]
+        if not recipes:
+            _fail("--recompile needs a q9diff recipe among the --apply files")
+        _recompile_and_check(recipes[0], out or Path("q9diff-out"), reference)
+
+
+def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
+    from q9diff.backends import BackendUnavailable
+    from q9diff.binary import open_binary
+    from q9diff.diff import SetDiff, diff, set_to_json
+    from q9diff.recipe import load
+
+    r = load(recipe_path)
+    try:
+        with _busy(f"compiling {recipe_path} with {r.backend} into {out}"):
+            built = _build(r, r.backend, out)
+    except (BackendUnavailable, RuntimeError) as exc:
+        _fail(f"{recipe_path}: recompile failed: {exc}")
+    console.print(
+        _t(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})"), soft_wrap=True
+    )
+    if reference.is_dir() or len(built) != 1:
+        data = set_to_json(
+            _diff_sets(out, reference if reference.is_dir() else reference.parent, quiet=False)
+        )
+    else:  # one reference binary: compare the one rebuilt part with it, not with its whole folder
+        pair = (built[0], reference, diff(open_binary(built[0]), open_binary(reference)))
+        data = set_to_json(SetDiff([pair], [], []))
+    roots = [c["name"] for c in data["causes"] if c["role"] == "root"]
+    console.print(f"new vs reference: {data['a_total']} vs {data['b_total']} bytes")
+    if data["identical"]:
+        console.print(
+            _t(("Gap closed: the rebuilt binaries are byte-identical to the reference.", "bold green"))
+        )
+        raise typer.Exit(0)
+    console.print(_t(f"Gap not closed; root causes left: {', '.join(roots) or 'none (data only)'}"))
+    raise typer.Exit(1)
