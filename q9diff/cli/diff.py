@@ -141,7 +141,7 @@ def _print_diff(res) -> None:
         console.print(_t(f"regions that changed (every byte of both files; {named}):"))
     else:
         console.print("regions that changed (every byte of both files):")
-    rt = Table(box=None, padding=(0, 0, 0, 1), pad_edge=False, header_style="bold underline")
+    rt = Table(box=None, padding=(0, 0, 0, 1), pad_edge=False, header_style="bold")
     for col in ("region", "candidate", "reference", "delta", "changed", "moved", "new"):
         left = col == "region"
         rt.add_column(col, justify="left" if left else "right", no_wrap=not left, overflow="fold")
