@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from q9diff import doctor_checks as c
+from q9diff import doctor_places as pl
 from q9diff import doctor_reference as r
 from q9diff.bundle import Bundle, read_bundle
 from q9diff.doctor_checks import Context, Hit, Note
@@ -69,7 +70,7 @@ R, S, A = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,)
 # fmt: off
 RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     # id                           severity   hyp   needs            function
-    ("config.genie-parser",        "error",   None, _,               c.check_genie_parser),
+    ("config.genie-parser",        "error",   None, _,               pl.check_genie_parser),
     ("config.paths",               "error",   None, _,               c.check_paths),
     ("ctx-bins.exist",             "error",   None, _,               c.check_exist),
     ("ctx-bins.binary",            "error",   None, _,               c.check_binary),
@@ -94,14 +95,14 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("build.weights-packing",      "warning", 8,    S,               r.check_packing),
     ("build.optimization",         "warning", None, S,               r.check_optimization),
     ("build.other",                "error",   None, R + S,           r.check_build_other),
-    ("extension.file",             "error",   None, _,               c.check_extension_file),
-    ("extension.qualcomm",         "error",   None, _,               c.check_extension_qualcomm),
-    ("two-places.soc_model",       "error",   None, S,               c.check_two_places_soc),
-    ("two-places.dsp_arch",        "error",   None, S,               c.check_two_places_arch),
-    ("two-places.weight-sharing",  "warning", None, S,               c.check_two_places_sharing),
-    ("two-places.graphs",          "warning", None, A,               c.check_two_places_graphs),
-    ("runtime.spill-fill",         "error",   None, S,               c.check_spill_fill),
-    ("runtime.mmap",               "warning", None, S,               c.check_mmap),
+    ("extension.file",             "error",   None, _,               pl.check_extension_file),
+    ("extension.qualcomm",         "error",   None, _,               pl.check_extension_qualcomm),
+    ("two-places.soc_model",       "error",   None, S,               pl.check_two_places_soc),
+    ("two-places.dsp_arch",        "error",   None, S,               pl.check_two_places_arch),
+    ("two-places.weight-sharing",  "warning", None, S,               pl.check_two_places_sharing),
+    ("two-places.graphs",          "warning", None, A,               pl.check_two_places_graphs),
+    ("runtime.spill-fill",         "error",   None, S,               pl.check_spill_fill),
+    ("runtime.mmap",               "warning", None, S,               pl.check_mmap),
 ))
 # fmt: on
 

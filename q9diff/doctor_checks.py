@@ -1,5 +1,6 @@
-"""The checks `q9diff doctor` runs on one Genie bundle: its ctx-bins, vocabulary, context and KV layout,
-split boundaries, the extension file against the binaries ("the two places") and runtime sizing.
+"""The checks `q9diff doctor` runs on one Genie bundle: its ctx-bins, vocabulary, context and KV layout
+and split boundaries (the extension file against the binaries, "the two places", and runtime sizing are
+in q9diff.doctor_places).
 
 Each check reads a `Context` and yields `Hit`s (a problem: where, both values, the fix in the file it
 belongs to) and `Note`s (what it checked and found fine, or why it could not look). Severity and
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from q9diff.bundle import Bundle, Part
-from q9diff.tables import requested_soc_model, soc_name
 
 KV_INPUT = re.compile(r"^past_(key|value)_(\d+)_in$")
 
@@ -77,14 +77,11 @@ def _names(p: Part) -> tuple[str, ...]:
 
 
 def requested_soc(p: Part) -> int | None:
-    """The soc_model the part's build asked for (0 = generic target), from the bytes."""
-    try:
-        from q9diff.summary import target  # the lead's one soc_model story, where present
+    """The soc_model the part's build asked for (0 = generic target), from the bytes (one story with
+    inspect and diff: q9diff.summary.target)."""
+    from q9diff.summary import target
 
-        return target(p.binary)["soc_model_requested"]
-    except ImportError:
-        cb = p.binary
-        return requested_soc_model(cb.soc_model, cb.dsp_arch, cb.options(0) if cb.graphs else {})
+    return target(p.binary)["soc_model_requested"]
 
 
 def _parts_text(parts: list[Part], total: int) -> str:
@@ -108,24 +105,6 @@ def _mb(n: int | None) -> str:
     if n is None:
         return "unknown"
     return f"{n // 2**20} MB" if n % 2**20 == 0 else f"{n / 2**20:.2f} MB"
-
-
-def _ext_devices(b: Bundle) -> list[dict]:
-    devices = b.extension_doc.get("devices") if isinstance(b.extension_doc, dict) else None
-    if isinstance(devices, dict):
-        devices = [devices]
-    return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
-
-
-def _ext_graphs(b: Bundle) -> list[dict]:
-    graphs = b.extension_doc.get("graphs") if isinstance(b.extension_doc, dict) else None
-    if isinstance(graphs, dict):
-        graphs = [graphs]
-    return [g for g in graphs if isinstance(g, dict)] if isinstance(graphs, list) else []
-
-
-def _ext_where(b: Bundle, path: str) -> str:
-    return f"{b.extension.path.name if b.extension and b.extension.path else 'extension file'}: {path}"
 
 
 def check_paths(ctx: Context) -> Iterator[Hit | Note]:
@@ -476,239 +455,4 @@ def check_boundary(ctx: Context) -> Iterator[Hit | Note]:
     if not problems and ctx.bundle.graphs():
         yield Note(
             ctx.bundle.name, "split boundaries and KV in/out pairs carry the same encodings on both ends"
-        )
-
-
-def check_extension_file(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    if b.config is None:
-        return
-    if b.extension is None:
-        yield Note(
-            f"{b.name}: {b.backend()[0]}",
-            "no extensions file: the device runs with QNN's defaults (no soc_model, no graph settings)",
-            False,
-        )
-    elif b.extension.kind in ("outside", "placeholder", "not-a-path"):
-        return  # config.paths has said it
-    elif b.extension_problem:
-        yield Hit(
-            b.extension.where,
-            b.extension_problem,
-            "write the extension file with the binaries' soc_model and dsp_arch (devices[0])",
-        )
-    else:
-        yield Note(b.extension.where, f"{b.extension.path.name} is a JSON object")
-
-
-def check_extension_qualcomm(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    if b.extension_text is None or b.extension_problem:
-        return
-    from q9diff import extconfig
-
-    try:
-        verdict = extconfig.check([b.extension_text])[0]
-    except extconfig.Unavailable as exc:
-        yield Note(b.extension.where, f"Qualcomm's parser not asked: {exc}", False)
-        return
-    for e in verdict.errors:
-        yield Hit(
-            b.extension.where, f"libQnnHtpNetRunExtensions.so: {e}", "fix the file as Qualcomm's parser says"
-        )
-    if not verdict.errors:
-        yield Note(b.extension.where, "libQnnHtpNetRunExtensions.so (Qualcomm's parser) accepts it")
-
-
-def check_genie_parser(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    if b.config_text is None:
-        return
-    from q9diff import genieconfig
-
-    try:
-        verdict = genieconfig.check(b.config_text)
-    except genieconfig.Unavailable as exc:
-        yield Note(b.name, f"libGenie's parser not asked: {exc}", False)
-        return
-    if verdict.accepted:
-        yield Note(b.name, "libGenie's config parser (GenieDialogConfig_createFromJson) accepts it")
-    else:
-        text = " ".join(verdict.errors) or "no message"
-        yield Hit(
-            b.name,
-            f"libGenie refuses the config ({verdict.status}): {text}",
-            "fix the config as libGenie says",
-        )
-
-
-def _ext_soc(d: dict) -> tuple[str, object]:
-    for key in ("soc_model", "soc_id"):  # both integers in Qualcomm's schema (QNN_FACTS)
-        if key in d:
-            return key, d[key]
-    return "soc_model", None
-
-
-def check_two_places_soc(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    devices = _ext_devices(b)
-    if b.extension_doc is None:
-        return
-    if not devices:
-        yield Note(_ext_where(b, "devices"), "no devices section: the runtime is told no soc_model", False)
-        return
-    key, value = _ext_soc(devices[0])
-    where = _ext_where(b, f"devices[0].{key}")
-    socs: dict[int | None, list[Part]] = {}
-    for p in b.readable_parts():
-        socs.setdefault(requested_soc(p), []).append(p)
-    known = {s: ps for s, ps in socs.items() if s is not None}
-    if value is None:
-        yield Note(where, f"no soc_model/soc_id; the binaries target {sorted(known)}", False)
-        return
-    wrong = {s: ps for s, ps in known.items() if s != value}
-    for s, ps in wrong.items():
-        yield Hit(
-            where,
-            f"{key} {_js(value)} ({soc_name(_int(value))}) at run time; {_parts_text(ps, len(b.parts))} "
-            f"compiled for soc_model {s} ({soc_name(s)})",
-            f"set devices[0].{key} to {s} in {b.extension.path.name}, the value the binaries were built for",
-        )
-    if known and not wrong:
-        yield Note(where, f"{key} {value} at run time = the binaries' soc_model")
-
-
-def check_two_places_arch(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    devices = _ext_devices(b)
-    if not devices or "dsp_arch" not in devices[0]:
-        return
-    value = devices[0]["dsp_arch"]
-    m = re.fullmatch(r"v(\d+)", value) if isinstance(value, str) else None
-    where = _ext_where(b, "devices[0].dsp_arch")
-    archs = {p.binary.dsp_arch for p in b.readable_parts() if p.binary.dsp_arch}
-    if not m:
-        yield Hit(where, f'dsp_arch {_js(value)} is not an HTP arch like "v73"', "write the binaries' arch")
-    elif archs and archs != {int(m.group(1))}:
-        yield Hit(
-            where,
-            f"dsp_arch {value} at run time; the binaries are {', '.join(f'v{a}' for a in sorted(archs))}",
-            f'set devices[0].dsp_arch to "v{min(archs)}"',
-        )
-    elif archs:
-        yield Note(where, f"dsp_arch {value} = the binaries' arch")
-
-
-def check_two_places_sharing(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    if b.extension_doc is None:
-        return
-    context = b.extension_doc.get("context")
-    enabled = context.get("weight_sharing_enabled") if isinstance(context, dict) else None
-    shared = [p for p in b.readable_parts() if any(r.name.startswith("WEIGHTS/") for r in p.binary.records)]
-    where = _ext_where(b, "context.weight_sharing_enabled")
-    if shared and enabled is not True:
-        yield Hit(
-            where,
-            f"{_js(enabled)}; {_parts_text(shared, len(b.parts))} share weights (a WEIGHTS/ record)",
-            "set context.weight_sharing_enabled true, as AI Hub's device-side template does",
-        )
-    elif enabled is True and b.readable_parts() and not shared:
-        yield Hit(
-            where,
-            "true, but no ctx-bin shares weights (no WEIGHTS/ record)",
-            "drop it, or ship the shared build",
-        )
-    elif b.readable_parts():
-        yield Note(where, f"{_js(enabled)}, matching {len(shared)} weight-shared ctx-bins")
-
-
-def check_two_places_graphs(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    present = {g.name: g for p in b.readable_parts() for g in p.binary.graphs}
-    for i, entry in enumerate(_ext_graphs(b)):
-        names = entry.get("graph_names")
-        where = _ext_where(b, f"graphs[{i}]")
-        if not isinstance(names, list):
-            continue
-        named = list(present) if "*" in names else [n for n in names if n in present]
-        absent = [n for n in names if n != "*" and n not in present]
-        if absent:
-            yield Hit(
-                where,
-                f"settings for graphs no ctx-bin holds: {absent[:3]}",
-                "name the graphs the ctx-bins hold",
-            )
-        for key, field_, scale in (("vtcm_mb", "vtcm_size", 2**20), ("O", "optimization_level", 1)):
-            want = entry.get(key)
-            if (
-                not isinstance(want, (int, float))
-                or isinstance(want, bool)
-                or (key == "vtcm_mb" and want == 0)
-            ):
-                continue
-            off = [n for n in named if getattr(present[n], field_) not in (None, want * scale)]
-            if off:
-                have = sorted({getattr(present[n], field_) // scale for n in off})
-                yield Hit(
-                    f"{where}.{key}",
-                    f"{key} {want:g} here; {len(off)} named graphs were compiled with {have}",
-                    "rebuild with this file, or make it say what the binaries were built with",
-                )
-        if named and not absent:
-            yield Note(where, f"settings for {len(named)} graphs the ctx-bins hold, as compiled")
-
-
-def check_spill_fill(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    bwhere, backend = b.backend()
-    htp = backend.get("QnnHtp") if isinstance(backend.get("QnnHtp"), dict) else {}
-    value = htp.get("spill-fill-bufsize")
-    sizes = [
-        (g.spill_fill_buffer_size, p.label)
-        for p in b.readable_parts()
-        for g in p.binary.graphs
-        if g.spill_fill_buffer_size is not None
-    ]
-    if value is None or not sizes:
-        return
-    largest, part = max(sizes)
-    where = f"{b.name}: {bwhere}.QnnHtp.spill-fill-bufsize"
-    if _int(value) and value < largest:
-        yield Hit(
-            where, f"{value} bytes; {part} needs a spill/fill buffer of {largest}", f"set it to {largest}"
-        )
-    else:
-        yield Note(
-            where,
-            f"{_js(value)} bytes (0 = no shared spill-fill buffer); the binaries' largest spill/fill buffer "
-            f"is {largest} bytes",
-        )
-
-
-# libGenie's own QnnHtp schema (read from libGenie.so, QAIRT 2.51) describes mmap-budget in MB, 0 meaning
-# unset/unlimited, and spill-fill-bufsize in bytes, 0 disabling the shared spill-fill buffer.
-MMAP_BUDGET_UNIT = 2**20
-
-
-def check_mmap(ctx: Context) -> Iterator[Hit | Note]:
-    b = ctx.bundle
-    bwhere, backend = b.backend()
-    htp = backend.get("QnnHtp") if isinstance(backend.get("QnnHtp"), dict) else {}
-    sizes = sorted((p.binary.size, p.label) for p in b.readable_parts())
-    if not sizes or "use-mmap" not in htp:
-        return
-    budget, (largest, label) = htp.get("mmap-budget"), sizes[-1]
-    where = f"{b.name}: {bwhere}.QnnHtp.mmap-budget"
-    if htp["use-mmap"] is True and _int(budget) and budget * MMAP_BUDGET_UNIT < largest:
-        yield Hit(
-            where,
-            f"use-mmap true with mmap-budget {budget} MB; {label} alone is {_mb(largest)}",
-            f"raise mmap-budget to at least {-(-largest // MMAP_BUDGET_UNIT)} (MB), or 0 for no limit",
-        )
-    else:
-        yield Note(
-            where,
-            f"use-mmap {_js(htp['use-mmap'])}, mmap-budget {_js(budget)} (MB, 0 = no limit); ctx-bins "
-            f"{_mb(sum(s for s, _ in sizes))} in all, the largest {_mb(largest)}",
         )
