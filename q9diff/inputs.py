@@ -93,20 +93,26 @@ def _epcontext(path: Path) -> list[tuple[str, ContextBinary]]:
         raise FormatError(str(path), None, f"an ONNX model ({type(exc).__name__})") from None
     out = []
     for node in model.graph.node:
-        if node.op_type != "EPContext":
+        if _text(node.op_type) != "EPContext":
             continue
-        attrs = {a.name: a for a in node.attribute}
+        attrs = {_text(a.name): a for a in node.attribute}
         if "ep_cache_context" not in attrs:
             continue
         data = attrs["ep_cache_context"].s
         embed = attrs["embed_mode"].i if "embed_mode" in attrs else 1
+        name = _text(node.name)
         if embed == 1:
-            out.append((node.name, ContextBinary(data, f"{path}#{node.name}")))
+            out.append((name, ContextBinary(data, f"{path}#{name}")))
             continue
-        out.append((node.name, ContextBinary.open(_beside(path, data))))
+        out.append((name, ContextBinary.open(_beside(path, data))))
     if not out:
         raise FormatError(str(path), None, "an EPContext node with an ep_cache_context attribute")
     return out
+
+
+def _text(v: str | bytes) -> str:
+    """A protobuf string field as text: onnx hands back bytes when the file's string is not UTF-8."""
+    return v if isinstance(v, str) else v.decode("utf-8", "replace")
 
 
 def _beside(model: Path, ref: bytes) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 
@@ -73,3 +74,32 @@ def test_a_fifo_is_refused_not_read(tmp_path):
     r = q9diff_cli("inspect", str(fifo), timeout=30)
     assert r.returncode == 2 and "regular file" in r.stderr, r.stderr
     assert time.perf_counter() - start < 20
+
+
+def test_epcontext_node_names_that_are_not_utf8_are_shown_as_text(tmp_path):
+    # Found by scripts/fuzz.py (seed 1202, case 13773): onnx hands back a node name that is not UTF-8 as
+    # bytes, and naming the contexts of a two-node model raised a TypeError.
+    onnx = pytest.importorskip("onnx")
+    from conftest import q9diff_cli
+    from onnx import helper
+
+    from q9diff.binary import open_binary
+
+    blob = (FIXTURES / "variants" / "opt_1.bin").read_bytes()
+    nodes = [
+        helper.make_node(
+            "EPContext", ["x"], [f"y{i}"], name=f"ctx{i}AAAA", ep_cache_context=blob, embed_mode=1
+        )
+        for i in range(2)
+    ]
+    data = helper.make_model(helper.make_graph(nodes, "g", [], [])).SerializeToString()
+    path = tmp_path / "two.onnx"
+    path.write_bytes(data.replace(b"ctx0AAAA", b"ctx0\xff\xfe\xfdA"))
+    assert not isinstance(onnx.load(str(path)).graph.node[0].name, str)  # the case, as onnx reads it
+    with pytest.raises(FormatError, match="holds 2: ctx0\ufffd\ufffd\ufffdA, ctx1AAAA"):
+        open_binary(path)
+    assert open_binary(f"{path}#ctx1AAAA").graphs[0].name == "mlp"
+    r = q9diff_cli("inspect", str(path), "--json", timeout=60)
+    assert r.returncode == 0, r.stderr
+    paths = [c["path"] for c in json.loads(r.stdout)["contexts"]]
+    assert paths == [f"{path}#ctx0\ufffd\ufffd\ufffdA", f"{path}#ctx1AAAA"]
