@@ -124,6 +124,8 @@ def load_json(path: str | os.PathLike, expected: str, error: type[Exception] = P
         raise error(f"{p}: expected {expected}, not JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise error(f"{p}: expected {expected}, got JSON nested too deep to be one") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise error(f"{p}: expected {expected}, holding a number with too many digits to read") from None
 
 
 def kind(value) -> str:

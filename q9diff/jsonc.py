@@ -120,8 +120,12 @@ class _Parser:
             return Node("string", start, m.end(), json.loads(m.group()))
         m = _NUMBER.match(t, start)
         if m and m.group():
+            try:
+                value = json.loads(m.group())
+            except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+                self.fail("a number too long to read")
             self.pos = m.end()
-            return Node("number", start, m.end(), json.loads(m.group()))
+            return Node("number", start, m.end(), value)
         for word, val in _LITERALS.items():
             if t.startswith(word, start):
                 self.pos = start + len(word)

@@ -49,6 +49,7 @@ def test_comments_trailing_commas_and_number_spelling_are_read():
         ('{"a": NaN}', "expected a JSON value"),
         ("[" * 300 + "]" * 300, "nesting deeper than 256"),
         ('{"a": 1} x', "text after the JSON value"),
+        ('{"soc_model": ' + "9" * 100_000 + "}", "a number too long to read at line 1 column 15"),
     ],
 )
 def test_what_is_not_json_is_an_error_that_says_where(text, where):

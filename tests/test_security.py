@@ -295,14 +295,20 @@ def test_malformed_genie_config_is_one_line_naming_the_file(tmp_path, text, expe
         ({"settings": {"weight_sharing": 1}}, "expected setting weight_sharing to be bool, got 1"),
         ({"backend": ["ort-qnn"]}, "expected backend to be a string"),
         ("deep", "nested too deep"),
+        ("long", "a number with too many digits"),
     ],
-    ids=["settings-list", "string-soc", "int-bool", "list-backend", "deep"],
+    ids=["settings-list", "string-soc", "int-bool", "list-backend", "deep", "long-number"],
 )
 @pytest.mark.parametrize("command", ["recompile", "verify"])
 def test_malformed_recipe_is_one_line_naming_the_file(tmp_path, change, expected, command):
     recipe = tmp_path / "opt_1.recipe.json"
     data = json.loads((FIXTURES / "variants" / "opt_1.recipe.json").read_text())
-    text = "[" * 100_000 + "]" * 100_000 if change == "deep" else json.dumps({**data, **change})
+    if change == "deep":
+        text = "[" * 100_000 + "]" * 100_000
+    elif change == "long":  # more digits than Python converts to an int: a ValueError, not a JSONDecodeError
+        text = json.dumps(data).replace('"vtcm_mb": 8', '"vtcm_mb": ' + "9" * 100_000)
+    else:
+        text = json.dumps({**data, **change})
     recipe.write_text(text)
     shutil.copy(VARIANT, tmp_path / "opt_1.bin")
     args = (
