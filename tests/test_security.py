@@ -389,3 +389,36 @@ def test_a_short_fuzz_round_finds_no_crash_hang_or_region_gap():
     assert report["parsed"] > 0 and report["format_errors"] > 0, "the mutations reach past the header"
     assert (report["crash_buckets"], report["region_map_faults"], report["hangs_over_2s"]) == ([], [], [])
     assert done.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "command, target",
+    [
+        (["diff", "a.bin", "b.bin"], "a.bin"),
+        (["diff", "a.bin", "b.bin"], "b.bin"),
+        (["diff", "set_a", "set_b"], "set_b/part_1_of_1.bin"),
+        (["doctor", "set_a"], "set_a/part_1_of_1.bin"),
+        (["verify", "a.bin"], "a.bin"),
+    ],
+    ids=["diff-candidate", "diff-reference", "diff-set-part", "doctor-part", "verify-candidate"],
+)
+def test_html_report_never_overwrites_an_input(tmp_path, command, target):
+    # Seen: `q9diff a.bin b.bin --html a.bin` replaced the candidate by the report, and `doctor BUNDLE
+    # --html BUNDLE/part.bin` a part of the bundle. Inputs are never modified.
+    shutil.copy(VARIANT, tmp_path / "a.bin")
+    shutil.copy(FIXTURES / "variants" / "opt_3.bin", tmp_path / "b.bin")
+    for name, src in (("set_a", "a.bin"), ("set_b", "b.bin")):
+        (tmp_path / name).mkdir()
+        shutil.copy(tmp_path / src, tmp_path / name / "part_1_of_1.bin")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.bin")}
+    done = _q9diff([*command, "--html", target], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "would overwrite" in lines[0] and "an input" in lines[0], lines
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*.bin")} == before
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(
+        ["a.bin", "b.bin", "set_a", "set_b", "part_1_of_1.bin", "part_1_of_1.bin"]
+    )
+    new = tmp_path / "set_a" / "report.html"  # a new file beside the parts is fine
+    done = _q9diff([*command, "--html", str(new)], tmp_path) if command[0] != "verify" else None
+    assert done is None or (done.returncode in (0, 1) and new.is_file()), done and done.stderr

@@ -164,6 +164,29 @@ CANDIDATE = typer.Argument(..., metavar="CANDIDATE", help="your build: file, fol
 REFERENCE = typer.Argument(..., metavar="REFERENCE", help="the known-good build, the same kind")
 
 
+def _report_path(out: Path | None, inputs: list[Path | None]) -> None:
+    """Refuse a --html path before any work when writing there would change an input: the input file
+    itself, or a file that already exists inside an input folder (a part, a config, a tokenizer; a
+    config's folder counts, since the config names files beside it). A new file beside the parts is
+    fine; a folder is not a file name."""
+    if out is None:
+        return
+    target = out.resolve()
+    if target.is_dir():
+        _fail(f"--html {out} is a folder: name the report's file, e.g. {out / 'report.html'}")
+    for given in inputs:
+        if given is None:
+            continue
+        src = given
+        if not given.exists() and "#" in given.name:  # FILE#NODE: a context inside FILE
+            src = given.with_name(given.name.rsplit("#", 1)[0])
+        src = src.resolve()
+        folder = src.parent if src.suffix == ".json" else src
+        if target == src or (folder.is_dir() and folder in target.parents and target.exists()):
+            what = given if target == src else target
+            _fail(f"--html {out} would overwrite {what}, an input: choose another file")
+
+
 def _read_errors() -> tuple[type[Exception], ...]:
     """What a reader raises on bytes it cannot make sense of (construct is imported only when used)."""
     import struct

@@ -21,6 +21,7 @@ from q9diff.cli.common import (
     _print_json,
     _print_packing,
     _print_suggestions,
+    _report_path,
     _swapped,
     _t,
     _wrote,
@@ -44,6 +45,7 @@ def diff_cmd(
 
     \b
     Exit status: 0 identical, 1 different, 2 error."""
+    _report_path(html_out, [candidate, reference])
     candidate, reference = _inputs(candidate, reference)
     if _is_set(candidate):
         _set_diff(candidate, reference, as_json, html_out)

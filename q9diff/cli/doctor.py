@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from q9diff.cli.common import _Command, _fail, _flag, _note, _print_json, _wrote, app, console
+from q9diff.cli.common import _Command, _fail, _flag, _note, _print_json, _report_path, _wrote, app, console
 
 
 @app.command(cls=_Command, short_help="Check a whole Genie bundle: the nine hypotheses, the two places.")
@@ -30,6 +30,7 @@ def doctor(
     from q9diff.bundle import BundleError
     from q9diff.doctor import print_report, render_html, run
 
+    _report_path(html_out, [bundle, reference])
     try:
         report = run(bundle, reference)
     except BundleError as exc:

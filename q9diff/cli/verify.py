@@ -14,6 +14,7 @@ from q9diff.cli.common import (
     _flag,
     _note,
     _print_json,
+    _report_path,
     _t,
     _wrote,
     app,
@@ -99,6 +100,7 @@ def verify(
     _exists(candidate)
     if reference is not None:
         _exists(reference)
+    _report_path(html_out, [candidate, reference, recipe, inputs])
     try:
         ids = [int(x) for x in prompt.replace(",", " ").split()] if prompt else None
     except ValueError:
