@@ -47,9 +47,20 @@ def disagreements(cb: ContextBinary, oracle: dict) -> list[str]:
 
 
 def compare_with_oracle(cb: ContextBinary) -> list[str]:
+    """libQnnSystem's reading of the same bytes against q9diff's. A context inside another file (a
+    LiteRT .tflite, an embedded EPContext node: `FILE#NAME`) is handed over as a private temporary copy."""
+    import os
+    import tempfile
+
     from q9diff.oracle import read_binary_info_isolated, to_dict
 
-    return disagreements(cb, to_dict(read_binary_info_isolated(cb.path)))
+    if os.path.isfile(cb.path):
+        return disagreements(cb, to_dict(read_binary_info_isolated(cb.path)))
+    with tempfile.TemporaryDirectory(prefix="q9diff-oracle-") as tmp:
+        copy = os.path.join(tmp, "context.bin")
+        with open(copy, "wb") as f:
+            f.write(cb._buf)
+        return disagreements(cb, to_dict(read_binary_info_isolated(copy)))
 
 
 # qnn-context-binary-utility --json_file: keys mirror the C structs of QnnSystemContext.h (public).

@@ -142,3 +142,21 @@ def test_epcontext_path_outside_the_models_folder_is_refused(tmp_path):
         onnx.save(helper.make_model(graph), model)
         r = q9diff("inspect", str(model))
         assert r.returncode == 2 and "inside" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("name", ["simple_add_op.sm8750.tflite", "qnn_multi_ctx_embed.onnx"])
+def test_contexts_inside_a_file_are_addressed_and_checked_by_the_oracle(name):
+    # A context inside a .tflite or an embedded EPContext node has no file of its own: --oracle hands
+    # libQnnSystem a copy of its bytes, and FILE#NAME (as inspect and set diffs list it) is accepted.
+    r = q9diff("inspect", "--oracle", str(REAL / name))
+    assert r.returncode == 0, r.stderr
+    assert "oracle (libQnnSystem) agrees on every field" in r.stdout and "disagrees" not in r.stdout
+    first = contexts(REAL / name)[0][0]
+    r = q9diff("inspect", "--json", "--oracle", f"{REAL / name}#{first}")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["path"] == f"{REAL / name}#{first}" and data["oracle_disagreements"] == []
+    r = q9diff(f"{REAL / name}#{first}", f"{REAL / name}#{first}")
+    assert r.returncode == 0 and "Identical" in r.stdout, r.stderr
+    r = q9diff("inspect", f"{REAL / name}#no_such_context")
+    assert r.returncode == 2 and "expected a context named 'no_such_context'" in r.stderr

@@ -214,8 +214,12 @@ def _print_packing(side: str, notice: dict | None) -> None:
 
 
 def _exists(path: Path) -> None:
-    if not path.exists():
-        _fail(f"{path}: no such file or directory")
+    """The path exists, or names one context of a file that does (`FILE#NAME`, as sets list them)."""
+    if path.exists():
+        return
+    if "#" in path.name and path.with_name(path.name.rsplit("#", 1)[0]).is_file():
+        return
+    _fail(f"{path}: no such file or directory")
 
 
 def _is_set(path: Path) -> bool:

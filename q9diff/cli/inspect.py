@@ -46,12 +46,13 @@ def inspect(
 
     \b
     Exit status: 0 read, 2 error."""
-    from q9diff.inputs import contexts
+    from q9diff.inputs import contexts, open_one
     from q9diff.summary import inspect_summary
 
     _exists(file)
     try:
-        found = contexts(file)
+        # FILE#NAME: one context of a file that holds several (as `inspect FILE` and set diffs list them)
+        found = [(file.name, open_one(file))] if not file.exists() else contexts(file)
         summaries = [inspect_summary(cb) for _, cb in found]
     except FormatError as exc:
         _fail(str(exc))
