@@ -153,15 +153,39 @@ class Bundle:
         return "dialog.engine.backend", {}
 
 
+def _dialog_configs(folder: Path) -> list[Path]:
+    """The JSON files in `folder` that are Genie dialog configs (an object holding a dialog object)."""
+    from q9diff.guard import MAX_JSON_BYTES
+
+    found = []
+    for p in sorted(folder.glob("*.json")):
+        try:
+            if not p.is_file() or p.stat().st_size > MAX_JSON_BYTES:
+                continue
+            doc = jsonc.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, jsonc.JsoncError, RecursionError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("dialog"), dict):
+            found.append(p)
+    return found
+
+
 def find_config(given: Path) -> tuple[Path | None, Path]:
-    """(config, bundle folder) for a config file, a folder holding one, or a folder of ctx-bins whose
-    parent's config names them (the qwen-mini layout: genie_config.json beside genie/)."""
+    """(config, bundle folder) for a config file, a folder holding one (genie_config.json, or the one JSON
+    file there that is a Genie dialog config), or a folder of ctx-bins whose parent's config names them
+    (the qwen-mini layout: genie_config.json beside genie/)."""
     if given.is_file():
         return given, given.parent
     if not given.is_dir():
         raise BundleError(f"{given}: no such file or folder")
     if (given / CONFIG_NAME).is_file():
         return given / CONFIG_NAME, given
+    named = _dialog_configs(given)  # ai-engine-direct-helper's config.json, AI Hub's <model>.json
+    if len(named) == 1:
+        return named[0], given
+    if named:
+        names = ", ".join(p.name for p in named)
+        raise BundleError(f"{given}: several Genie configs ({names}): give the one to check")
     parent = (given.parent if given.name not in ("", ".", "..") else given.resolve().parent) / CONFIG_NAME
     if parent.is_file():
         try:

@@ -54,6 +54,7 @@ class Finding:
 REFERENCE = "reference"  # --reference
 SOME_PARTS = "some parts"  # at least one ctx-bin read
 ALL_PARTS = "all parts"  # every ctx-bin read: a missing part is one error, not a cascade of consequences
+CONFIG = "config"  # the bundle's Genie config was read (a folder of *.bin alone has none to check or fix)
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,11 @@ class Rule:
 
 
 _ = ()
-R, S, A = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,)
+R, S, A, C = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,), (CONFIG,)
 # fmt: off
 RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     # id                           severity   hyp   needs            function
-    ("config.genie-parser",        "error",   None, _,               pl.check_genie_parser),
+    ("config.genie-parser",        "error",   None, C,               pl.check_genie_parser),
     ("config.paths",               "error",   None, _,               c.check_paths),
     ("ctx-bins.exist",             "error",   None, _,               c.check_exist),
     ("ctx-bins.binary",            "error",   None, _,               c.check_binary),
@@ -80,12 +81,12 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("split",                      "error",   1,    R + A,           r.check_split),
     ("qairt.mix",                  "error",   2,    S,               c.check_qairt_mix),
     ("qairt.reference",            "warning", 2,    R + S,           r.check_qairt_reference),
-    ("vocab.logits",               "error",   3,    A,               c.check_vocab_logits),
-    ("vocab.tokenizer",            "error",   3,    _,               c.check_vocab_tokenizer),
-    ("vocab.special",              "error",   3,    _,               c.check_vocab_special),
-    ("context.size",               "error",   None, A,               c.check_context_size),
-    ("context.kv",                 "error",   None, A,               c.check_kv),
-    ("context.pos-id",             "error",   None, A,               c.check_pos_id),
+    ("vocab.logits",               "error",   3,    A + C,           c.check_vocab_logits),
+    ("vocab.tokenizer",            "error",   3,    C,               c.check_vocab_tokenizer),
+    ("vocab.special",              "error",   3,    C,               c.check_vocab_special),
+    ("context.size",               "error",   None, A + C,           c.check_context_size),
+    ("context.kv",                 "error",   None, A + C,           c.check_kv),
+    ("context.pos-id",             "error",   None, A + C,           c.check_pos_id),
     ("quantization.boundary",      "error",   None, A,               c.check_boundary),
     ("quantization.gather",        "error",   4,    R + S,           r.check_gather),
     ("quantization.float-fallback", "error",  5,    R + S,           r.check_float_fallback),
@@ -95,14 +96,14 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("build.weights-packing",      "warning", 8,    S,               r.check_packing),
     ("build.optimization",         "warning", None, S,               r.check_optimization),
     ("build.other",                "error",   None, R + S,           r.check_build_other),
-    ("extension.file",             "error",   None, _,               pl.check_extension_file),
-    ("extension.qualcomm",         "error",   None, _,               pl.check_extension_qualcomm),
-    ("two-places.soc_model",       "error",   None, S,               pl.check_two_places_soc),
+    ("extension.file",             "error",   None, C,               pl.check_extension_file),
+    ("extension.qualcomm",         "error",   None, C,               pl.check_extension_qualcomm),
+    ("two-places.soc_model",       "error",   None, S + C,           pl.check_two_places_soc),
     ("two-places.dsp_arch",        "error",   None, S,               pl.check_two_places_arch),
-    ("two-places.weight-sharing",  "warning", None, S,               pl.check_two_places_sharing),
+    ("two-places.weight-sharing",  "warning", None, S + C,           pl.check_two_places_sharing),
     ("two-places.graphs",          "warning", None, A,               pl.check_two_places_graphs),
-    ("runtime.spill-fill",         "error",   None, S,               pl.check_spill_fill),
-    ("runtime.mmap",               "warning", None, S,               pl.check_mmap),
+    ("runtime.spill-fill",         "error",   None, S + C,           pl.check_spill_fill),
+    ("runtime.mmap",               "warning", None, S + C,           pl.check_mmap),
 ))
 # fmt: on
 
@@ -114,6 +115,8 @@ def _missing(rule: Rule, ctx: Context) -> str | None:
         return "needs --reference"
     if SOME_PARTS in rule.needs and not b.readable_parts():
         return "no ctx-bin could be read"
+    if CONFIG in rule.needs and b.config is None:
+        return "no Genie config (only the *.bin files were read)"
     if ALL_PARTS in rule.needs and (unread or not b.parts):
         return f"{len(unread)} of {len(b.parts)} ctx-bins not read" if unread else "no ctx-bins"
     return None

@@ -511,3 +511,31 @@ def test_a_part_left_out_of_ctx_bins_breaks_the_chain_and_the_split(bundle: Path
     split = " ".join(f.evidence for f in errors if f.check == "split")
     assert "3 ctx-bins" in split and "the reference has 4 ctx-bins" in split
     assert report.hypotheses()[1]["status"] == "implicated"
+
+
+def test_a_config_with_another_name_is_found(bundle: Path) -> None:
+    # ai-engine-direct-helper names its Genie configs config.json, AI Hub's tutorial <model>.json.
+    expected = doctor.run(bundle).to_json()
+    (bundle / "genie_config.json").rename(bundle / "qwen-mini.json")
+    found = doctor.run(bundle)
+    assert found.bundle.config_path.name == "qwen-mini.json"
+    assert [(f["check"], f["severity"]) for f in found.to_json()["findings"]] == [
+        (f["check"], f["severity"]) for f in expected["findings"]
+    ]
+    shutil.copy(bundle / "qwen-mini.json", bundle / "other.json")
+    result = CliRunner().invoke(app, ["doctor", str(bundle)])
+    assert result.exit_code == 2
+    assert "several Genie configs (other.json, qwen-mini.json): give the one to check" in result.output
+
+
+def test_a_folder_of_binaries_alone_gets_no_config_fix(tmp_path: Path) -> None:
+    # Without a config there is nothing to set n-vocab or context.size in: those checks are not run.
+    for b in (LOCAL / "genie").glob("*.bin"):
+        shutil.copy(b, tmp_path / b.name)
+    report = doctor.run(tmp_path)
+    assert report.bundle.config is None
+    assert not any(f.fix and "dialog." in f.fix for f in report.findings)
+    notes = {f.check: f.evidence for f in report.findings if f.severity == "info"}
+    for check in ("vocab.logits", "context.size", "extension.file", "runtime.spill-fill", "vocab.tokenizer"):
+        assert notes[check] == "not checked: no Genie config (only the *.bin files were read)", check
+    assert [f.check for f in problems(report)] == ["build.soc_model"]  # what the binaries alone show
