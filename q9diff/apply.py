@@ -230,7 +230,8 @@ def _resolve_reference(
     config: Path, ref: str, kind: str, where: str, named: Iterable[Path]
 ) -> tuple[Path, list[str]]:
     """The file a config names, as its tools find it: relative to the config, then to the working
-    directory, `\\` or `/` alike; a device path by its file name beside the config (said in a note).
+    directory when that folder holds the config (Genie run from a parent folder, as ai-engine-direct-helper
+    does), `\\` or `/` alike; a device path by its file name beside the config (said in a note).
 
     A path that leads outside the folder it was resolved in is refused unless the user named that file.
     """
@@ -251,10 +252,14 @@ def _resolve_reference(
         found = [(beside, config.parent)]
         note = [f"{ref} is a path on the device: edited {beside}, the file of that name beside {config.name}"]
     else:
-        found = [(base / posix, base) for base in (config.parent, Path.cwd()) if (base / posix).is_file()]
+        cwd = Path.cwd()
+        bases = [config.parent] + (
+            [cwd] if Path(os.path.realpath(config)).is_relative_to(cwd.resolve()) else []
+        )
+        found = [(base / posix, base) for base in bases if (base / posix).is_file()]
         note = []
         if not found:
-            tried = " or ".join(dict.fromkeys(str(b / posix) for b in (config.parent, Path.cwd())))
+            tried = " or ".join(dict.fromkeys(str(b / posix) for b in bases))
             raise ApplyError(
                 f"{config}: {kind} whose {where} names {tried}, which does not exist; nothing edited"
             )
@@ -263,7 +268,7 @@ def _resolve_reference(
     if real not in allowed and not real.is_relative_to(os.path.realpath(base)):
         raise ApplyError(
             f"{config}: {kind} whose {where} leads to {real}, outside {base}; q9diff edits only files in "
-            "the config's folder or given with --apply; nothing edited"
+            "the config's folder (or the working directory holding it) or given with --apply; nothing edited"
         )
     if target.is_symlink():
         note.append(f"{target} is a symbolic link: its target {real} is edited, the link stays")

@@ -130,13 +130,15 @@ def test_several_files_are_written_all_or_nothing(tmp_path, pair, monkeypatch):
 
 
 def test_config_paths_are_found_as_their_tools_find_them(tmp_path, pair, monkeypatch):
-    """Relative to the config, then to the working directory, with \\ or /; a device path by its file
-    name beside the config, said in a note; a <placeholder> refused, naming it."""
+    """Relative to the config, then to the working directory holding it (ai-engine-direct-helper runs
+    Genie from a parent folder), with \\ or /; a device path by its file name beside the config, said in a
+    note; a <placeholder> refused, naming it."""
     suggestions, facts = pair
     genie_text = (FIXTURES / "qwen-mini" / "local" / "genie_config.json").read_text()
-    bundle, work = tmp_path / "bundle", tmp_path / "work"
+    work = tmp_path / "work"
+    bundle = work / "models" / "bundle"
     (work / "qai_libs").mkdir(parents=True)
-    bundle.mkdir()
+    bundle.mkdir(parents=True)
     ext = work / "qai_libs" / "htp_backend_ext_config.json"
     ext.write_text(EXT)
     genie = bundle / "genie_config.json"
@@ -146,6 +148,14 @@ def test_config_paths_are_found_as_their_tools_find_them(tmp_path, pair, monkeyp
     monkeypatch.chdir(work)
     edit = plan(genie, suggestions, facts)
     assert edit.path == work / "qai_libs" / "htp_backend_ext_config.json" and '"soc_model": 77' in edit.after
+    elsewhere = tmp_path / "elsewhere"  # a working directory that does not hold the config counts for nothing
+    shutil.copytree(work / "qai_libs", elsewhere / "qai_libs")
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(
+        ApplyError, match=r"names .*bundle/qai_libs/htp_backend_ext_config.json, which does not"
+    ):
+        plan(genie, suggestions, facts)
+    monkeypatch.chdir(work)
 
     device = "/storage/emulated/0/Android/data/app/files/htp_backend_ext_config.json"
     genie.write_text(genie_text.replace('"htp_backend_ext_config.json"', json.dumps(device)))

@@ -39,14 +39,14 @@ def pair(fixtures_dir) -> tuple[list[dict], BuildFacts]:
 
 
 def lay_out(tmp_path: Path, rel: str) -> tuple[Path, Path]:
-    """A writable copy of the configs and an empty working directory. A Genie config whose extension
-    file is a relative path found neither beside it nor in the working directory is run the way its
-    README runs it: from a working directory holding, at that path, the extension file beside it."""
-    work, cwd = tmp_path / "configs", tmp_path / "cwd"
+    """A writable copy of the configs inside a working directory. A Genie config whose extension file is
+    a relative path not found beside it is run the way its README runs it: from a working directory
+    that holds the config and, at that path, the extension file beside it."""
+    cwd = tmp_path / "cwd"
+    work = cwd / "configs"
     shutil.copytree(REAL, work)
     for p in [work, *work.rglob("*")]:
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
-    cwd.mkdir()
     config = work / rel
     try:
         doc = jsonc.loads(config.read_text())
