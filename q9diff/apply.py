@@ -242,7 +242,10 @@ def _resolve_reference(
         )
     posix = ref.replace("\\", "/")
     allowed = {Path(os.path.realpath(p)) for p in named}
-    if PurePosixPath(posix).is_absolute() or re.match(r"[A-Za-z]:/", posix):
+    absolute = PurePosixPath(posix).is_absolute() or re.match(r"[A-Za-z]:/", posix)
+    if absolute and Path(ref).is_file():  # a path on this machine: kept to what the user named
+        found, note = [(Path(ref), config.parent)], []
+    elif absolute:
         beside = config.parent / PurePosixPath(posix).name
         if not beside.is_file():
             raise ApplyError(

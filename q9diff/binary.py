@@ -138,9 +138,12 @@ class ContextBinary:
         try:
             with open(p, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                if size < F.FILE_HEADER_SIZE:
+                if size < F.LEGACY_FILE_HEADER_SIZE:
                     raise FormatError(
-                        p, 0, f"a {F.FILE_HEADER_SIZE}-byte context binary header (file has {size} bytes)"
+                        p,
+                        0,
+                        f"a context binary header of {F.LEGACY_FILE_HEADER_SIZE} bytes (QNN 2.22) or"
+                        f" {F.FILE_HEADER_SIZE} (QNN 2.25 on); the file has {size} bytes",
                     )
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
@@ -221,7 +224,9 @@ class ContextBinary:
         """QNN 2.25 on: a 40-byte header with the metadata size and the blob's offset and size."""
         buf, path = self._buf, self.path
         if self.size < F.FILE_HEADER_SIZE:
-            raise FormatError(path, 0, f"a {F.FILE_HEADER_SIZE}-byte context binary header")
+            raise FormatError(
+                path, 0, f"a {F.FILE_HEADER_SIZE}-byte context binary header (file has {self.size} bytes)"
+            )
         h = F.FileHeader.parse(bytes(buf[: F.FILE_HEADER_SIZE]))
         if F.METADATA_OFFSET + h.metadata_size > min(h.blob_offset, self.size):
             raise FormatError(

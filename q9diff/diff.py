@@ -281,7 +281,8 @@ def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
         if "ort_qnn" in t:
             targets["ort_qnn"] = {t["ort_qnn"]: str(value)}
         targets["qnn_cli"] = (
-            f"--config_file wrapper -> backend extension JSON {t['htp_backend_ext_config']} = {ext_value}"
+            "--config_file wrapper -> backend extension JSON"
+            f" {t['htp_backend_ext_config']} = {json.dumps(ext_value)}"
         )
         out.append({"setting": c.name, "value": value, "targets": targets})
     return out

@@ -40,15 +40,17 @@ def files_under(folder) -> dict:
     }
 
 
-def test_a_reference_out_of_the_configs_folder_is_refused_unless_named(tmp_path, fixtures_dir):
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_a_reference_out_of_the_configs_folder_is_refused_unless_named(tmp_path, fixtures_dir, absolute):
+    # An absolute path that exists on this machine is a path here (a host tool's wrapper), not on a device.
     (tmp_path / "cfg").mkdir()
     outside = tmp_path / "elsewhere.json"
     outside.write_text(EXT)
     wrapper = tmp_path / "cfg" / "wrapper.json"
-    wrapper.write_text(wrapper_naming("../elsewhere.json"))
+    wrapper.write_text(wrapper_naming(str(outside) if absolute else "../elsewhere.json"))
     before = files_under(tmp_path)
     r = suggest_apply(wrapper)
-    assert r.returncode == 2 and "outside" in r.stderr and str(outside) in r.stderr
+    assert r.returncode == 2 and f"leads to {outside}, outside" in r.stderr and "device" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and files_under(tmp_path) == before
     r = suggest_apply(wrapper, outside)  # the user named it: then it may be edited
     assert r.returncode == 0, r.stdout + r.stderr
