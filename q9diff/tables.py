@@ -72,7 +72,7 @@ SOC_SOURCES: dict[str, str] = {
 SOCS: dict[int, Soc] = {
     s.soc_model: s
     for s in (
-        Soc(0, "no SoC (generic target)", None, None, ("compiled",)),
+        Soc(0, "no SoC, generic target", None, None, ("compiled",)),
         Soc(21, "QRB5165LE / QRB5165U / SDM865 / SM8250", 66, None, ("litert",)),
         Soc(25, "SM7250", 66, None, ("litert",)),
         Soc(29, "SM6350 / SM7225", 66, None, ("litert",)),

@@ -31,7 +31,7 @@ def soc_note(causes) -> str:
     soc = next((c for c in roots(causes) if _get(c, "name") == "soc_model"), None)
     if soc is None:
         return ""
-    return f"compiled for {soc_name(_get(soc, 'a'))}, reference for {soc_name(_get(soc, 'b'))}"
+    return f"compiled for {soc_name(_get(soc, 'a'))}; reference for {soc_name(_get(soc, 'b'))}"
 
 
 def warnings(causes) -> list[str]:
