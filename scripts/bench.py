@@ -86,7 +86,7 @@ def startup(binary: Path) -> None:
         mark = "within" if t <= goals[label] else "OVER"
         ratio = f"{t / base:.1f}x python -c pass"
         print(f"  q9diff {label}: {t:.3f} s = {ratio} ({mark} the {goals[label]} s goal);")
-        print(f"    loads {', '.join(loaded) or 'none'} of {', '.join(HEAVY)}")
+        print(f"    of {', '.join(HEAVY)} it loads {', '.join(loaded) or 'none'}")
 
 
 def large_pair(tmp: Path) -> tuple[Path, Path]:

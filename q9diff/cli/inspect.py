@@ -106,7 +106,7 @@ def _print_inspect(cb, s: dict) -> None:
     from q9diff.summary import unknown_bytes
     from q9diff.tables import soc_name
 
-    console.print(_t((s["path"], "bold"), f" {_human(s['size'])} ({s['size']} bytes)"))
+    console.print(_t((s["path"], "bold"), f" {_human(s['size'])} ({s['size']} bytes)"), soft_wrap=True)
     console.print(
         _t(
             f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"
