@@ -11,7 +11,6 @@ from q9diff.cli.common import (
     REFERENCE,
     _build,
     _busy,
-    _clean,
     _Command,
     _exists,
     _fail,
@@ -92,10 +91,15 @@ def steps(
     else:
         from rich.table import Table
 
-        t = Table(title=f"steps from {_clean(candidate)} to {_clean(reference)}")
-        cols = ("step", "settings added", "size", "Δ vs reference", "changed vs ref", "moved", "new", "=")
+        console.print(
+            _t(f"steps from {candidate} to {reference} (changed, moved, new: bytes against the reference)"),
+            soft_wrap=True,
+        )
+        t = Table(box=None, padding=(0, 0, 0, 1), pad_edge=False, header_style="bold")
+        cols = ("#", "settings added", "size", "Δ vs ref", "changed", "moved", "new", "same as")
         for col in cols:
-            t.add_column(col, justify="left" if col in ("settings added", "=") else "right", no_wrap=True)
+            left = col in ("settings added", "same as")
+            t.add_column(col, justify="left" if left else "right", no_wrap=col != "settings added")
         for i, st in enumerate(result):
             t.add_row(
                 str(i),
