@@ -539,14 +539,15 @@ class ContextBinary:
             return [], start
         words = self._words(start, end - (end - start) % 4)
         idx = (words ^ np.uint32(F.OP_MARKER_XOR)) & np.uint32(F.OP_INDEX_MASK)
-        cands = np.flatnonzero(idx < min(len(words), 1 << 20))
+        cands = np.flatnonzero(idx[:-1] < min(len(words), 1 << 20))  # a record needs its kind word
         stops = np.flatnonzero(words == np.uint32(F.OP_LIST_END))
         ops, want = [], 0
-        for c in cands:
-            if int(idx[c]) == want and c + 1 < len(words):
-                kind_i = int(words[c + 1]) & 0x0FFFFFFF
+        # Python ints, not numpy scalars, in the loop: it visits every candidate word
+        for c, i, k in zip(cands.tolist(), idx[cands].tolist(), words[cands + 1].tolist()):
+            if i == want:
+                kind_i = k & 0x0FFFFFFF
                 kind = op_types[kind_i] if kind_i < len(op_types) else f"type#{kind_i}"
-                ops.append(Op(want, kind, start + 4 * int(c)))
+                ops.append(Op(want, kind, start + 4 * c))
                 want += 1
         if not ops:
             return [], start
