@@ -30,7 +30,7 @@ Exit status, every command:
   2  error: one line on stderr naming the file"""
 
 
-class _Command(TyperCommand):
+class _HelpFlag:
     """Shows --help as a flag, not `--help <bool>` (the type column some typer releases print)."""
 
     def get_help_option(self, ctx):
@@ -40,12 +40,12 @@ class _Command(TyperCommand):
         return option
 
 
-class _Group(TyperGroup):
-    def get_help_option(self, ctx):
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
+class _Command(_HelpFlag, TyperCommand):
+    pass
+
+
+class _Group(_HelpFlag, TyperGroup):
+    pass
 
 
 app = typer.Typer(  # plain click help: half the start-up of rich panels (scripts/bench.py)
