@@ -320,3 +320,13 @@ def test_a_directory_diff_releases_each_part_once_compared(fixtures_dir):
     data = set_to_json(sd)  # the set's JSON still has every part, from what was kept
     assert [p["part"] for p in data["parts"]] == ["part_1_of_2.bin", "part_2_of_2.bin"]
     assert data["a_total"] == sum((LOCAL / f"part_{i}_of_2.bin").stat().st_size for i in (1, 2))
+
+
+def test_every_package_is_installed_by_pip_install_dot():
+    # `pip install .` (the README's first command) installs only the packages pyproject.toml lists: a
+    # new package missing there works in the editable test venv and fails for every user.
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "q9diff").rglob("__init__.py")}
+    assert found <= listed, found - listed
