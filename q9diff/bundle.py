@@ -153,8 +153,10 @@ class Bundle:
         return "dialog.engine.backend", {}
 
 
-def _dialog_configs(folder: Path) -> list[Path]:
-    """The JSON files in `folder` that are Genie dialog configs (an object holding a dialog object)."""
+def dialog_configs(folder: Path) -> list[Path]:
+    """The JSON files in `folder` that are Genie dialog configs (an object holding a dialog object).
+    Cheap on a folder of large JSON (a 10 MB tokenizer.json): only a file that mentions "dialog" is
+    parsed, with the C parser first; the comment-tolerant one only for config-sized files."""
     from q9diff.guard import MAX_JSON_BYTES
 
     found = []
@@ -162,12 +164,27 @@ def _dialog_configs(folder: Path) -> list[Path]:
         try:
             if not p.is_file() or p.stat().st_size > MAX_JSON_BYTES:
                 continue
-            doc = jsonc.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, jsonc.JsoncError, RecursionError):
+            text = p.read_text(encoding="utf-8")
+            if '"dialog"' not in text:
+                continue
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                doc = jsonc.loads(text) if len(text) < 1 << 20 else None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("dialog"), dict):
             found.append(p)
     return found
+
+
+def genie_config_of(folder: Path) -> Path | None:
+    """A bundle folder's Genie config: genie_config.json, else the one dialog config under another name
+    (ai-engine-direct-helper's config.json, AI Hub's <model>.json); None when there is none or several."""
+    if (folder / CONFIG_NAME).is_file():
+        return folder / CONFIG_NAME
+    named = dialog_configs(folder)
+    return named[0] if len(named) == 1 else None
 
 
 def find_config(given: Path) -> tuple[Path | None, Path]:
@@ -180,7 +197,7 @@ def find_config(given: Path) -> tuple[Path | None, Path]:
         raise BundleError(f"{given}: no such file or folder")
     if (given / CONFIG_NAME).is_file():
         return given / CONFIG_NAME, given
-    named = _dialog_configs(given)  # ai-engine-direct-helper's config.json, AI Hub's <model>.json
+    named = dialog_configs(given)  # ai-engine-direct-helper's config.json, AI Hub's <model>.json
     if len(named) == 1:
         return named[0], given
     if named:

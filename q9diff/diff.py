@@ -317,26 +317,30 @@ def to_json(res: DiffResult) -> dict:
 
 
 def is_set(path: Path) -> bool:
-    """A directory, a Genie config, or one file carrying several contexts (EPContext, LiteRT)."""
+    """A directory, a Genie config (any JSON file given), or one file carrying several contexts."""
     from q9diff.inputs import part_paths
 
-    return path.is_dir() or path.name == "genie_config.json" or bool(part_paths(path))
+    return path.is_dir() or (path.is_file() and path.suffix == ".json") or bool(part_paths(path))
 
 
 def bins_of(path: Path) -> list[Path]:
     """The context binaries of a directory or a Genie bundle, in part order; for a file with several
-    contexts, `FILE#NAME` for each."""
+    contexts, `FILE#NAME` for each. A folder's own *.bin come first; without them, the ctx-bins its
+    Genie config names (genie_config.json or the folder's one dialog config)."""
+    from q9diff.bundle import genie_config_of
     from q9diff.inputs import part_paths
 
     parts = part_paths(path)
     if parts:
         return parts
-    cfg = path / "genie_config.json" if path.is_dir() else path
-    if cfg.name == "genie_config.json" and cfg.exists() and not (path.is_dir() and list(path.glob("*.bin"))):
+    if path.is_dir() and list(path.glob("*.bin")):
+        return sorted(path.glob("*.bin"), key=_part_key)
+    cfg = genie_config_of(path) if path.is_dir() else path if path.suffix == ".json" else None
+    if cfg is not None and cfg.is_file():
         from q9diff.verify import ctx_bins  # checked: well-formed, and each inside the bundle
 
         return ctx_bins(cfg, ValueError)
-    return sorted(path.glob("*.bin"), key=_part_key)
+    return []
 
 
 def _part_key(p: Path):

@@ -305,10 +305,13 @@ def _dialog(cfg: Path, error: type[Exception] = RunnerError) -> dict:
 def binaries_of(path: Path) -> list[Path]:
     """A .bin, or a folder / Genie bundle of parts in part order: the folder's own files only (a part
     that is a symlink to a file elsewhere is refused, as it would be read and pushed to a device)."""
+    from q9diff.bundle import genie_config_of
     from q9diff.diff import bins_of
 
     path = Path(path)
-    if path.is_dir() and (path / "genie_config.json").is_file() and not list(path.glob("*.bin")):
+    if path.is_dir() and not list(path.glob("*.bin")) and genie_config_of(path) is not None:
+        return ctx_bins(path)
+    if path.is_file() and path.suffix == ".json":
         return ctx_bins(path)
     if path.is_dir():
         bins = bins_of(path)
@@ -325,7 +328,10 @@ def binaries_of(path: Path) -> list[Path]:
 def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
     """The ctx-bins a Genie bundle names, in its order; each must resolve inside the bundle. `error`
     (with one line naming the file and what was expected) for anything else."""
-    cfg = Path(bundle) / "genie_config.json" if Path(bundle).is_dir() else Path(bundle)
+    from q9diff.bundle import genie_config_of
+
+    folder = Path(bundle)
+    cfg = (genie_config_of(folder) or folder / "genie_config.json") if folder.is_dir() else folder
     names = _dialog(cfg, error)
     for key in ("engine", "model", "binary", "ctx-bins"):
         names = names.get(key) if isinstance(names, dict) else None

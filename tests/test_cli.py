@@ -330,3 +330,27 @@ def test_every_package_is_installed_by_pip_install_dot():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "q9diff").rglob("__init__.py")}
     assert found <= listed, found - listed
+
+
+def test_a_genie_bundle_whose_config_has_another_name_is_diffed(tmp_path, fixtures_dir):
+    # AI Hub's tutorial configs are <model>.json and ai-engine-direct-helper's config.json; the ctx-bins
+    # sit in a subfolder here, so only the config can name the parts.
+    for side, src in (("a", LOCAL), ("b", REFERENCE)):
+        cfg = json.loads((src / "genie_config.json").read_text())
+        binary = cfg["dialog"]["engine"]["model"]["binary"]
+        (tmp_path / side / "bins").mkdir(parents=True)
+        for name in binary["ctx-bins"]:
+            shutil.copy(src / name, tmp_path / side / "bins" / Path(name).name)
+        binary["ctx-bins"] = [f"bins/{Path(n).name}" for n in binary["ctx-bins"]]
+        (tmp_path / side / "qwen_mini.json").write_text(json.dumps(cfg))
+    a, b = tmp_path / "a", tmp_path / "b"
+    for args in ([str(a), str(b)], [str(a / "qwen_mini.json"), str(b / "qwen_mini.json")]):
+        r = q9diff(*args, "--json")
+        assert r.returncode == 1, r.stderr
+        data = json.loads(r.stdout)
+        assert len(data["parts"]) == 4
+        assert data["parts"][0]["a"]["path"].endswith("bins/part_1_of_2_prompt.bin")
+        assert [c["name"] for c in data["causes"] if c["role"] == "root"][0] == "soc_model"
+    shutil.copy(a / "qwen_mini.json", a / "other.json")  # two configs: which one is meant is not guessed
+    r = q9diff(str(a), str(b))
+    assert r.returncode == 2 and "several Genie configs (other.json, qwen_mini.json)" in r.stderr

@@ -240,7 +240,13 @@ def _parts(path: Path) -> list[Path]:
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         _fail(f"{path}: not a folder of parts or a Genie bundle q9diff can read ({exc})")
     if not parts:
-        _fail(f"{path}: no context binaries in it (*.bin, or a genie_config.json naming ctx-bins)")
+        from q9diff.bundle import dialog_configs
+
+        configs = dialog_configs(path) if path.is_dir() else []
+        if len(configs) > 1:
+            names = ", ".join(p.name for p in configs)
+            _fail(f"{path}: several Genie configs ({names}) and no *.bin in it: give the config file itself")
+        _fail(f"{path}: no context binaries in it (*.bin, or a Genie config naming ctx-bins)")
     return parts
 
 
