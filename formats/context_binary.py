@@ -191,6 +191,11 @@ OP_MARKER_XOR = 0x1303EE71  # op record starts with op_index ^ this (public seri
 # The marker's top bit is a flag: set on op 766 of fixtures/qwen-mini/*/genie/part_1_of_2_prompt.bin.
 OP_INDEX_MASK = 0x7FFFFFFF
 OP_LIST_END = 0xBEEFF00D
+# A barrel's Sz word 1 x 4 counts its bytes including a 64-byte trailer whose word 6 is its own size
+# (64). QNN 2.34 (LiteRT simple_model_qualcomm_sm8650_precompiled.tflite) writes the trailer: Sz x 4 =
+# the record's u64 size; QNN 2.32/2.33 count it but do not write it (Sz x 4 = record + 0x40).
+BARREL_TRAILER_SIZE = 0x40
+BARREL_TRAILER_SIZE_WORD = 6
 WEIGHTS_DESCRIPTOR_MAGIC = 0x71C43C9B  # public const_extent_shared.h
 WEIGHTS_DESCRIPTOR_SIZE = 0x1000
 PAGE = 0x1000

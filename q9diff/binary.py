@@ -473,6 +473,10 @@ class ContextBinary:
                 Region(f"{pre}/barrel/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in hdr
             ]
             inner = p + self._inner_offset(hdr)
+            trailer = self._barrel_trailer(hdr, p, end)
+            if trailer is not None:
+                regions.append(Region(f"{pre}/barrel/trailer", trailer, F.BARREL_TRAILER_SIZE))
+                end = trailer  # the pickle's own regions end where the trailer begins
         options_text, ops = "", []
         if inner + 8 <= end and self._u32(inner) == F.PICKLE_MAGIC:
             regions.append(Region(f"{pre}/inner/start", inner, 8))
@@ -516,7 +520,21 @@ class ContextBinary:
                 tail = wd + F.WEIGHTS_DESCRIPTOR_SIZE + pool
                 if tail < end and not self._is_zero(tail, end):
                     regions.append(Region(f"{pre}/tail", tail, min(F.PAGE, end - tail)))
-        return PickleLayout(tuple(self._fill(regions, rec.offset, end, pre)), options_text, tuple(ops))
+        return PickleLayout(
+            tuple(self._fill(regions, rec.offset, rec.offset + rec.size, pre)), options_text, tuple(ops)
+        )
+
+    def _barrel_trailer(
+        self, barrel_header: list[tuple[bytes, int, int]], start: int, end: int
+    ) -> int | None:
+        """Where the 64-byte trailer a barrel's size counts begins, when the record holds it (see formats)."""
+        sz = next((o for t, o, n in barrel_header if t == F.TAG_SIZE and n >= 8), None)
+        at = end - F.BARREL_TRAILER_SIZE
+        if sz is None or at <= start or 4 * self._u32(sz + 4) != end - start:
+            return None
+        if self._u32(at + 4 * F.BARREL_TRAILER_SIZE_WORD) != F.BARREL_TRAILER_SIZE:
+            return None
+        return at
 
     def _inner_offset(self, barrel_header: list[tuple[bytes, int, int]]) -> int:
         """Where a barrel's single pickle starts: the contents record's word 2 x 16 bytes (0x300 x 16 =
