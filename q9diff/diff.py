@@ -139,6 +139,7 @@ def _region_bytes(rows: list[dict], *needles: str) -> int:
 def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     res = DiffResult(a, b, regions=_region_rows(a, b))
     oa, ob = observe(a), observe(b)
+    ran_o = _optimization_ran(a, b, oa, ob)
     # "differs or not" per observation is all the rules need: plain equality (ints, strings, tuples).
     # deepdiff did the same for the settings and cost 150 ms of every diff's start-up, just to import.
     settings_a = {k: v for k, v in oa.items() if k not in BULKY}
@@ -172,6 +173,8 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
         if rule.getter == "io_signature":
             evidence = [f"{rule.getter} differs ({len(va)} vs {len(vb)} entries)"]
         nbytes = None
+        if rule.name == "optimization_level" and ran_o:
+            evidence.append("the level the compiler ran (options O): a file records no optimizationLevel")
         if rule.name == "const_size":
             nbytes = _region_bytes(res.regions, "const_pool", "WEIGHTS/")
         if rule.name in ("schedule", "compiler_options", "soc_type"):
@@ -229,6 +232,23 @@ _OBSERVED_FROM = {
     "spill_fill_buffer_size": "spill_fill_buffer_size",
     "const_size": "const_size",
 }
+
+
+def _optimization_ran(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) -> bool:
+    """Where a file records no optimizationLevel (GraphInfo without graphBlobInfo, QNN 2.22-2.34), compare
+    both on the level the compiler ran, the options' O: it equals the recorded level wherever that is
+    set (fixtures/variants/opt_1..3, the real QNN 2.32 and 2.40 files) and is 2 where 0 means "not set".
+    True when the observations were replaced."""
+    if not (_has_unknown(oa["optimization_level"]) or _has_unknown(ob["optimization_level"])):
+        return False
+    ran = []
+    for cb in (a, b):
+        values = [cb.options(i).get("O", "") for i in range(len(cb.graphs))]
+        if not values or not all(v.isdigit() for v in values):
+            return False
+        ran.append(_one(int(v) for v in values))
+    oa["optimization_level"], ob["optimization_level"] = ran
+    return True
 
 
 def _has_unknown(v) -> bool:

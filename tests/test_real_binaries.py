@@ -160,3 +160,20 @@ def test_contexts_inside_a_file_are_addressed_and_checked_by_the_oracle(name):
     assert r.returncode == 0 and "Identical" in r.stdout, r.stderr
     r = q9diff("inspect", f"{REAL / name}#no_such_context")
     assert r.returncode == 2 and "expected a context named 'no_such_context'" in r.stderr
+
+
+def test_optimization_level_is_the_level_run_where_a_file_does_not_record_it():
+    # QNN 2.25 records no optimizationLevel (GraphInfo without graphBlobInfo); both sides are then
+    # compared on the options' O, which equals the recorded level wherever both exist.
+    a, b = (
+        contexts(REAL / "simple_model_qualcomm.bin")[0][1],
+        contexts(REAL / "simple_add_op_qc_v75_precompiled.tflite")[0][1],
+    )
+    assert a.graphs[0].optimization_level is None and b.graphs[0].optimization_level == 3
+    assert (a.options(0)["O"], b.options(0)["O"]) == ("2", "3")
+    res = diff(a, b)
+    cause = next(c for c in res.causes if c.name == "optimization_level")
+    assert (cause.role, cause.a, cause.b) == ("root", 2, 3)
+    assert any("options O" in e for e in cause.evidence)
+    assert [s["value"] for s in res.suggestions if s["setting"] == "optimization_level"] == [3]
+    assert all(u["setting"] != "optimization_level" for u in res.unknown)
