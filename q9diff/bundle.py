@@ -178,6 +178,11 @@ def dialog_configs(folder: Path) -> list[Path]:
     return found
 
 
+def config_file(folder: Path) -> Path:
+    """The Genie config of a bundle folder (see genie_config_of), or where genie_config.json would be."""
+    return genie_config_of(folder) or folder / CONFIG_NAME
+
+
 def genie_config_of(folder: Path) -> Path | None:
     """A bundle folder's Genie config: genie_config.json, else the one dialog config under another name
     (ai-engine-direct-helper's config.json, AI Hub's <model>.json); None when there is none or several."""

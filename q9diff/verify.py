@@ -272,7 +272,13 @@ class DialogConfig:
     @classmethod
     def of(cls, path: Path) -> DialogConfig:
         """The bundle's values; a config that holds them with other types is refused, naming the key."""
-        cfg = (path if path.is_dir() else path.parent) / "genie_config.json"
+        from q9diff.bundle import config_file
+
+        cfg = (
+            path
+            if path.is_file() and path.suffix == ".json"
+            else config_file(path if path.is_dir() else path.parent)
+        )
         if not cfg.is_file():
             return cls()
         dialog = _dialog(cfg)
@@ -328,10 +334,10 @@ def binaries_of(path: Path) -> list[Path]:
 def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
     """The ctx-bins a Genie bundle names, in its order; each must resolve inside the bundle. `error`
     (with one line naming the file and what was expected) for anything else."""
-    from q9diff.bundle import genie_config_of
+    from q9diff.bundle import config_file
 
     folder = Path(bundle)
-    cfg = (genie_config_of(folder) or folder / "genie_config.json") if folder.is_dir() else folder
+    cfg = config_file(folder) if folder.is_dir() else folder
     names = _dialog(cfg, error)
     for key in ("engine", "model", "binary", "ctx-bins"):
         names = names.get(key) if isinstance(names, dict) else None
@@ -343,7 +349,9 @@ def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
 
 def _bundle_file(bundle: Path, value, where: str) -> Path:
     """A file a bundle's config names (tokenizer, extensions), resolved inside the bundle."""
-    cfg = bundle / "genie_config.json"
+    from q9diff.bundle import config_file
+
+    cfg = config_file(bundle)
     if not isinstance(value, str) or not value:
         raise RunnerError(f"{cfg}: expected {where} to be a file path, got {kind(value)}")
     return contained(value, bundle, cfg, RunnerError)
@@ -446,8 +454,11 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
         )
     if not notes:
         return bundle, [], ()
-    dialog = _dialog(bundle / "genie_config.json")
-    config = {**load_json(bundle / "genie_config.json", "a Genie config", RunnerError), "dialog": dialog}
+    from q9diff.bundle import config_file
+
+    cfg = config_file(bundle)
+    dialog = _dialog(cfg)
+    config = {**load_json(cfg, "a Genie config", RunnerError), "dialog": dialog}
     tokenizer = dialog.get("tokenizer", {})
     if isinstance(tokenizer, dict) and "path" in tokenizer:
         tokenizer["path"] = str(_bundle_file(bundle, tokenizer["path"], "dialog.tokenizer.path"))
@@ -563,8 +574,10 @@ def bundle_texts(bundle: Path, tokens: dict[str, tuple[int, ...]]) -> dict[str, 
         from tokenizers import Tokenizer
     except ImportError:
         raise RunnerError("the Python package tokenizers is missing: pip install tokenizers") from None
+    from q9diff.bundle import config_file
+
     bundle = bundle if bundle.is_dir() else bundle.parent
-    tokenizer = _dialog(bundle / "genie_config.json").get("tokenizer")
+    tokenizer = _dialog(config_file(bundle)).get("tokenizer")
     path = _bundle_file(
         bundle, tokenizer.get("path") if isinstance(tokenizer, dict) else None, "dialog.tokenizer.path"
     )

@@ -193,3 +193,16 @@ def test_tolerances_decide_and_the_verdict_names_what_failed():
     r = q9diff("verify", *args, "--min-cosine", "1.0", "--max-rel", "0")
     assert r.returncode == 1 and "FAIL" in r.stdout and "source model" in r.stdout, r.stdout + r.stderr
     assert q9diff("verify", *args).returncode == 0
+
+
+def test_dialog_values_come_from_a_config_with_another_name(tmp_path):
+    # n-vocab, bos/eos and the context size decide how verify feeds the graphs: a bundle whose config is
+    # config.json or <model>.json must not silently run on defaults.
+    from q9diff.verify import DialogConfig
+
+    local = FIXTURES / "qwen-mini" / "local"
+    shutil.copy(local / "genie_config.json", tmp_path / "qwen_mini.json")
+    expected = DialogConfig.of(local)
+    assert expected != DialogConfig()  # the fixture's config sets values the defaults do not have
+    assert DialogConfig.of(tmp_path) == expected
+    assert DialogConfig.of(tmp_path / "qwen_mini.json") == expected

@@ -222,8 +222,12 @@ class GenieRunner:
         bundle = Path(bundle)
         if bundle.is_file():
             bundle = bundle.parent
-        if not (bundle / CONFIG_NAME).is_file():
-            raise GenieError(f"{bundle}: no {CONFIG_NAME}, so it is not a Genie bundle.")
+        from q9diff.bundle import config_file
+
+        if not config_file(bundle).is_file():
+            raise GenieError(
+                f"{bundle}: no {CONFIG_NAME} (nor one other Genie config), so it is not a Genie bundle."
+            )
         if not prompt_ids or steps < 1:
             raise GenieError("a Genie run needs at least one prompt token and one step.")
         with _work_dir(work_dir) as work:
@@ -292,9 +296,10 @@ def write_patched_config(
     Every referenced file must resolve inside the bundle, or inside one of `also_inside` (folders q9diff
     filled itself, such as its rebuild cache); anything else is refused, naming the path.
     """
+    from q9diff.bundle import config_file
     from q9diff.guard import contained, inside, kind, load_json
 
-    cfg = bundle / CONFIG_NAME
+    cfg = config_file(bundle)
     config = load_json(cfg, "a Genie config (a JSON object)", GenieError)
     dialog = config.get("dialog") if isinstance(config, dict) else None
     if not isinstance(dialog, dict):
@@ -344,7 +349,7 @@ def write_patched_config(
                 binary[key] = [absolute(p, where) for p in binary[key]]
     missing = [str(p) for p in ctx_bins if not p.is_file()]
     if missing:
-        raise GenieError(f"{bundle / CONFIG_NAME}: ctx-bins not found: {', '.join(missing)}")
+        raise GenieError(f"{cfg}: ctx-bins not found: {', '.join(missing)}")
     old_sampler = dialog.get("sampler")
     dialog["sampler"] = dict(GREEDY_SAMPLER)
     paths = "absolute" if place is str else "relocated"
