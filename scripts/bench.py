@@ -134,7 +134,7 @@ def large_pair(tmp: Path) -> tuple[Path, Path]:
     m.ir_version = 10
     onnx.save(m, tmp / "big.onnx")
     from q9diff.backends.ort_qnn import OrtQnnBackend
-    from q9diff.recipe import Recipe
+    from q9diff.build.recipe import Recipe
 
     out = []
     for soc, vtcm in ((0, 4), (77, 8)):  # the seed's pair: VTCM re-tiles the weights
@@ -163,7 +163,7 @@ def bench_verify() -> None:
 
     from q9diff.runners.local import LocalRunner
     from q9diff.runners.worker import _Worker
-    from q9diff.verify import seeded_inputs
+    from q9diff.verify.run import seeded_inputs
 
     binary = ROOT / "fixtures/qwen-mini/local/genie/part_1_of_2_prompt.bin"
     session = LocalRunner().open([binary])
@@ -221,7 +221,7 @@ def main() -> None:
         t_diff = timed(lambda: q9("diff", "--json", str(a), str(b)))
 
         def meta_only():
-            from q9diff.binary import ContextBinary
+            from q9diff.format.binary import ContextBinary
 
             cb = ContextBinary.open(a)
             return cb.soc_model, [g.vtcm_size for g in cb.graphs]
@@ -247,8 +247,8 @@ def main() -> None:
                     np.count_nonzero(xa[k:]) + np.count_nonzero(xb[k:])
 
         def moved_new_pass():
-            from q9diff.binary import ContextBinary
-            from q9diff.diff import _region_rows
+            from q9diff.compare.diff import _region_rows
+            from q9diff.format.binary import ContextBinary
 
             rows = _region_rows(ContextBinary.open(a), ContextBinary.open(b))
             return sum(r["moved_bytes"] for r in rows), sum(r["new_bytes"] for r in rows)

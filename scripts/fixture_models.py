@@ -314,7 +314,7 @@ def decoding_calibration(
     it decodes each prompt greedily for `steps` tokens in Genie's conventions (q9diff.llm), so the
     quantization ranges are those of real decoding (all-zero past at the first prompt chunk, padding
     rows, positions from 0, the hidden states and KV values the model itself produces)."""
-    from q9diff import llm
+    from q9diff.verify import llm
 
     session = _FloatSession(
         [(part, decoder_part(cfg, part, n_parts, ar)) for part in range(1, n_parts + 1) for ar in ars]

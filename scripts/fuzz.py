@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from q9diff.binary import ContextBinary, open_binary  # noqa: E402
-from q9diff.diff import diff, to_json  # noqa: E402
+from q9diff.compare.diff import diff, to_json  # noqa: E402
 from q9diff.errors import FormatError  # noqa: E402
+from q9diff.format.binary import ContextBinary, open_binary  # noqa: E402
 
 HANG_S = 2.0  # a case slower than this is a hang
 ALARM_S = 20  # a case still running after this is stopped (and counted as a hang)

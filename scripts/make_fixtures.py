@@ -55,8 +55,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import fixture_models as fm  # noqa: E402
 
-from q9diff import recipe as rcp  # noqa: E402
 from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
+from q9diff.build import recipe as rcp  # noqa: E402
 
 FIXTURES = REPO / "fixtures"
 CFG = fm.DecoderConfig()
@@ -468,7 +468,7 @@ def build_variants(backend: OrtQnnBackend, root: Path, qairt_available: set[str]
 
 
 def write_oracles(root: Path) -> list[str]:
-    from q9diff import oracle
+    from q9diff.oracle import reader as oracle
 
     failed = []
     for binary in sorted(root.rglob("*.bin")):

@@ -12,8 +12,8 @@ import pytest
 from conftest import FIXTURES
 from test_cli import q9diff
 
-from q9diff.apply import ApplyError, BuildFacts, plan, write
-from q9diff.diff import diff_sets, set_to_json
+from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.fix.apply import ApplyError, BuildFacts, plan, write
 
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
 
@@ -342,9 +342,9 @@ def test_a_value_q9diff_could_not_read_is_never_written(tmp_path, suggestions, f
 
 
 def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtures_dir, facts):
-    from q9diff.binary import ContextBinary
-    from q9diff.diff import Cause
-    from q9diff.diff import suggestions as suggest_for
+    from q9diff.compare.diff import Cause
+    from q9diff.compare.diff import suggestions as suggest_for
+    from q9diff.format.binary import ContextBinary
 
     ref = ContextBinary.open(REFERENCE / "part_1_of_2.bin")
     packing = suggest_for([Cause("weights_packing", "root", False, True, None, ())], ref)
@@ -357,7 +357,7 @@ def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtu
 
 def test_notes_show_control_characters_escaped(tmp_path):
     """Graph names come from a binary someone else built: in a note they are text, never terminal codes."""
-    from q9diff.apply import Edit
+    from q9diff.fix.apply import Edit
 
     edit = Edit(
         tmp_path / "x.json", "{}\n", '{"a": 1}\n', "graphs[0] names \x1b[2Jgone, none of the candidate's"

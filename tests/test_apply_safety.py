@@ -12,9 +12,9 @@ import pytest
 from conftest import FIXTURES
 from test_apply import prose, suggest_apply
 
-from q9diff import safewrite
-from q9diff.apply import ApplyError, BuildFacts, plan, write_all
-from q9diff.diff import diff_sets, set_to_json
+from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.fix import safewrite
+from q9diff.fix.apply import ApplyError, BuildFacts, plan, write_all
 
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
 EXT = '{\n  "devices": [\n    {\n      "soc_model": 0,\n      "dsp_arch": "v73"\n    }\n  ]\n}\n'

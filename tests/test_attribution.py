@@ -6,9 +6,9 @@ from itertools import product
 
 from conftest import FIXTURES
 
-from q9diff.attribution import bucket_of
-from q9diff.binary import ContextBinary
-from q9diff.diff import diff, to_json
+from q9diff.compare.attribution import bucket_of
+from q9diff.compare.diff import diff, to_json
+from q9diff.format.binary import ContextBinary
 
 V = FIXTURES / "variants"
 

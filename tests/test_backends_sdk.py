@@ -16,8 +16,8 @@ import pytest
 from q9diff.backends import BackendUnavailable, compile_backend
 from q9diff.backends.qairt import HTP_SETTINGS, QairtBackend, backend_extension, compile_plan, htp_kwargs
 from q9diff.backends.qnn_cli import QnnCliBackend, QnnSdk, cli_plan
-from q9diff.recipe import Recipe, Settings, load
-from q9diff.rules import FIX_TARGETS
+from q9diff.build.recipe import Recipe, Settings, load
+from q9diff.compare.rules import FIX_TARGETS
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "fixtures" / "qwen-mini" / "reference" / "recipe.json"

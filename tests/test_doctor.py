@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from q9diff import doctor, extconfig, genieconfig
 from q9diff.cli import app
-from q9diff.doctor import HYPOTHESES, RULES
-from q9diff.tables import soc_name
+from q9diff.doctor import run as doctor
+from q9diff.doctor.run import HYPOTHESES, RULES
+from q9diff.fix import extconfig
+from q9diff.format.tables import soc_name
+from q9diff.genie import parser as genieconfig
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN = ROOT / "fixtures" / "qwen-mini"
@@ -463,7 +465,7 @@ def _io_model(path: Path, quantized_io: bool) -> None:
 def test_io_quantized_in_the_reference_and_float_here_is_hypothesis_7(tmp_path: Path) -> None:
     """Both binaries compiled here by Qualcomm's compiler in onnxruntime-qnn (soc_model 77, v73)."""
     from q9diff.backends import BackendUnavailable, compile_backend
-    from q9diff.recipe import Recipe
+    from q9diff.build.recipe import Recipe
 
     backend = compile_backend("ort-qnn")
     if backend.missing():

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from q9diff import extconfig
+from q9diff.fix import extconfig
 
 pytest.importorskip("onnxruntime_qnn")
 

@@ -8,11 +8,11 @@ import time
 
 import pytest
 from conftest import FIXTURES
-from q9diff.formats import context_binary as F
 
-from q9diff import flatbuf
-from q9diff.binary import ContextBinary
 from q9diff.errors import FormatError
+from q9diff.format import flatbuf
+from q9diff.format import structs as F
+from q9diff.format.binary import ContextBinary
 
 
 def _dag(n: int) -> bytes:
@@ -83,7 +83,7 @@ def test_epcontext_node_names_that_are_not_utf8_are_shown_as_text(tmp_path):
     from conftest import q9diff_cli
     from onnx import helper
 
-    from q9diff.binary import open_binary
+    from q9diff.format.binary import open_binary
 
     blob = (FIXTURES / "variants" / "opt_1.bin").read_bytes()
     nodes = [

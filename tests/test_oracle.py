@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize  # noqa: E402
 from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config  # noqa: E402
 
-from q9diff.oracle import (  # noqa: E402
+from q9diff.oracle.reader import (  # noqa: E402
     DATATYPE_NAMES,
     BinaryInfo,
     OracleError,

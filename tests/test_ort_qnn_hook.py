@@ -11,9 +11,9 @@ from dataclasses import replace
 import pytest
 from conftest import FIXTURES
 
-from q9diff import recipe as rcp
 from q9diff.backends.ort_qnn import OrtQnnBackend
-from q9diff.binary import ContextBinary
+from q9diff.build import recipe as rcp
+from q9diff.format.binary import ContextBinary
 
 pytest.importorskip("onnxruntime_qnn")
 

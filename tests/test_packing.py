@@ -10,8 +10,8 @@ import pytest
 from conftest import FIXTURES
 from test_cli import q9diff
 
-from q9diff import packing
-from q9diff.binary import ContextBinary
+from q9diff.compare import packing
+from q9diff.format.binary import ContextBinary
 
 VARIANTS = FIXTURES / "variants"
 OFF, ON = VARIANTS / "packing_off.bin", VARIANTS / "packing_on.bin"
@@ -84,7 +84,7 @@ STORY = FIXTURES / "story"
 def test_the_seed_story_step_by_step():
     """local -> +VTCM 8 -> +soc_model 77 -> reference (packed, O3): at each step q9diff names exactly the
     settings still missing, and only packing changes the size of this set."""
-    from q9diff.diff import diff_sets, set_to_json
+    from q9diff.compare.diff import diff_sets, set_to_json
 
     missing = {
         "local": {"soc_model", "vtcm_size", "optimization_level", "weights_packing"},

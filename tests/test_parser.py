@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import all_bins, oracle_of
 
-from q9diff.binary import ContextBinary
-from q9diff.crosscheck import disagreements
-from q9diff.summary import unknown_bytes
+from q9diff.compare.summary import unknown_bytes
+from q9diff.format.binary import ContextBinary
+from q9diff.oracle.crosscheck import disagreements
 
 BINS = all_bins()
 IDS = [str(p.relative_to(p.parents[2])) for p in BINS]

@@ -12,9 +12,9 @@ import pytest
 from conftest import ROOT, all_bins
 from conftest import q9diff_cli as q9diff
 
-from q9diff.diff import diff
-from q9diff.inputs import contexts
-from q9diff.summary import inspect_summary, unknown_bytes
+from q9diff.compare.diff import diff
+from q9diff.compare.summary import inspect_summary, unknown_bytes
+from q9diff.format.openers import contexts
 
 REAL = ROOT.parent / "shared" / "real" / "binaries"
 NEGATIVE = ("not_a_context_binary_converter_tar.bin", "qnn_ctx_2_inputs_order_test.onnx")
@@ -46,8 +46,8 @@ def test_every_real_file_is_read_and_every_byte_named():
 
 def test_real_binaries_agree_with_libqnnsystem(tmp_path):
     pytest.importorskip("onnxruntime_qnn")
-    from q9diff.crosscheck import disagreements
-    from q9diff.oracle import read_binary_info_isolated, to_dict
+    from q9diff.oracle.crosscheck import disagreements
+    from q9diff.oracle.reader import read_binary_info_isolated, to_dict
 
     for i, (name, cb) in enumerate(real_contexts()):
         raw = tmp_path / f"{i}.bin"  # contexts inside .onnx/.tflite: the oracle reads the same bytes
@@ -97,7 +97,7 @@ def _no_unknown(v) -> bool:
 def test_no_cause_or_suggestion_carries_an_unknown_value():
     pool = [cb for _, cb in real_contexts()]
     fixtures = [p for p in all_bins() if "variants" in p.parts][:6]
-    from q9diff.binary import ContextBinary
+    from q9diff.format.binary import ContextBinary
 
     pool += [ContextBinary.open(p) for p in fixtures]
     for a, b in product(pool, pool):

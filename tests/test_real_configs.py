@@ -17,9 +17,10 @@ from pathlib import Path, PurePosixPath
 import pytest
 from conftest import FIXTURES, ROOT
 
-from q9diff import extconfig, jsonc
-from q9diff.apply import ApplyError, BuildFacts, plan, write_all
-from q9diff.diff import diff_sets, set_to_json
+from q9diff import jsonc
+from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.fix import extconfig
+from q9diff.fix.apply import ApplyError, BuildFacts, plan, write_all
 
 REAL = ROOT.parent / "shared" / "real" / "configs"
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"

@@ -6,10 +6,10 @@ import random
 
 from conftest import FIXTURES
 
-from q9diff.binary import ContextBinary
-from q9diff.diff import diff
+from q9diff.compare.diff import diff
+from q9diff.compare.summary import inspect_summary
 from q9diff.errors import FormatError
-from q9diff.summary import inspect_summary
+from q9diff.format.binary import ContextBinary
 
 
 def test_seeded_byte_flips_and_truncations_raise_only_format_error(fixtures_dir):

@@ -54,7 +54,7 @@ def test_oracle_child_does_not_import_from_the_working_directory(tmp_path):
 
 
 def test_oracle_child_ignores_pythonpath(tmp_path, monkeypatch):
-    from q9diff.oracle import OracleUnavailable, read_binary_info_isolated
+    from q9diff.oracle.reader import OracleUnavailable, read_binary_info_isolated
 
     marker = _plant(tmp_path / "evil")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "evil"))
@@ -146,7 +146,7 @@ def test_recompile_refuses_names_that_leave_out(tmp_path, part):
 
 @needs_emulator
 def test_unshared_rebuild_cache_refuses_a_part_name_that_climbs_out(tmp_path, monkeypatch):
-    from q9diff.recipe import RecipeError
+    from q9diff.build.recipe import RecipeError
     from q9diff.runners.local import unshared_rebuild
 
     monkeypatch.setenv("Q9DIFF_CACHE", str(tmp_path / "cache" / "q9diff"))
@@ -208,7 +208,7 @@ def _huge_input(tmp_path: Path) -> Path:
     """opt_1.bin with its input's dims (1, 16, 128) rewritten to 65535^3 where q9diff's parser reads them."""
     import struct
 
-    from q9diff.binary import ContextBinary
+    from q9diff.format.binary import ContextBinary
 
     data = VARIANT.read_bytes()
     original = struct.pack("<3I", 1, 16, 128)

@@ -102,7 +102,7 @@ def test_verify_refuses_a_bundle_naming_a_file_outside_it(sshd, tmp_path):  # no
 
 
 def test_ssh_worker_refuses_a_part_that_links_outside_the_folder(sshd, tmp_path):  # noqa: F811
-    from q9diff.verify import binaries_of
+    from q9diff.verify.run import binaries_of
 
     folder = tmp_path / "build"
     folder.mkdir()

@@ -586,7 +586,7 @@ def test_staging_refuses_a_bundle_naming_a_missing_file(tmp_path: Path) -> None:
 def test_answers_compare_by_ids_else_by_text_and_detokenise_with_the_bundles_tokenizer() -> None:
     from tokenizers import Tokenizer
 
-    from q9diff.verify import answers_agree, bundle_texts
+    from q9diff.verify.run import answers_agree, bundle_texts
 
     tokenizer = Tokenizer.from_file(str(QWEN / "local/tokenizer.json"))
     ids = tuple(tokenizer.encode("the capital of France").ids)
@@ -643,7 +643,7 @@ def test_genie_bundles_verified_with_genie_t2t_run_over_ssh(sshd: Server, tmp_pa
     device's answers meet q9diff's decoding of the same ctx-bins on the emulator and the CPU, and the
     remote directories are gone afterwards."""
     from q9diff.runners.genie import GREEDY_SAMPLER, GenieRunner
-    from q9diff.verify import to_json, verify_genie_ssh
+    from q9diff.verify.run import to_json, verify_genie_ssh
 
     if GenieRunner().missing():
         pytest.skip(GenieRunner().missing())
@@ -705,7 +705,7 @@ class _Device:
 
 def test_a_device_answer_that_leaves_the_emulator_fails_and_says_where() -> None:
     from q9diff.runners.local import LocalRunner
-    from q9diff.verify import bundle_texts, decode_bundle, verify_genie_ssh
+    from q9diff.verify.run import bundle_texts, decode_bundle, verify_genie_ssh
 
     if LocalRunner().missing():
         pytest.skip(LocalRunner().missing())

@@ -77,7 +77,7 @@ def test_wrong_weights_fail_against_the_reference(tmp_path):
     import onnx
 
     from q9diff.backends.ort_qnn import OrtQnnBackend
-    from q9diff.recipe import load
+    from q9diff.build.recipe import load
 
     recipe = load(VARIANTS / "soc_77.recipe.json")
     model = onnx.load(str(recipe.model_path(recipe.parts[0].graphs[0])))
@@ -198,7 +198,7 @@ def test_tolerances_decide_and_the_verdict_names_what_failed():
 def test_dialog_values_come_from_a_config_with_another_name(tmp_path):
     # n-vocab, bos/eos and the context size decide how verify feeds the graphs: a bundle whose config is
     # config.json or <model>.json must not silently run on defaults.
-    from q9diff.verify import DialogConfig
+    from q9diff.verify.run import DialogConfig
 
     local = FIXTURES / "qwen-mini" / "local"
     shutil.copy(local / "genie_config.json", tmp_path / "qwen_mini.json")

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from q9diff.backends import BackendUnavailable, run_compile_child
-from q9diff.recipe import Part, Recipe, Settings, output_path
+from q9diff.build.recipe import Part, Recipe, Settings, output_path
 
 EP_NAME = "QNNExecutionProvider"
 
@@ -315,7 +315,7 @@ def _check_build(binary: Path, job: dict, hook, ep_names: list[str]) -> list[str
     """Read the binary back: fail (one line) unless its graph names and options say what was asked.
     `ep_names` are the EP's own names from the EPContext nodes, one per model in order: the patched
     graphCreate must have seen exactly those, in that order, so model i's graph got name i."""
-    from q9diff.binary import ContextBinary
+    from q9diff.format.binary import ContextBinary
 
     models = job["models"]
     if hook.asked != ep_names:

@@ -31,7 +31,7 @@ from typing import Any
 
 from q9diff.backends import BackendUnavailable
 from q9diff.backends.qairt import backend_extension, find_sdk_root, htp_kwargs
-from q9diff.recipe import Recipe, output_path
+from q9diff.build.recipe import Recipe, output_path
 
 TOOL = "qnn-context-binary-generator"
 HTP_BACKEND_LIB = "libQnnHtp.so"
@@ -208,8 +208,8 @@ def _run(cmd: list[str], env: dict[str, str], timeout_s: float, part: str, cwd: 
 
 def _check_graph_names(built: Path, part: CliPart) -> None:
     """Graph configs keyed by a name the DLC does not use are ignored by the compiler: say so."""
-    from q9diff.binary import open_binary
     from q9diff.errors import FormatError
+    from q9diff.format.binary import open_binary
 
     try:
         names = [g.name for g in open_binary(built).graphs]

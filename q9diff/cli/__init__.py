@@ -28,7 +28,7 @@ def main() -> None:
     try:
         app(args=argv, prog_name="q9diff")
     except Exception as exc:  # the last line of defence: one line, exit 2, never a traceback
-        from q9diff.recipe import RecipeError  # imported only now: --help must not pay for it
+        from q9diff.build.recipe import RecipeError  # imported only now: --help must not pay for it
 
         if isinstance(exc, (FormatError, RecipeError)):
             print(f"q9diff: error: {_clean(exc)}", file=sys.stderr)

@@ -37,7 +37,7 @@ def recompile(
     \b
     Exit status: 0 built, 2 error."""
     from q9diff.backends import BackendUnavailable
-    from q9diff.recipe import check_build, load
+    from q9diff.build.recipe import check_build, load
 
     _exists(recipe)
     r = load(recipe)
@@ -74,9 +74,9 @@ def steps(
       1  it is not
       2  error"""
     from q9diff.backends import BackendUnavailable
-    from q9diff.recipe import RecipeError
+    from q9diff.build.recipe import RecipeError
+    from q9diff.build.steps import run, to_json
     from q9diff.runners.local import cache_root
-    from q9diff.steps import run, to_json
 
     candidate, reference = _inputs(candidate, reference)
     try:

@@ -197,7 +197,7 @@ def _read_errors() -> tuple[type[Exception], ...]:
 
 
 def _open(path: Path):
-    from q9diff.binary import open_binary
+    from q9diff.format.binary import open_binary
 
     try:
         return open_binary(path)
@@ -224,7 +224,7 @@ def _exists(path: Path) -> None:
 
 def _is_set(path: Path) -> bool:
     """A folder of parts, a Genie bundle, or one file carrying several contexts (EPContext, LiteRT)."""
-    from q9diff.diff import is_set
+    from q9diff.compare.diff import is_set
 
     try:
         return is_set(path)
@@ -233,14 +233,14 @@ def _is_set(path: Path) -> bool:
 
 
 def _parts(path: Path) -> list[Path]:
-    from q9diff.diff import bins_of
+    from q9diff.compare.diff import bins_of
 
     try:
         parts = bins_of(path)
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         _fail(f"{path}: not a folder of parts or a Genie bundle q9diff can read ({exc})")
     if not parts:
-        from q9diff.bundle import dialog_configs
+        from q9diff.genie.bundle import dialog_configs
 
         configs = dialog_configs(path) if path.is_dir() else []
         if len(configs) > 1:
@@ -274,12 +274,12 @@ def _inputs(candidate: Path, reference: Path) -> tuple[Path, Path]:
 def _swapped(candidate: Path, reference: Path, causes, command: str, sides) -> str | None:
     """A sentence when the reference looks like the broken build, naming the other order. `sides`:
     the candidate's and the reference's files as inspect JSON, or as ContextBinary."""
-    from q9diff.verdict import reference_looks_wrong
+    from q9diff.present.verdict import reference_looks_wrong
 
     def facts(x) -> dict:
         if isinstance(x, dict):
             return x
-        from q9diff.summary import target
+        from q9diff.compare.summary import target
 
         return {"target": target(x), "dsp_arch": x.dsp_arch}
 
@@ -291,7 +291,7 @@ def _swapped(candidate: Path, reference: Path, causes, command: str, sides) -> s
 
 
 def _open_pair(a: Path, b: Path):
-    from q9diff.diff import diff
+    from q9diff.compare.diff import diff
 
     ca, cb = _open(a), _open(b)
     try:
@@ -305,14 +305,14 @@ def _open_pair(a: Path, b: Path):
 def _diff_sets(a: Path, b: Path, quiet: bool, along: dict | None = None):
     """Diff two sets part by part, showing which part is compared; with `along` (for the HTML report),
     each part's where-bytes-changed chart is drawn while its files are still mapped."""
-    from q9diff.diff import diff_sets
+    from q9diff.compare.diff import diff_sets
 
     with _busy(f"comparing the parts of {a.name} and {b.name}", quiet) as say:
 
         def on_part(pa: Path, pb: Path, r) -> None:
             say(f"compared {pa.name} with {pb.name}")
             if along is not None:
-                from q9diff.html import changes_along
+                from q9diff.present.html import changes_along
 
                 along[pa] = changes_along(r)
 
@@ -328,13 +328,13 @@ def _build(r, backend: str, out: Path) -> list[Path]:
     """Compile `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
     diffed and verified (the runners find it there) like any build."""
     from q9diff.backends import compile_backend
-    from q9diff.recipe import dump, write_atomic
+    from q9diff.build.recipe import dump, write_atomic
 
     built = compile_backend(backend).compile(r, out)
     target = out / "recipe.json"
     if r.path is not None and target.resolve() == Path(r.path).resolve():
         return built  # building in place: the recipe is already there, and inputs are never rewritten
-    from q9diff.recipe import is_recipe_text
+    from q9diff.build.recipe import is_recipe_text
 
     if target.exists() and not is_recipe_text(target.read_text(errors="replace")):
         console.print(_t(f"note: {target} exists and is not a q9diff recipe; left as it was"))

@@ -50,14 +50,14 @@ def diff_cmd(
     if _is_set(candidate):
         _set_diff(candidate, reference, as_json, html_out)
     res = _open_pair(candidate, reference)
-    from q9diff.diff import to_json
+    from q9diff.compare.diff import to_json
 
     swapped = _swapped(candidate, reference, res.causes, "", ([res.a], [res.b]))
     if swapped:
         _note(f"warning: {swapped}")
     if html_out is not None:
-        from q9diff.html import render
-        from q9diff.recipe import write_atomic
+        from q9diff.build.recipe import write_atomic
+        from q9diff.present.html import render
 
         with _busy(f"writing {html_out}", as_json):
             write_atomic(html_out, render(res))
@@ -71,21 +71,21 @@ def diff_cmd(
 
 
 def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> None:
-    from q9diff.diff import set_to_json
+    from q9diff.compare.diff import set_to_json
 
     along: dict | None = {} if html_out is not None else None
     sd = _diff_sets(a, b, quiet=as_json, along=along)
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
     data = set_to_json(sd)
-    from q9diff.verdict import sides
+    from q9diff.present.verdict import sides
 
     swapped = _swapped(a, b, data["causes"], "", sides(data))
     if swapped:
         _note(f"warning: {swapped}")
     if html_out is not None:
-        from q9diff.html import render_set
-        from q9diff.recipe import write_atomic
+        from q9diff.build.recipe import write_atomic
+        from q9diff.present.html import render_set
 
         with _busy(f"writing {html_out}", as_json):
             write_atomic(html_out, render_set(sd, data, along))
@@ -94,7 +94,7 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
         if html_out is not None:
             _note(f"wrote the HTML report: {html_out}")
         raise typer.Exit(0 if sd.identical else 1)
-    from q9diff.verdict import root_line
+    from q9diff.present.verdict import root_line
 
     console.print(_t((f"Root causes over the set: {root_line(data['causes']) or 'none'}", "bold")))
     console.print(
@@ -114,7 +114,7 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
 def _print_diff(res) -> None:
     from rich.table import Table
 
-    from q9diff.verdict import root_line, soc_note, warnings
+    from q9diff.present.verdict import root_line, soc_note, warnings
 
     a, b = res.a, res.b
     if res.identical:
@@ -128,7 +128,7 @@ def _print_diff(res) -> None:
     for w in warnings(res.causes):
         console.print(_t((w, "bold red")))
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
-    from q9diff.diff import to_json
+    from q9diff.compare.diff import to_json
 
     data = to_json(res)  # computed while both files were mapped (a set releases them once compared)
     for side, key in (("candidate ", "a"), ("reference ", "b")):

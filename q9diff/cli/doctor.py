@@ -27,8 +27,8 @@ def doctor(
       0  no finding is an error
       1  a finding is an error
       2  the bundle cannot be read"""
-    from q9diff.bundle import BundleError
-    from q9diff.doctor import print_report, render_html, run
+    from q9diff.doctor.run import print_report, render_html, run
+    from q9diff.genie.bundle import BundleError
 
     _report_path(html_out, [bundle, reference])
     try:
@@ -36,7 +36,7 @@ def doctor(
     except BundleError as exc:
         _fail(str(exc))
     if html_out is not None:
-        from q9diff.recipe import write_atomic
+        from q9diff.build.recipe import write_atomic
 
         try:
             write_atomic(html_out, render_html(report))

@@ -46,8 +46,8 @@ def inspect(
 
     \b
     Exit status: 0 read, 2 error."""
-    from q9diff.inputs import contexts, open_one
-    from q9diff.summary import inspect_summary
+    from q9diff.compare.summary import inspect_summary
+    from q9diff.format.openers import contexts, open_one
 
     _exists(file)
     try:
@@ -60,14 +60,14 @@ def inspect(
         _fail(f"{file}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
     for (_, cb), summary in zip(found, summaries):
         if oracle:
-            from q9diff.crosscheck import compare_with_oracle
+            from q9diff.oracle.crosscheck import compare_with_oracle
 
             try:
                 summary["oracle_disagreements"] = compare_with_oracle(cb)
             except Exception as exc:  # the oracle reports its own one-line errors
                 _fail(f"{file}: oracle: {exc}")
         if meta is not None:
-            from q9diff.crosscheck import compare_with_utility_json
+            from q9diff.oracle.crosscheck import compare_with_utility_json
 
             try:
                 summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
@@ -103,8 +103,8 @@ def _opt_level(recorded: int | None, option: str | None) -> str:
 def _print_inspect(cb, s: dict) -> None:
     from rich.table import Table
 
-    from q9diff.summary import unknown_bytes
-    from q9diff.tables import soc_name
+    from q9diff.compare.summary import unknown_bytes
+    from q9diff.format.tables import soc_name
 
     console.print(_t((s["path"], "bold"), f" {_human(s['size'])} ({s['size']} bytes)"), soft_wrap=True)
     console.print(

@@ -49,11 +49,11 @@ def suggest(
          (the arguments swapped)"""
     candidate, reference = _inputs(candidate, reference)
     if recompile_:
-        from q9diff.recipe import check_out
+        from q9diff.build.recipe import check_out
 
         check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
     if _is_set(candidate):
-        from q9diff.diff import set_to_json
+        from q9diff.compare.diff import set_to_json
 
         data = set_to_json(_diff_sets(candidate, reference, quiet=False))
         suggestions, identical, causes = data["suggestions"], data["identical"], data["causes"]
@@ -68,7 +68,7 @@ def suggest(
     _print_suggestions(suggestions)
     if not apply:
         raise typer.Exit(0 if identical else 1)
-    from q9diff.apply import ApplyError, BuildFacts, plan, write_all
+    from q9diff.fix.apply import ApplyError, BuildFacts, plan, write_all
 
     facts = BuildFacts.of([a for a, _ in pairs], [b for _, b in pairs])
     edits = []
@@ -92,7 +92,7 @@ def suggest(
         console.print("--dry-run: nothing written")
         raise typer.Exit(1)
     if recompile_:
-        from q9diff.recipe import is_recipe_text
+        from q9diff.build.recipe import is_recipe_text
 
         recipes = [e.path for e in edits if is_recipe_text(e.after)]
         if not recipes:
@@ -102,9 +102,9 @@ def suggest(
 
 def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
     from q9diff.backends import BackendUnavailable
-    from q9diff.binary import open_binary
-    from q9diff.diff import SetDiff, diff, set_to_json
-    from q9diff.recipe import load
+    from q9diff.build.recipe import load
+    from q9diff.compare.diff import SetDiff, diff, set_to_json
+    from q9diff.format.binary import open_binary
 
     r = load(recipe_path)
     try:

@@ -92,10 +92,10 @@ def verify(
          (or, without one, the CPU reference)
       1  FAIL
       2  error"""
-    from q9diff.recipe import RecipeError
+    from q9diff.build.recipe import RecipeError
     from q9diff.runners import RunnerError
-    from q9diff.verify import Tolerance, load_inputs
-    from q9diff.verify import verify as run_verify
+    from q9diff.verify.run import Tolerance, load_inputs
+    from q9diff.verify.run import verify as run_verify
 
     _exists(candidate)
     if reference is not None:
@@ -109,12 +109,12 @@ def verify(
     try:
         with _busy(f"running {candidate.name} on {where} (and the references)", as_json):
             if runner == "genie":
-                from q9diff.verify import verify_genie
+                from q9diff.verify.run import verify_genie
 
                 res = verify_genie(candidate, reference, cpu=cpu, steps=steps, prompt=ids, seed=seed)
             elif runner.startswith("ssh://") and remote_tool == "genie-t2t-run":
                 from q9diff.runners.ssh import SshRunner
-                from q9diff.verify import verify_genie_ssh
+                from q9diff.verify.run import verify_genie_ssh
 
                 run = SshRunner.from_url(
                     runner, known_hosts=known_hosts, identity=identity, qairt_root=qairt_root
@@ -136,11 +136,11 @@ def verify(
                 )  # fmt: skip
     except (RunnerError, FormatError, RecipeError, RuntimeError) as exc:
         _fail(str(exc))
-    from q9diff.verify import to_json
+    from q9diff.verify.run import to_json
 
     if html_out is not None:
-        from q9diff.html import render_verify
-        from q9diff.recipe import write_atomic
+        from q9diff.build.recipe import write_atomic
+        from q9diff.present.html import render_verify
 
         write_atomic(html_out, render_verify(res))
     if as_json:

@@ -222,7 +222,7 @@ class GenieRunner:
         bundle = Path(bundle)
         if bundle.is_file():
             bundle = bundle.parent
-        from q9diff.bundle import config_file
+        from q9diff.genie.bundle import config_file
 
         if not config_file(bundle).is_file():
             raise GenieError(
@@ -296,7 +296,7 @@ def write_patched_config(
     Every referenced file must resolve inside the bundle, or inside one of `also_inside` (folders q9diff
     filled itself, such as its rebuild cache); anything else is refused, naming the path.
     """
-    from q9diff.bundle import config_file
+    from q9diff.genie.bundle import config_file
     from q9diff.guard import contained, inside, kind, load_json
 
     cfg = config_file(bundle)
@@ -417,8 +417,8 @@ def split_order_problem(log: str, ctx_bins: list[Path]) -> str | None:
     """Compare the split order Genie logged ("Inserting graph G as idx i for AR-a CL-c") with the order
     q9diff's own decoding uses (the graph names' `_<i>_of_<n>` suffix when they carry one, as Genie's,
     else ctx-bins order); a sentence naming the first group Genie put out of order, or None."""
-    from q9diff.binary import open_binary
-    from q9diff.llm import split_index
+    from q9diff.format.binary import open_binary
+    from q9diff.verify.llm import split_index
 
     where: dict[str, int] = {}
     for index, path in enumerate(ctx_bins):

@@ -33,7 +33,7 @@ from q9diff.runners.worker import WorkerClient, WorkerSession, child_env
 
 def recipe_for(binary: Path):
     """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else `recipe.json`."""
-    from q9diff import recipe as rcp
+    from q9diff.build import recipe as rcp
 
     binary = Path(binary)
     for candidate in (binary.with_name(binary.stem + ".recipe.json"), binary.with_name("recipe.json")):
@@ -62,7 +62,7 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     determines its bytes (the recipe's settings and graphs, the models' bytes, the QAIRT version) and
     reused on the next run."""
     from q9diff.backends import BackendUnavailable, cached_compile
-    from q9diff.recipe import Part, output_path
+    from q9diff.build.recipe import Part, output_path
 
     r, part = recipe_for(binary)
     if r is None:
@@ -219,7 +219,7 @@ class CpuSession:
 
 def cpu_session(recipe) -> CpuSession:
     """A CpuSession over a Recipe (or a recipe file)."""
-    from q9diff import recipe as rcp
+    from q9diff.build import recipe as rcp
 
     if importlib.util.find_spec("onnxruntime") is None:
         raise RunnerUnavailable("the CPU reference needs onnxruntime; pip install 'q9diff[ort]'")

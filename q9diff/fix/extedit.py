@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from q9diff import extconfig, jsonc
+from q9diff import jsonc
+from q9diff.fix import extconfig
 
 # Keys of a devices[] entry that say the SoC: Qualcomm's schema takes both as integers, so the file's
 # own key is kept (QNN_FACTS "Where each setting lives").
@@ -55,7 +56,7 @@ def _binary_facts(b: object) -> tuple[list[str], object, object]:
     if isinstance(b, dict):
         soc = (b.get("target") or {}).get("soc_model_requested", b.get("soc_model"))
         return [g.get("name") for g in b.get("graphs", [])], soc, b.get("dsp_arch")
-    from q9diff.summary import target
+    from q9diff.compare.summary import target
 
     return [g.name for g in b.graphs], target(b)["soc_model_requested"], b.dsp_arch
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from q9diff.binary import ContextBinary
-from q9diff.summary import BLOB_INFO_FIELDS
+from q9diff.compare.summary import BLOB_INFO_FIELDS
+from q9diff.format.binary import ContextBinary
 
 TOP_FIELDS = (
     "build_id",
@@ -52,7 +52,7 @@ def compare_with_oracle(cb: ContextBinary) -> list[str]:
     import os
     import tempfile
 
-    from q9diff.oracle import read_binary_info_isolated, to_dict
+    from q9diff.oracle.reader import read_binary_info_isolated, to_dict
 
     if os.path.isfile(cb.path):
         return disagreements(cb, to_dict(read_binary_info_isolated(cb.path)))

@@ -10,7 +10,7 @@ import html
 import json
 import re
 
-from q9diff.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.present.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
@@ -170,7 +170,7 @@ def changes_along(res, bins: int = 200):
 def _settings_table(res):
     import plotly.graph_objects as go
 
-    from q9diff.diff import observe
+    from q9diff.compare.diff import observe
 
     oa, ob = observe(res.a), observe(res.b)
     keys = [k for k in oa if k not in ("op_kinds", "other_options", "io_signature")]
@@ -304,7 +304,7 @@ def _charts(figs, first: bool) -> str:
 
 def render(res) -> str:
     """The report for two files."""
-    from q9diff.diff import to_json
+    from q9diff.compare.diff import to_json
 
     data = to_json(res)
     figs = [_waterfall(data), _maps(data), changes_along(res), _settings_table(res), _ops_figure(res)]

@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from q9diff import jsonc
-from q9diff import recipe as recipe_mod
-from q9diff.extedit import ApplyError, BuildFacts, edit_text, unknown_soc, writable
-from q9diff.safewrite import read_exact, write_all
+from q9diff.build import recipe as recipe_mod
+from q9diff.fix.extedit import ApplyError, BuildFacts, edit_text, unknown_soc, writable
+from q9diff.fix.safewrite import read_exact, write_all
 
 # Suggestion setting -> (recipe settings field, value transform).
 RECIPE_FIELDS = {

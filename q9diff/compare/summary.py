@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from q9diff.binary import BLOB_INFO_FIELDS, ContextBinary
-from q9diff.packing import packing_notice
-from q9diff.packing import to_json as packing_json
-from q9diff.tables import GENERIC_SIGNATURE_OPTION, GENERIC_SOC_TYPE, requested_soc_model, soc_name
+from q9diff.compare.packing import packing_notice
+from q9diff.compare.packing import to_json as packing_json
+from q9diff.format.binary import BLOB_INFO_FIELDS, ContextBinary
+from q9diff.format.tables import GENERIC_SIGNATURE_OPTION, GENERIC_SOC_TYPE, requested_soc_model, soc_name
 
 SCHEMA = "q9diff.inspect/1"
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q9diff.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
+from q9diff.format.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
 LIBRARY_NAME = "libQnnSystem.so"
 SDK_LIB_DIR = Path("lib") / "x86_64-linux-clang"

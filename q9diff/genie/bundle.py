@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from construct import ConstructError
 
 from q9diff import jsonc
-from q9diff.binary import ContextBinary, Graph, open_binary
 from q9diff.errors import FormatError
+from q9diff.format.binary import ContextBinary, Graph, open_binary
 
 CONFIG_NAME = "genie_config.json"
 CTX_BINS_KEYS = ("ctx-bins", "fcb")  # Genie's binary engine lists its context binaries under these

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from q9diff.bundle import Bundle, Part
-from q9diff.doctor_checks import Context, Hit, Note, _int, _js, _mb, _parts_text, requested_soc
-from q9diff.tables import soc_name
+from q9diff.doctor.checks import Context, Hit, Note, _int, _js, _mb, _parts_text, requested_soc
+from q9diff.format.tables import soc_name
+from q9diff.genie.bundle import Bundle, Part
 
 
 def _ext_devices(b: Bundle) -> list[dict]:
@@ -58,7 +58,7 @@ def check_extension_qualcomm(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     if b.extension_text is None or b.extension_problem:
         return
-    from q9diff import extconfig
+    from q9diff.fix import extconfig
 
     try:
         verdict = extconfig.check([b.extension_text])[0]
@@ -77,7 +77,7 @@ def check_genie_parser(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     if b.config_text is None:
         return
-    from q9diff import genieconfig
+    from q9diff.genie import parser as genieconfig
 
     try:
         verdict = genieconfig.check(b.config_text)

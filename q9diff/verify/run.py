@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from q9diff import llm
 from q9diff.guard import contained, kind, load_json
 from q9diff.runners import GraphSpec, RunnerError, Session, from_device, to_device
+from q9diff.verify import llm
 
 if TYPE_CHECKING:
     from q9diff.runners.ssh import SshRunner
@@ -272,7 +272,7 @@ class DialogConfig:
     @classmethod
     def of(cls, path: Path) -> DialogConfig:
         """The bundle's values; a config that holds them with other types is refused, naming the key."""
-        from q9diff.bundle import config_file
+        from q9diff.genie.bundle import config_file
 
         cfg = (
             path
@@ -311,8 +311,8 @@ def _dialog(cfg: Path, error: type[Exception] = RunnerError) -> dict:
 def binaries_of(path: Path) -> list[Path]:
     """A .bin, or a folder / Genie bundle of parts in part order: the folder's own files only (a part
     that is a symlink to a file elsewhere is refused, as it would be read and pushed to a device)."""
-    from q9diff.bundle import genie_config_of
-    from q9diff.diff import bins_of
+    from q9diff.compare.diff import bins_of
+    from q9diff.genie.bundle import genie_config_of
 
     path = Path(path)
     if path.is_dir() and not list(path.glob("*.bin")) and genie_config_of(path) is not None:
@@ -334,7 +334,7 @@ def binaries_of(path: Path) -> list[Path]:
 def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
     """The ctx-bins a Genie bundle names, in its order; each must resolve inside the bundle. `error`
     (with one line naming the file and what was expected) for anything else."""
-    from q9diff.bundle import config_file
+    from q9diff.genie.bundle import config_file
 
     folder = Path(bundle)
     cfg = config_file(folder) if folder.is_dir() else folder
@@ -349,7 +349,7 @@ def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
 
 def _bundle_file(bundle: Path, value, where: str) -> Path:
     """A file a bundle's config names (tokenizer, extensions), resolved inside the bundle."""
-    from q9diff.bundle import config_file
+    from q9diff.genie.bundle import config_file
 
     cfg = config_file(bundle)
     if not isinstance(value, str) or not value:
@@ -359,7 +359,7 @@ def _bundle_file(bundle: Path, value, where: str) -> Path:
 
 def cpu_recipe(binaries: list[Path], explicit: Path | None):
     """The recipe whose source models the CPU reference runs, restricted to `binaries`' parts in order."""
-    from q9diff import recipe as rcp
+    from q9diff.build import recipe as rcp
     from q9diff.runners.local import recipe_for
 
     if explicit is not None:
@@ -436,7 +436,7 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
     unshared rebuilds: Genie on x86 refuses shared weights ("Shared weights buffer isn't supported on
     this platform", then SIGSEGV), as the emulator does. Also the folders the copy may name files in
     (the bundle and q9diff's rebuild cache), for GenieRunner.generate's also_inside."""
-    from q9diff.binary import open_binary
+    from q9diff.format.binary import open_binary
     from q9diff.runners.local import unshared_rebuild
 
     bundle = bundle if bundle.is_dir() else bundle.parent
@@ -454,7 +454,7 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
         )
     if not notes:
         return bundle, [], ()
-    from q9diff.bundle import config_file
+    from q9diff.genie.bundle import config_file
 
     cfg = config_file(bundle)
     dialog = _dialog(cfg)
@@ -574,7 +574,7 @@ def bundle_texts(bundle: Path, tokens: dict[str, tuple[int, ...]]) -> dict[str, 
         from tokenizers import Tokenizer
     except ImportError:
         raise RunnerError("the Python package tokenizers is missing: pip install tokenizers") from None
-    from q9diff.bundle import config_file
+    from q9diff.genie.bundle import config_file
 
     bundle = bundle if bundle.is_dir() else bundle.parent
     tokenizer = _dialog(config_file(bundle)).get("tokenizer")

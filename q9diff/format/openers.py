@@ -12,9 +12,9 @@ import os
 import stat
 from pathlib import Path
 
-from q9diff import flatbuf
-from q9diff.binary import ContextBinary
 from q9diff.errors import FormatError
+from q9diff.format import flatbuf
+from q9diff.format.binary import ContextBinary
 
 # TFLite schema (tensorflow/lite/schema/schema.fbs, public): Model {1 operator_codes, 2 subgraphs},
 # OperatorCode {1 custom_code}, SubGraph {3 operators}, Operator {0 opcode_index, 5 custom_options}.

@@ -14,11 +14,11 @@ from functools import cached_property
 
 import numpy as np
 
-from q9diff import flatbuf
 from q9diff.errors import FormatError
-from q9diff.formats import context_binary as F
-from q9diff.options import decode_options
-from q9diff.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
+from q9diff.format import flatbuf
+from q9diff.format import structs as F
+from q9diff.format.options import decode_options
+from q9diff.format.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
 BLOB_INFO_FIELDS = (
     "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
@@ -662,6 +662,6 @@ def _clean(r: Region) -> Region:
 def open_binary(path: str | os.PathLike) -> ContextBinary:
     """Open a context binary, or the one an EPContext model or LiteRT model carries (`FILE#NAME` for one
     of several); see q9diff.inputs."""
-    from q9diff.inputs import open_one
+    from q9diff.format.openers import open_one
 
     return open_one(path)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from q9diff.binary import ContextBinary
+from q9diff.format.binary import ContextBinary
 
 POOL_LEAVES = ("const_pool", "pool")  # PICKLE[i]/inner/const_pool and WEIGHTS/<n>/pool
 IN_RANGE_MIN = 0.9  # share of a block's bytes in [-8, 7] above which it holds 4-bit values one per byte

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from q9diff.bundle import Bundle, Part
-from q9diff.doctor_checks import Context, Hit, Note, _encoding, _mb, _parts_text, requested_soc
-from q9diff.doctor_places import _ext_devices, _ext_soc
-from q9diff.tables import SOCS, soc_name
+from q9diff.doctor.checks import Context, Hit, Note, _encoding, _mb, _parts_text, requested_soc
+from q9diff.doctor.places import _ext_devices, _ext_soc
+from q9diff.format.tables import SOCS, soc_name
+from q9diff.genie.bundle import Bundle, Part
 
 FP16_KERNEL = ".fp16."  # float kernels in the op list (q9diff.diff: fixtures/variants/precision_fp16.bin)
 

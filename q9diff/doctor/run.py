@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from q9diff import doctor_checks as c
-from q9diff import doctor_places as pl
-from q9diff import doctor_reference as r
-from q9diff.bundle import Bundle, read_bundle
-from q9diff.doctor_checks import Context, Hit, Note
+from q9diff.doctor import checks as c
+from q9diff.doctor import places as pl
+from q9diff.doctor import reference as r
+from q9diff.doctor.checks import Context, Hit, Note
+from q9diff.genie.bundle import Bundle, read_bundle
 
 SCHEMA = "q9diff.doctor/1"
 

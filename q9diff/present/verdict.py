@@ -6,7 +6,7 @@ diff engine, so the command line can use it without loading numpy or deepdiff.
 
 from __future__ import annotations
 
-from q9diff.tables import soc_name
+from q9diff.format.tables import soc_name
 
 GENERIC_SOC = (
     "The candidate targets a generic SoC (soc_model 0): it loads without error and can still compute"

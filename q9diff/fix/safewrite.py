@@ -7,10 +7,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from q9diff.extedit import ApplyError
+from q9diff.fix.extedit import ApplyError
 
 if TYPE_CHECKING:
-    from q9diff.apply import Edit
+    from q9diff.fix.apply import Edit
 
 MAX_BACKUPS = 1000
 

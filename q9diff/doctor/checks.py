@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from q9diff.bundle import Bundle, Part
+from q9diff.genie.bundle import Bundle, Part
 
 KV_INPUT = re.compile(r"^past_(key|value)_(\d+)_in$")
 
@@ -62,7 +62,7 @@ class Context:
 
     @cached_property
     def diffs(self) -> list[tuple[Part, Part, object]]:
-        from q9diff.diff import diff
+        from q9diff.compare.diff import diff
 
         return [(p, q, diff(p.binary, q.binary)) for p, q in self.pairs]
 
@@ -79,7 +79,7 @@ def _names(p: Part) -> tuple[str, ...]:
 def requested_soc(p: Part) -> int | None:
     """The soc_model the part's build asked for (0 = generic target), from the bytes (one story with
     inspect and diff: q9diff.summary.target)."""
-    from q9diff.summary import target
+    from q9diff.compare.summary import target
 
     return target(p.binary)["soc_model_requested"]
 

@@ -56,7 +56,7 @@ def find_recipe(candidate: Path) -> Path:
 def plan(recipe, suggestions: list[dict]) -> list[tuple[tuple[str, ...], str, dict]]:
     """(settings added, their label, cumulative recipe settings) per step, in ORDER; soc_model and
     dsp_arch are one step (a SoC is set as a pair)."""
-    from q9diff.apply import RECIPE_FIELDS
+    from q9diff.fix.apply import RECIPE_FIELDS
 
     wanted: dict[str, tuple[str, object]] = {}
     for s in suggestions:
@@ -87,8 +87,8 @@ def run(
     progress: Callable[[str], None] = lambda _: None,
 ) -> list[Step]:
     from q9diff.backends import cached_compile
-    from q9diff.diff import diff_sets, set_to_json
-    from q9diff.recipe import load
+    from q9diff.compare.diff import diff_sets, set_to_json
+    from q9diff.build.recipe import load
 
     recipe = load(recipe_path or find_recipe(candidate))
     start = set_to_json(diff_sets(candidate, reference))
