@@ -18,8 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from q9diff.errors import Q9Error
 
-class PathRefused(ValueError):
+
+class PathRefused(Q9Error, ValueError):
     """A path from a file leaves the folder it belongs to; the message names the file and the path."""
 
 

@@ -13,6 +13,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from q9diff.errors import Q9Error
+
 MAX_DEPTH = 256  # nesting deeper than any config; keeps a hostile file from exhausting the stack
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -20,7 +22,7 @@ _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"'
 _LITERALS = {"true": True, "false": False, "null": None}
 
 
-class JsoncError(ValueError):
+class JsoncError(Q9Error, ValueError):
     """Text that is not JSON even with comments and trailing commas; says where."""
 
 

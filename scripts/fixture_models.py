@@ -280,7 +280,7 @@ class _FloatSession:
     def __init__(self, models: list[tuple[int, onnx.ModelProto]]) -> None:
         import onnxruntime as ort
 
-        from q9diff.runners import GraphSpec, TensorSpec
+        from q9diff.runners.base import GraphSpec, TensorSpec
 
         def spec(v) -> TensorSpec:
             return TensorSpec(v.name, "int32" if v.type == "tensor(int32)" else "float32", tuple(v.shape))

@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from q9diff.compare.diff import diff, to_json  # noqa: E402
 from q9diff.errors import FormatError  # noqa: E402
-from q9diff.format.binary import ContextBinary, open_binary  # noqa: E402
+from q9diff.format.binary import ContextBinary  # noqa: E402
+from q9diff.format.openers import open_binary  # noqa: E402
 
 HANG_S = 2.0  # a case slower than this is a hang
 ALARM_S = 20  # a case still running after this is stopped (and counted as a hang)

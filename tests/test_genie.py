@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from q9diff.format.binary import open_binary
+from q9diff.format.openers import open_binary
 from q9diff.runners.genie import CONFIG_NAME, GenieError, GenieRunner
 
 RUNNER = GenieRunner(timeout_s=120)
@@ -111,7 +111,7 @@ def test_a_bundle_genie_would_run_out_of_split_order_is_refused_with_the_reason(
 def test_real_names_order_the_splits_whatever_the_ctx_bins_order(ordered_bundle, tmp_path):
     """Listed part 2 first, the AI Hub-named bundle still runs in split order, in Genie and in q9diff's
     own decoding of the same ctx-bins, both ordering by the `_<i>_of_<n>` names."""
-    from q9diff.runners import graph_specs
+    from q9diff.runners.base import graph_specs
     from q9diff.verify import llm
 
     bundle = tmp_path / "reversed"

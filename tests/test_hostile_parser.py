@@ -83,7 +83,7 @@ def test_epcontext_node_names_that_are_not_utf8_are_shown_as_text(tmp_path):
     from conftest import q9diff_cli
     from onnx import helper
 
-    from q9diff.format.binary import open_binary
+    from q9diff.format.openers import open_binary
 
     blob = (FIXTURES / "variants" / "opt_1.bin").read_bytes()
     nodes = [

@@ -227,7 +227,7 @@ def _huge_input(tmp_path: Path) -> Path:
 
 
 def test_graph_specs_refuse_io_larger_than_the_machine(tmp_path):
-    from q9diff.runners import RunnerError, graph_specs
+    from q9diff.runners.base import RunnerError, graph_specs
 
     with pytest.raises(RunnerError, match=r"refusing to run it.*largest: x \[65535, 65535, 65535\]"):
         graph_specs(_huge_input(tmp_path))
@@ -326,8 +326,8 @@ def test_malformed_recipe_is_one_line_naming_the_file(tmp_path, change, expected
 
 @pytest.mark.parametrize("answer", ["99999999999999999999", "\u00b2", "-1", "12abc"])
 def test_odd_genie_t2t_run_answers_are_a_runner_error(answer):
-    from q9diff.runners import RunnerError
-    from q9diff.runners.ssh import parse_genie_output
+    from q9diff.runners.base import RunnerError
+    from q9diff.runners.ssh.runner import parse_genie_output
 
     with pytest.raises(RunnerError, match="not token ids"):
         parse_genie_output(f"[PROMPT TOKENS]: 1 2 \n[BEGIN]: 5 {answer} [END]\n")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from test_ssh_runner import QWEN, Server, sshd  # noqa: F401  (the session's sshd fixture)
 
-from q9diff.runners import RunnerError
+from q9diff.runners.base import RunnerError
 from q9diff.runners.genie import CONFIG_NAME, GenieError, write_patched_config
-from q9diff.runners.ssh import SshRunner
+from q9diff.runners.ssh.runner import SshRunner
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- not really\n"
 RECORDER = """#!/bin/sh
@@ -144,8 +144,8 @@ def test_a_known_hosts_path_with_a_space_and_a_percent_works(sshd, tmp_path):  #
 
 
 def test_net_run_outputs_are_read_only_inside_the_pulled_folder(tmp_path):
-    from q9diff.runners import GraphSpec, TensorSpec
-    from q9diff.runners.ssh import output_files
+    from q9diff.runners.base import GraphSpec, TensorSpec
+    from q9diff.runners.ssh.runner import output_files
 
     outside = tmp_path / "elsewhere"
     (outside / "Result_0").mkdir(parents=True)

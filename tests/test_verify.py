@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURES
 from test_cli import q9diff
 
-from q9diff.runners import TensorSpec, from_device, to_device
+from q9diff.runners.base import TensorSpec, from_device, to_device
 from q9diff.runners.local import LocalRunner
 
 pytestmark = pytest.mark.skipif(LocalRunner().missing() is not None, reason=str(LocalRunner().missing()))

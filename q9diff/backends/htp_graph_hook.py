@@ -22,6 +22,8 @@ import ctypes
 import mmap
 from dataclasses import dataclass, field
 
+from q9diff.errors import Q9Error
+
 INTERFACE_TABLE_OFFSET = 40
 GRAPH_CREATE_ENTRY = 15
 CORE_API_MAJOR = 2  # the table layout above is core API 2.x's
@@ -32,7 +34,7 @@ SCALAR_BOOL, SCALAR_UINT32, SCALAR_FLOAT32 = 0x0508, 0x0132, 0x0232
 FINALIZE_VALUE_OFFSET = 24
 
 
-class HookError(RuntimeError):
+class HookError(Q9Error, RuntimeError):
     """libQnnHtp.so's interface table cannot be patched; the message says why, in one line."""
 
 

@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from q9diff.backends import BackendUnavailable, run_compile_child
+from q9diff.backends.base import BackendUnavailable, run_compile_child
 from q9diff.build.recipe import Part, Recipe, Settings, output_path
 
 EP_NAME = "QNNExecutionProvider"

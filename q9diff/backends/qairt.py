@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q9diff.backends import BackendUnavailable, run_compile_child
+from q9diff.backends.base import BackendUnavailable, run_compile_child
 from q9diff.backends.ort_qnn import _same_version
 from q9diff.build.recipe import Part, Recipe, Settings, output_path
 from q9diff.guard import package_root

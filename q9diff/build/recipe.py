@@ -18,6 +18,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from q9diff.errors import Q9Error
 
 SCHEMA = "q9diff.recipe/2"
 SCHEMA_V1 = "q9diff.recipe/1"
@@ -33,7 +34,7 @@ def is_recipe_text(text: str) -> bool:
     return isinstance(data, dict) and data.get("schema") in SCHEMAS
 
 
-class RecipeError(ValueError):
+class RecipeError(Q9Error, ValueError):
     """A recipe file that cannot be used; the message names the file and the problem."""
 
 

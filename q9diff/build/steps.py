@@ -86,7 +86,7 @@ def run(
     home: Path,
     progress: Callable[[str], None] = lambda _: None,
 ) -> list[Step]:
-    from q9diff.backends import cached_compile
+    from q9diff.backends.registry import cached_compile
     from q9diff.compare.diff import diff_sets, set_to_json
     from q9diff.build.recipe import load
 

@@ -10,7 +10,7 @@ import importlib
 import sys
 
 from q9diff.cli.common import _clean, _print_json, app
-from q9diff.errors import FormatError
+from q9diff.errors import Q9Error
 
 # Each command registers itself on `app` when imported, in this order, the order `--help` lists them.
 for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor"):
@@ -28,9 +28,7 @@ def main() -> None:
     try:
         app(args=argv, prog_name="q9diff")
     except Exception as exc:  # the last line of defence: one line, exit 2, never a traceback
-        from q9diff.build.recipe import RecipeError  # imported only now: --help must not pay for it
-
-        if isinstance(exc, (FormatError, RecipeError)):
+        if isinstance(exc, Q9Error):
             print(f"q9diff: error: {_clean(exc)}", file=sys.stderr)
             sys.exit(2)
         name = type(exc).__name__

@@ -36,7 +36,7 @@ def recompile(
 
     \b
     Exit status: 0 built, 2 error."""
-    from q9diff.backends import BackendUnavailable
+    from q9diff.backends.base import BackendUnavailable
     from q9diff.build.recipe import check_build, load
 
     _exists(recipe)
@@ -73,7 +73,7 @@ def steps(
       0  the last step is byte-identical to the reference
       1  it is not
       2  error"""
-    from q9diff.backends import BackendUnavailable
+    from q9diff.backends.base import BackendUnavailable
     from q9diff.build.recipe import RecipeError
     from q9diff.build.steps import run, to_json
     from q9diff.runners.local import cache_root

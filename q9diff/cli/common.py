@@ -197,7 +197,7 @@ def _read_errors() -> tuple[type[Exception], ...]:
 
 
 def _open(path: Path):
-    from q9diff.format.binary import open_binary
+    from q9diff.format.openers import open_binary
 
     try:
         return open_binary(path)
@@ -224,7 +224,7 @@ def _exists(path: Path) -> None:
 
 def _is_set(path: Path) -> bool:
     """A folder of parts, a Genie bundle, or one file carrying several contexts (EPContext, LiteRT)."""
-    from q9diff.compare.diff import is_set
+    from q9diff.kinds import is_set
 
     try:
         return is_set(path)
@@ -233,14 +233,17 @@ def _is_set(path: Path) -> bool:
 
 
 def _parts(path: Path) -> list[Path]:
-    from q9diff.compare.diff import bins_of
+    from q9diff.genie.config import ConfigError
+    from q9diff.kinds import parts_of
 
     try:
-        parts = bins_of(path)
+        parts = parts_of(path)
+    except (ConfigError, FormatError) as exc:
+        _fail(str(exc))
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         _fail(f"{path}: not a folder of parts or a Genie bundle q9diff can read ({exc})")
     if not parts:
-        from q9diff.genie.bundle import dialog_configs
+        from q9diff.genie.config import dialog_configs
 
         configs = dialog_configs(path) if path.is_dir() else []
         if len(configs) > 1:
@@ -327,7 +330,7 @@ def _diff_sets(a: Path, b: Path, quiet: bool, along: dict | None = None):
 def _build(r, backend: str, out: Path) -> list[Path]:
     """Compile `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
     diffed and verified (the runners find it there) like any build."""
-    from q9diff.backends import compile_backend
+    from q9diff.backends.registry import compile_backend
     from q9diff.build.recipe import dump, write_atomic
 
     built = compile_backend(backend).compile(r, out)

@@ -101,10 +101,10 @@ def suggest(
 
 
 def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
-    from q9diff.backends import BackendUnavailable
+    from q9diff.backends.base import BackendUnavailable
     from q9diff.build.recipe import load
     from q9diff.compare.diff import SetDiff, diff, set_to_json
-    from q9diff.format.binary import open_binary
+    from q9diff.format.openers import open_binary
 
     r = load(recipe_path)
     try:

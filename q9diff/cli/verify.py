@@ -93,7 +93,7 @@ def verify(
       1  FAIL
       2  error"""
     from q9diff.build.recipe import RecipeError
-    from q9diff.runners import RunnerError
+    from q9diff.runners.base import RunnerError
     from q9diff.verify.run import Tolerance, load_inputs
     from q9diff.verify.run import verify as run_verify
 
@@ -113,7 +113,7 @@ def verify(
 
                 res = verify_genie(candidate, reference, cpu=cpu, steps=steps, prompt=ids, seed=seed)
             elif runner.startswith("ssh://") and remote_tool == "genie-t2t-run":
-                from q9diff.runners.ssh import SshRunner
+                from q9diff.runners.ssh.runner import SshRunner
                 from q9diff.verify.run import verify_genie_ssh
 
                 run = SshRunner.from_url(
@@ -153,11 +153,11 @@ def verify(
 
 
 def _runner(spec, known_hosts, identity, remote_tool, remote_python, qairt_root):
-    from q9diff.runners import runner as make_runner
+    from q9diff.runners.registry import runner as make_runner
 
     if not spec.startswith("ssh://"):
         return make_runner(spec)
-    from q9diff.runners.ssh import SshRunner
+    from q9diff.runners.ssh.runner import SshRunner
 
     return SshRunner.from_url(
         spec, tool=remote_tool, known_hosts=known_hosts, identity=identity, remote_python=remote_python,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from q9diff import kinds
 from q9diff.compare.attribution import buckets, moved_new, weights_verdict
 from q9diff.compare.rules import FIX_TARGETS, ROOT_SETTINGS, RULES
 from q9diff.compare.summary import inspect_summary, target
@@ -336,38 +336,6 @@ def to_json(res: DiffResult) -> dict:
     }
 
 
-def is_set(path: Path) -> bool:
-    """A directory, a Genie config (any JSON file given), or one file carrying several contexts."""
-    from q9diff.format.openers import part_paths
-
-    return path.is_dir() or (path.is_file() and path.suffix == ".json") or bool(part_paths(path))
-
-
-def bins_of(path: Path) -> list[Path]:
-    """The context binaries of a directory or a Genie bundle, in part order; for a file with several
-    contexts, `FILE#NAME` for each. A folder's own *.bin come first; without them, the ctx-bins its
-    Genie config names (genie_config.json or the folder's one dialog config)."""
-    from q9diff.format.openers import part_paths
-    from q9diff.genie.bundle import genie_config_of
-
-    parts = part_paths(path)
-    if parts:
-        return parts
-    if path.is_dir() and list(path.glob("*.bin")):
-        return sorted(path.glob("*.bin"), key=_part_key)
-    cfg = genie_config_of(path) if path.is_dir() else path if path.suffix == ".json" else None
-    if cfg is not None and cfg.is_file():
-        from q9diff.verify.run import ctx_bins  # checked: well-formed, and each inside the bundle
-
-        return ctx_bins(cfg, ValueError)
-    return []
-
-
-def _part_key(p: Path):
-    m = re.search(r"(\d+)_of_(\d+)", p.name)
-    return (0, int(m.group(1)), p.name) if m else (1, 0, p.name)
-
-
 @dataclass
 class SetDiff:
     """Two sets of parts paired part by part; a different number of parts is itself a finding."""
@@ -391,9 +359,9 @@ class SetDiff:
 def diff_sets(a: Path, b: Path, on_part=None) -> SetDiff:
     """Pair the parts and diff each pair; `on_part(pa, pb, result)` runs while both files are mapped,
     then the pair's JSON is kept and both mappings are released."""
-    from q9diff.format.binary import open_binary
+    from q9diff.format.openers import open_binary
 
-    la, lb = bins_of(a), bins_of(b)
+    la, lb = kinds.parts_of(a), kinds.parts_of(b)
     names_b = {p.name: p for p in lb}
     pairs, ua = [], []
     for i, pa in enumerate(la):

@@ -130,12 +130,11 @@ def check_exist(ctx: Context) -> Iterator[Hit | Note]:
         where = (
             first.where if len(missing) == 1 else f"{first.where.rsplit('[', 1)[0]}[{len(missing)} entries]"
         )
-        names = ", ".join(str(p.ref.request) for p in missing)
-        looked = first.problem.split("(looked for ", 1)[-1].rstrip(")")
+        problems = "; ".join(p.ref.problem for p in missing)  # the one config reader's words
         yield Hit(
             where,
-            f"{len(missing)} of {len(b.parts)} ctx-bins not in the bundle: {names} (looked for {looked} and "
-            "the like, from the config's folder; a tool running Genie may resolve them from elsewhere)",
+            f"{len(missing)} of {len(b.parts)} ctx-bins not in the bundle: {problems} (from the config's "
+            "folder; a tool running Genie may resolve them from elsewhere)",
             "put the ctx-bins in the bundle folder beside the config, as named, or fix the paths",
         )
     elif b.parts:

@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import ast
 import copy
-import difflib
 import io
 import json
 import os
 import re
-import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from q9diff import jsonc
 from q9diff.build import recipe as recipe_mod
-from q9diff.fix.extedit import ApplyError, BuildFacts, edit_text, unknown_soc, writable
+from q9diff.fix.edit import ApplyError, Edit
+from q9diff.fix.extedit import BuildFacts, edit_text, unknown_soc, writable
 from q9diff.fix.safewrite import read_exact, write_all
 
 # Suggestion setting -> (recipe settings field, value transform).
@@ -62,44 +61,6 @@ UNKNOWN = (
     "not a recipe, htp_backend_ext_config.json, qnn-context-binary-generator config, Genie config "
     "or CompileConfig script q9diff understands; left untouched"
 )
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One file's change: shown to the user first, then written unless it is advice only."""
-
-    path: Path
-    before: str
-    after: str
-    note: str = ""  # what the diff alone does not say: a file that led here, a disagreement, a check
-    advice_only: bool = False  # a script: the user makes the change, `write` never touches the file
-
-    @property
-    def unified(self) -> str:
-        """The diff, led by the note as a patch's preamble (`# ` lines) since this is what the user sees.
-
-        Empty when there is nothing to change or advise, the caller's cue to say the file already matches.
-        The note is wrapped under 100 columns so that no terminal breaks a line without its `# `.
-        """
-        diff = "".join(
-            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-            for line in difflib.unified_diff(
-                self.before.splitlines(True),
-                self.after.splitlines(True),
-                f"{self.path}",
-                f"{self.path} (fixed)",
-            )
-        )
-        if not self.note or not (diff or self.advice_only):
-            return diff
-        wrap = textwrap.TextWrapper(98, "# ", "#   ", break_long_words=False, break_on_hyphens=False)
-        notes = [_printable(note) for note in self.note.split("\n")]  # names from binaries are data
-        return "".join(f"{line}\n" for note in notes for line in wrap.wrap(note)) + diff
-
-
-def _printable(text: str) -> str:
-    """Control characters shown escaped, so a name read from a file cannot drive the terminal."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def plan(

@@ -19,14 +19,11 @@ from pathlib import Path
 
 from q9diff import jsonc
 from q9diff.fix import extconfig
+from q9diff.fix.edit import ApplyError
 
 # Keys of a devices[] entry that say the SoC: Qualcomm's schema takes both as integers, so the file's
 # own key is kept (QNN_FACTS "Where each setting lives").
 SOC_KEYS = ("soc_model", "soc_id")
-
-
-class ApplyError(ValueError):
-    """A file that q9diff will not edit; the message names it and says why."""
 
 
 @dataclass(frozen=True)

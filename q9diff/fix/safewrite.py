@@ -5,12 +5,8 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from q9diff.fix.extedit import ApplyError
-
-if TYPE_CHECKING:
-    from q9diff.fix.apply import Edit
+from q9diff.fix.edit import ApplyError, Edit
 
 MAX_BACKUPS = 1000
 

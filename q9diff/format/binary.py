@@ -657,11 +657,3 @@ def _clean(r: Region) -> Region:
     if name.startswith("file/"):
         name = name[5:]
     return Region(name, r.offset, r.size)
-
-
-def open_binary(path: str | os.PathLike) -> ContextBinary:
-    """Open a context binary, or the one an EPContext model or LiteRT model carries (`FILE#NAME` for one
-    of several); see q9diff.inputs."""
-    from q9diff.format.openers import open_one
-
-    return open_one(path)

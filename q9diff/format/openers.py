@@ -209,3 +209,9 @@ def _flexbuffer_map(data: bytes, path: str) -> dict[str, int | str]:
                 raise FormatError(path, None, "a FlexBuffer string inside the DISPATCH_OP options")
             out[key] = data[sstart : sstart + slen].decode("utf-8", "replace")
     return out
+
+
+def open_binary(path: str | os.PathLike) -> ContextBinary:
+    """Open a context binary, or the one an EPContext model or LiteRT model carries (`FILE#NAME` for one
+    of several)."""
+    return open_one(path)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -19,33 +18,23 @@ from pathlib import Path, PurePosixPath
 from construct import ConstructError
 
 from q9diff import jsonc
-from q9diff.errors import FormatError
-from q9diff.format.binary import ContextBinary, Graph, open_binary
+from q9diff.errors import FormatError, Q9Error
+from q9diff.format.binary import ContextBinary, Graph
+from q9diff.format.openers import open_binary
+from q9diff.genie.config import (
+    CONFIG_NAME,
+    PLACEHOLDER,
+    ConfigError,
+    FileRef,
+    GenieConfig,
+    find_config,
+    load,
+)
+from q9diff.genie.layout import split_of
 
-CONFIG_NAME = "genie_config.json"
-CTX_BINS_KEYS = ("ctx-bins", "fcb")  # Genie's binary engine lists its context binaries under these
-PLACEHOLDER = re.compile(r"<[^<>]*>")  # `<TODO>`, `<soc_model>` in Qualcomm's templates
-SPLIT_SUFFIX = re.compile(r"_(\d+)_of_(\d+)$")  # AI Hub's `{prompt|token}_ar{N}_cl{CTX}_{i}_of_{n}`
 
-
-class BundleError(ValueError):
+class BundleError(Q9Error, ValueError):
     """The bundle cannot be read at all; the message is one line naming the file."""
-
-
-@dataclass
-class FileRef:
-    """A file the config names: what it says, where it says it, and what q9diff found."""
-
-    request: object  # the value as written
-    where: str  # `genie_config.json: dialog.engine.model.binary.ctx-bins[0]`
-    path: Path | None = None  # resolved and inside the bundle, when it exists
-    problem: str | None = None  # why it was not read: missing, refused, placeholder, not a path
-    kind: str | None = None  # "missing", "outside", "placeholder", "not-a-path"
-    note: str | None = None  # how it was found, when not plainly
-
-    @property
-    def label(self) -> str:
-        return str(self.request) if self.path is None else self.path.name
 
 
 @dataclass
@@ -95,6 +84,7 @@ class Bundle:
     tokenizer_size: int | None = None
     tokenizer_problem: str | None = None
     notes: list[str] = field(default_factory=list)
+    genie: GenieConfig | None = None  # the config as the one reader read it
 
     @property
     def name(self) -> str:
@@ -116,8 +106,7 @@ class Bundle:
                     if mask is not None and len(mask.dims) >= 2
                     else (None, None)
                 )
-                m = SPLIT_SUFFIX.search(g.name)
-                out.append(SplitGraph(p, g, ar, cl, (int(m.group(1)), int(m.group(2))) if m else None))
+                out.append(SplitGraph(p, g, ar, cl, split_of(g.name)))
         return out
 
     def genie_groups(self) -> dict[tuple[int | None, int | None], list[SplitGraph]]:
@@ -153,170 +142,49 @@ class Bundle:
         return "dialog.engine.backend", {}
 
 
-def dialog_configs(folder: Path) -> list[Path]:
-    """The JSON files in `folder` that are Genie dialog configs (an object holding a dialog object).
-    Cheap on a folder of large JSON (a 10 MB tokenizer.json): only a file that mentions "dialog" is
-    parsed, with the C parser first; the comment-tolerant one only for config-sized files."""
-    from q9diff.guard import MAX_JSON_BYTES
-
-    found = []
-    for p in sorted(folder.glob("*.json")):
-        try:
-            if not p.is_file() or p.stat().st_size > MAX_JSON_BYTES:
-                continue
-            text = p.read_text(encoding="utf-8")
-            if '"dialog"' not in text:
-                continue
-            try:
-                doc = json.loads(text)
-            except ValueError:
-                doc = jsonc.loads(text) if len(text) < 1 << 20 else None
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("dialog"), dict):
-            found.append(p)
-    return found
-
-
-def config_file(folder: Path) -> Path:
-    """The Genie config of a bundle folder (see genie_config_of), or where genie_config.json would be."""
-    return genie_config_of(folder) or folder / CONFIG_NAME
-
-
-def genie_config_of(folder: Path) -> Path | None:
-    """A bundle folder's Genie config: genie_config.json, else the one dialog config under another name
-    (ai-engine-direct-helper's config.json, AI Hub's <model>.json); None when there is none or several."""
-    if (folder / CONFIG_NAME).is_file():
-        return folder / CONFIG_NAME
-    named = dialog_configs(folder)
-    return named[0] if len(named) == 1 else None
-
-
-def find_config(given: Path) -> tuple[Path | None, Path]:
-    """(config, bundle folder) for a config file, a folder holding one (genie_config.json, or the one JSON
-    file there that is a Genie dialog config), or a folder of ctx-bins whose parent's config names them
-    (the qwen-mini layout: genie_config.json beside genie/)."""
-    if given.is_file():
-        return given, given.parent
-    if not given.is_dir():
-        raise BundleError(f"{given}: no such file or folder")
-    if (given / CONFIG_NAME).is_file():
-        return given / CONFIG_NAME, given
-    named = dialog_configs(given)  # ai-engine-direct-helper's config.json, AI Hub's <model>.json
-    if len(named) == 1:
-        return named[0], given
-    if named:
-        names = ", ".join(p.name for p in named)
-        raise BundleError(f"{given}: several Genie configs ({names}): give the one to check")
-    parent = (given.parent if given.name not in ("", ".", "..") else given.resolve().parent) / CONFIG_NAME
-    if parent.is_file():
-        try:
-            text = parent.read_text(encoding="utf-8")
-            names = json.dumps(jsonc.loads(text))
-        except (OSError, UnicodeDecodeError, jsonc.JsoncError, RecursionError):
-            names = ""
-        if any(
-            f"{given.name}/{b.name}" in names or f"{given.name}\\\\{b.name}" in names for b in given.iterdir()
-        ):
-            return parent, parent.parent
-    return None, given
-
-
 def read_bundle(given: Path) -> Bundle:
     """Read what the bundle names; BundleError only when its config (or its folder) cannot be read."""
     given = Path(given)
-    config_path, root = find_config(given)
-    if config_path is None:
+    try:
+        config_path, root = find_config(given)
+        cfg = None if config_path is None else load(config_path, root, given)
+    except ConfigError as exc:
+        raise BundleError(str(exc)) from None
+    if cfg is None:
         bins = sorted(given.glob("*.bin"))
         if not bins:
             raise BundleError(f"{given}: no {CONFIG_NAME} and no *.bin: not a Genie bundle")
         b = Bundle(root.resolve(), given, None, None, None)
         b.notes.append(f"no {CONFIG_NAME}: only the {len(bins)} *.bin files were checked, in name order")
         for i, p in enumerate(bins):
-            b.parts.append(_open_part(i, _resolve(b, p.name, f"{given}/{p.name}")))
+            b.parts.append(_open_part(i, _beside(b, p)))
         return b
-    try:
-        text = config_path.read_text(encoding="utf-8")
-        config = jsonc.loads(text)
-    except OSError as exc:
-        raise BundleError(f"{config_path}: cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BundleError(f"{config_path}: not UTF-8 text, so not a Genie config") from None
-    except (jsonc.JsoncError, RecursionError) as exc:
-        raise BundleError(f"{config_path}: not JSON ({exc})") from None
-    if not isinstance(config, dict) or not isinstance(config.get("dialog"), dict):
-        raise BundleError(f"{config_path}: no dialog object, so not a Genie dialog config")
-    b = Bundle(Path(os.path.realpath(root)), given, config_path, config, text)
-    if config_path.parent.resolve() != given.resolve() and given.is_dir():
-        b.notes.append(f"{given} holds no {CONFIG_NAME}; read {config_path}, which names its files")
-    index = 0
-    for where, engine in b.engines():
-        binary = engine.get("model", {}).get("binary") if isinstance(engine.get("model"), dict) else None
-        for key in CTX_BINS_KEYS:
-            bins = binary.get(key) if isinstance(binary, dict) else None
-            if bins is None:
-                continue
-            if not isinstance(bins, list):
-                b.parts.append(
-                    Part(
-                        index,
-                        FileRef(
-                            bins,
-                            f"{b.name}: {where}.model.binary.{key}",
-                            None,
-                            f"{key} is not a list of paths",
-                            "not-a-path",
-                        ),
-                    )
-                )
-                index += 1
-                continue
-            for i, request in enumerate(bins):
-                ref = _resolve(b, request, f"{b.name}: {where}.model.binary.{key}[{i}]")
-                b.parts.append(_open_part(index, ref))
-                index += 1
-    bwhere, backend = b.backend()
-    if "extensions" in backend:
-        b.extension = _resolve(b, backend["extensions"], f"{b.name}: {bwhere}.extensions")
+    b = Bundle(cfg.root, given, cfg.path, cfg.data, cfg.text, genie=cfg)
+    b.notes += cfg.notes
+    b.parts = [_open_part(i, ref) for i, ref in enumerate(cfg.ctx_bins)]
+    if cfg.extension is not None:
+        b.extension = cfg.extension
         _read_extension(b)
-    tok = b.get("dialog", "tokenizer", "path")
-    if tok is not None:
-        b.tokenizer = _resolve(b, tok, f"{b.name}: dialog.tokenizer.path")
+    if cfg.tokenizer is not None:
+        b.tokenizer = cfg.tokenizer
         _read_tokenizer(b)
     return b
 
 
-def _resolve(b: Bundle, request: object, where: str) -> FileRef:
-    ref = FileRef(request, where)
-    if not isinstance(request, str) or not request:
-        ref.problem, ref.kind = f"{_js(request)} is not a path", "not-a-path"
-        return ref
-    if PLACEHOLDER.search(request):
-        ref.problem, ref.kind = f"{_js(request)} is a template placeholder, not a file", "placeholder"
-        return ref
-    base = b.config_path.parent if b.config_path else b.given
-    posix = request.replace("\\", "/")
-    if PurePosixPath(posix).is_absolute() or re.match(r"[A-Za-z]:/", posix):
-        candidate = base / PurePosixPath(posix).name
-        ref.note = f"{request} is a path on the device: read {candidate.name} beside the config"
-    else:
-        candidate = base / posix
-    real = Path(os.path.realpath(candidate))
+def _beside(b: Bundle, path: Path) -> FileRef:
+    """A *.bin of a folder without a config, kept inside that folder."""
+    ref = FileRef(path.name, f"{b.given}/{path.name}")
+    real = Path(os.path.realpath(path))
     if not real.is_relative_to(b.root):
         ref.problem, ref.kind = (
-            f"{request} leads to {real}, outside the bundle folder {b.root}; not read",
+            f"{path.name} leads to {real}, outside the folder {b.root}; not read",
             "outside",
         )
-        return ref
-    if not real.is_file():
-        ref.problem, ref.kind = f"{request}: no such file in the bundle (looked for {candidate})", "missing"
-        return ref
-    ref.path = real
+    elif not real.is_file():
+        ref.problem, ref.kind = f"{path.name}: no such file", "missing"
+    else:
+        ref.path = real
     return ref
-
-
-def _js(value: object) -> str:
-    return json.dumps(value, default=str)
 
 
 def _open_part(index: int, ref: FileRef) -> Part:

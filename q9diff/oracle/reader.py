@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from q9diff.errors import Q9Error
 from q9diff.format.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
 LIBRARY_NAME = "libQnnSystem.so"
@@ -39,11 +40,11 @@ _ENCODING_BW_SCALE_OFFSET = 2
 _ENCODING_BW_AXIS_SCALE_OFFSET = 3
 
 
-class OracleUnavailable(RuntimeError):
+class OracleUnavailable(Q9Error, RuntimeError):
     """libQnnSystem.so cannot be found or loaded on this machine."""
 
 
-class OracleError(RuntimeError):
+class OracleError(Q9Error, RuntimeError):
     """libQnnSystem.so refused the file, or crashed while reading it."""
 
 

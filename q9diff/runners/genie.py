@@ -71,7 +71,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CONFIG_NAME = "genie_config.json"
+from q9diff.errors import Q9Error
+from q9diff.genie.config import CONFIG_NAME
+
 GENIE_LIBRARY = "libGenie.so"
 # Loaded RTLD_GLOBAL before libGenie, in this order, so that libGenie binds to the QNN system library
 # and HTP backend shipped beside it (QNN_FACTS "Genie runs here").
@@ -139,7 +141,7 @@ _SIGNATURES: dict[str, list[Any]] = {
 }
 
 
-class GenieError(RuntimeError):
+class GenieError(Q9Error, RuntimeError):
     """libGenie refused the bundle, failed, crashed or timed out; the message is one line."""
 
 
@@ -222,7 +224,7 @@ class GenieRunner:
         bundle = Path(bundle)
         if bundle.is_file():
             bundle = bundle.parent
-        from q9diff.genie.bundle import config_file
+        from q9diff.genie.config import config_file
 
         if not config_file(bundle).is_file():
             raise GenieError(
@@ -296,60 +298,27 @@ def write_patched_config(
     Every referenced file must resolve inside the bundle, or inside one of `also_inside` (folders q9diff
     filled itself, such as its rebuild cache); anything else is refused, naming the path.
     """
-    from q9diff.genie.bundle import config_file
-    from q9diff.guard import contained, inside, kind, load_json
+    from q9diff.genie import config as genie_config
 
-    cfg = config_file(bundle)
-    config = load_json(cfg, "a Genie config (a JSON object)", GenieError)
-    dialog = config.get("dialog") if isinstance(config, dict) else None
-    if not isinstance(dialog, dict):
-        raise GenieError(f"{cfg}: expected a dialog object; only dialog bundles run here.")
-    engines = dialog.get("engine")
-    engines = engines if isinstance(engines, list) else [engines]
-
-    def section(parent: dict, key: str, where: str) -> dict:
-        value = parent.get(key, {})
-        if not isinstance(value, dict):
-            raise GenieError(f"{cfg}: expected {where}.{key} to be an object, got {kind(value)}")
-        return value
-
-    def local(value, where: str) -> Path:
-        """A file the config names: inside the bundle (or a folder q9diff itself filled), else refused."""
-        if not isinstance(value, str) or not value:
-            raise GenieError(f"{cfg}: expected {where} to be a file path, got {kind(value)}")
-        resolved = (bundle / value).resolve()  # an absolute value stays itself
-        if any(inside(resolved, root) for root in also_inside):
-            return resolved
-        return contained(value, bundle, cfg, GenieError)
-
-    def absolute(value, where: str) -> str:
-        return place(local(value, where))
-
-    ctx_bins: list[Path] = []
-    tokenizer = section(dialog, "tokenizer", "dialog")
-    if "path" in tokenizer:
-        tokenizer["path"] = absolute(tokenizer["path"], "dialog.tokenizer.path")
-    for engine in engines:
-        if not isinstance(engine, dict):
-            raise GenieError(
-                f"{cfg}: expected dialog.engine to be an object or a list of them, got {kind(engine)}"
-            )
-        backend = section(engine, "backend", "dialog.engine")
-        if isinstance(backend.get("extensions"), str):
-            backend["extensions"] = absolute(backend["extensions"], "dialog.engine.backend.extensions")
-        binary = section(section(engine, "model", "dialog.engine"), "binary", "dialog.engine.model")
-        for key in ("ctx-bins", "fcb"):
-            if key in binary:
-                where = f"dialog.engine.model.binary.{key}"
-                if not isinstance(binary[key], list):
-                    raise GenieError(
-                        f"{cfg}: expected {where} to be a list of file paths, got {kind(binary[key])}"
-                    )
-                ctx_bins += [local(p, where) for p in binary[key]]
-                binary[key] = [absolute(p, where) for p in binary[key]]
-    missing = [str(p) for p in ctx_bins if not p.is_file()]
-    if missing:
-        raise GenieError(f"{cfg}: ctx-bins not found: {', '.join(missing)}")
+    try:  # the one reader's line, raised as this runner's error
+        cfg = genie_config.read(bundle, also_inside=tuple(also_inside))
+        ctx_bins = cfg.ctx_bin_paths()
+        tokenizer = cfg.tokenizer and cfg.file(cfg.tokenizer, "dialog.tokenizer.path")
+        extension = cfg.extension and cfg.file(cfg.extension, "dialog.engine.backend.extensions")
+    except genie_config.ConfigError as exc:
+        raise GenieError(str(exc)) from None
+    config = json.loads(cfg.text)
+    dialog = config["dialog"]
+    engine = dialog.get("engine") or {}
+    if tokenizer:
+        dialog["tokenizer"]["path"] = place(tokenizer)
+    if extension:
+        engine["backend"]["extensions"] = place(extension)
+    binary = engine.get("model", {}).get("binary", {})
+    for key in genie_config.CTX_BINS_KEYS:
+        if key in binary:
+            refs = [r for r in cfg.ctx_bins if r.where.rsplit(".", 1)[-1].startswith(key)]
+            binary[key] = [place(r.path) for r in refs]
     old_sampler = dialog.get("sampler")
     dialog["sampler"] = dict(GREEDY_SAMPLER)
     paths = "absolute" if place is str else "relocated"
@@ -417,8 +386,8 @@ def split_order_problem(log: str, ctx_bins: list[Path]) -> str | None:
     """Compare the split order Genie logged ("Inserting graph G as idx i for AR-a CL-c") with the order
     q9diff's own decoding uses (the graph names' `_<i>_of_<n>` suffix when they carry one, as Genie's,
     else ctx-bins order); a sentence naming the first group Genie put out of order, or None."""
-    from q9diff.format.binary import open_binary
-    from q9diff.verify.llm import split_index
+    from q9diff.format.openers import open_binary
+    from q9diff.genie.layout import split_index
 
     where: dict[str, int] = {}
     for index, path in enumerate(ctx_bins):

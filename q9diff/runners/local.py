@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from q9diff.guard import python_argv
-from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
+from q9diff.runners.base import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
 from q9diff.runners.worker import WorkerClient, WorkerSession, child_env
 
 
@@ -61,7 +61,8 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     The compiler is deterministic, so a rebuild is kept in the cache under a digest of everything that
     determines its bytes (the recipe's settings and graphs, the models' bytes, the QAIRT version) and
     reused on the next run."""
-    from q9diff.backends import BackendUnavailable, cached_compile
+    from q9diff.backends.base import BackendUnavailable
+    from q9diff.backends.registry import cached_compile
     from q9diff.build.recipe import Part, output_path
 
     r, part = recipe_for(binary)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from q9diff.guard import package_root
-from q9diff.runners import GraphSpec, RunnerError
+from q9diff.runners.base import GraphSpec, RunnerError
 
 MAGIC = b"Q9W1"
 _HEAD = struct.Struct("<4sIQ")
@@ -236,7 +236,7 @@ class _Worker:
         save(model, str(path))
 
     def load(self, binaries: list[str]) -> list[dict]:
-        from q9diff.runners import graph_specs
+        from q9diff.runners.base import graph_specs
 
         for part, binary in enumerate(binaries):
             link = f"b{part}.bin"

@@ -19,13 +19,13 @@ at position 0.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from q9diff.runners import GraphSpec, RunnerError, Session, from_device, to_device
+from q9diff.genie.layout import split_index
+from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, to_device
 
 MASKED = -1000.0
 STANDARD = {"input_ids", "attention_mask", "position_ids_cos", "position_ids_sin"}
@@ -86,16 +86,6 @@ def _caches(g: GraphSpec, ar: int, cl: int) -> list[CachePair]:
             raise RunnerError(f"graph {g.name}: cache {base} in {t.shape} / out {out.shape} fit no AR={ar}")
         pairs.append(CachePair(base, axis))
     return pairs
-
-
-_SPLIT_SUFFIX = re.compile(r"_(\d+)_of_(\d+)$")
-
-
-def split_index(graph_name: str) -> int | None:
-    """The split a graph belongs to by its name's `_<i>_of_<n>` suffix (AI Hub's names), as Genie
-    orders splits; None for names without one (ONNX Runtime's hash names)."""
-    m = _SPLIT_SUFFIX.search(graph_name)
-    return int(m.group(1)) if m else None
 
 
 def _split_order(parts: dict[int, list[GraphSpec]]) -> list[int]:

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from q9diff.guard import contained, kind, load_json
-from q9diff.runners import GraphSpec, RunnerError, Session, from_device, to_device
+from q9diff import kinds
+from q9diff.genie import config as genie_config
+from q9diff.guard import contained
+from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, to_device
 from q9diff.verify import llm
 
 if TYPE_CHECKING:
-    from q9diff.runners.ssh import SshRunner
+    from q9diff.runners.ssh.runner import SshRunner
 
 
 @dataclass(frozen=True)
@@ -272,89 +274,49 @@ class DialogConfig:
     @classmethod
     def of(cls, path: Path) -> DialogConfig:
         """The bundle's values; a config that holds them with other types is refused, naming the key."""
-        from q9diff.genie.bundle import config_file
-
-        cfg = (
-            path
-            if path.is_file() and path.suffix == ".json"
-            else config_file(path if path.is_dir() else path.parent)
-        )
-        if not cfg.is_file():
+        path = Path(path)
+        if path.is_file() and path.suffix != ".json":
+            path = path.parent
+        if path.is_dir() and genie_config.genie_config_of(path) is None:
             return cls()
-        dialog = _dialog(cfg)
-
-        def get(where: str, want: tuple[type, ...], default):
-            value = dialog
-            for key in where.split("."):
-                value = value.get(key) if isinstance(value, dict) else None
-            if value is None:
-                return default
-            if not isinstance(value, want) or isinstance(value, bool):
-                raise RunnerError(f"{cfg}: expected dialog.{where} to be a number, got {kind(value)}")
-            return value
-
-        theta = get("engine.backend.QnnHtp.rope-theta", (int, float), 10000.0)
-        return cls(
-            get("context.bos-token", (int,), None), get("context.eos-token", (int,), None), float(theta)
-        )
-
-
-def _dialog(cfg: Path, error: type[Exception] = RunnerError) -> dict:
-    """The `dialog` object of a Genie config, or `error` naming the file and what was expected."""
-    data = load_json(cfg, "a Genie config (a JSON object with a dialog object)", error)
-    dialog = data.get("dialog") if isinstance(data, dict) else None
-    if not isinstance(dialog, dict):
-        raise error(f"{cfg}: expected a JSON object with a dialog object, got {kind(dialog or data)}")
-    return dialog
+        if not path.exists():
+            return cls()
+        try:
+            cfg = genie_config.read(path)
+            theta = cfg.number("engine.backend.QnnHtp.rope-theta", 10000.0)
+            return cls(
+                cfg.number("context.bos-token", None, integer=True),
+                cfg.number("context.eos-token", None, integer=True),
+                float(theta),
+            )
+        except genie_config.ConfigError as exc:
+            raise RunnerError(str(exc)) from None
 
 
 def binaries_of(path: Path) -> list[Path]:
     """A .bin, or a folder / Genie bundle of parts in part order: the folder's own files only (a part
     that is a symlink to a file elsewhere is refused, as it would be read and pushed to a device)."""
-    from q9diff.compare.diff import bins_of
-    from q9diff.genie.bundle import genie_config_of
-
     path = Path(path)
-    if path.is_dir() and not list(path.glob("*.bin")) and genie_config_of(path) is not None:
-        return ctx_bins(path)
-    if path.is_file() and path.suffix == ".json":
-        return ctx_bins(path)
-    if path.is_dir():
-        bins = bins_of(path)
-        if not bins:
-            raise RunnerError(f"{path}: no context binaries (*.bin or genie_config.json ctx-bins)")
+    if not path.exists() and kinds.kind_of(path) is None:
+        raise RunnerError(f"{path}: no such file or directory")
+    try:
+        bins = kinds.parts_of(path)
+    except genie_config.ConfigError as exc:
+        raise RunnerError(str(exc)) from None
+    if path.is_dir() and not bins:
+        raise RunnerError(f"{path}: no context binaries (*.bin or genie_config.json ctx-bins)")
+    if path.is_dir() and any(path.glob("*.bin")):
         for b in bins:
             contained(b.name, path, b, RunnerError)
-        return bins
-    if not path.is_file():
-        raise RunnerError(f"{path}: no such file or directory")
-    return [path]
+    return bins
 
 
-def ctx_bins(bundle: Path, error: type[Exception] = RunnerError) -> list[Path]:
-    """The ctx-bins a Genie bundle names, in its order; each must resolve inside the bundle. `error`
-    (with one line naming the file and what was expected) for anything else."""
-    from q9diff.genie.bundle import config_file
-
-    folder = Path(bundle)
-    cfg = config_file(folder) if folder.is_dir() else folder
-    names = _dialog(cfg, error)
-    for key in ("engine", "model", "binary", "ctx-bins"):
-        names = names.get(key) if isinstance(names, dict) else None
-    expected = "dialog.engine.model.binary.ctx-bins to be a list of file paths"
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-        raise error(f"{cfg}: expected {expected}, got {kind(names)}")
-    return [contained(n, cfg.parent, cfg, error) for n in names]
-
-
-def _bundle_file(bundle: Path, value, where: str) -> Path:
-    """A file a bundle's config names (tokenizer, extensions), resolved inside the bundle."""
-    from q9diff.genie.bundle import config_file
-
-    cfg = config_file(bundle)
-    if not isinstance(value, str) or not value:
-        raise RunnerError(f"{cfg}: expected {where} to be a file path, got {kind(value)}")
-    return contained(value, bundle, cfg, RunnerError)
+def ctx_bins(bundle: Path) -> list[Path]:
+    """The ctx-bins a Genie bundle names, in its order, each inside the bundle (the one config reader)."""
+    try:
+        return genie_config.read(Path(bundle)).ctx_bin_paths()
+    except genie_config.ConfigError as exc:
+        raise RunnerError(str(exc)) from None
 
 
 def cpu_recipe(binaries: list[Path], explicit: Path | None):
@@ -436,7 +398,7 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
     unshared rebuilds: Genie on x86 refuses shared weights ("Shared weights buffer isn't supported on
     this platform", then SIGSEGV), as the emulator does. Also the folders the copy may name files in
     (the bundle and q9diff's rebuild cache), for GenieRunner.generate's also_inside."""
-    from q9diff.format.binary import open_binary
+    from q9diff.format.openers import open_binary
     from q9diff.runners.local import unshared_rebuild
 
     bundle = bundle if bundle.is_dir() else bundle.parent
@@ -454,19 +416,15 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
         )
     if not notes:
         return bundle, [], ()
-    from q9diff.genie.bundle import config_file
-
-    cfg = config_file(bundle)
-    dialog = _dialog(cfg)
-    config = {**load_json(cfg, "a Genie config", RunnerError), "dialog": dialog}
+    cfg = genie_config.read(bundle)
+    config = json.loads(cfg.text)
+    dialog = config["dialog"]
     tokenizer = dialog.get("tokenizer", {})
     if isinstance(tokenizer, dict) and "path" in tokenizer:
-        tokenizer["path"] = str(_bundle_file(bundle, tokenizer["path"], "dialog.tokenizer.path"))
-    backend = dialog["engine"].get("backend", {})  # ctx_bins checked the engine object
+        tokenizer["path"] = str(cfg.file(cfg.tokenizer, "dialog.tokenizer.path"))
+    backend = dialog["engine"].get("backend", {})  # the reader checked the engine object
     if isinstance(backend, dict) and isinstance(backend.get("extensions"), str):
-        backend["extensions"] = str(
-            _bundle_file(bundle, backend["extensions"], "dialog.engine.backend.extensions")
-        )
+        backend["extensions"] = str(cfg.file(cfg.extension, "dialog.engine.backend.extensions"))
     dialog["engine"]["model"]["binary"]["ctx-bins"] = names
     (work / "genie_config.json").write_text(json.dumps(config, indent=2))
     return work, notes, roots
@@ -574,13 +532,8 @@ def bundle_texts(bundle: Path, tokens: dict[str, tuple[int, ...]]) -> dict[str, 
         from tokenizers import Tokenizer
     except ImportError:
         raise RunnerError("the Python package tokenizers is missing: pip install tokenizers") from None
-    from q9diff.genie.bundle import config_file
-
-    bundle = bundle if bundle.is_dir() else bundle.parent
-    tokenizer = _dialog(config_file(bundle)).get("tokenizer")
-    path = _bundle_file(
-        bundle, tokenizer.get("path") if isinstance(tokenizer, dict) else None, "dialog.tokenizer.path"
-    )
+    cfg = genie_config.read(bundle if bundle.is_dir() else bundle.parent)
+    path = cfg.file(cfg.tokenizer, "dialog.tokenizer.path")
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # a missing file, a config without the key, a file tokenizers refuses

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from q9diff.runners import GraphSpec, RunnerError, RunnerUnavailable, graph_specs
+from q9diff.runners.base import GraphSpec, RunnerError, RunnerUnavailable, graph_specs
 
 Tool = Literal["q9diff", "qnn-net-run"]
 

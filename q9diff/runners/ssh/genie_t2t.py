@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from q9diff.runners import RunnerError
+from q9diff.runners.base import RunnerError
 from q9diff.runners.ssh.client import QairtPaths
 
 GENIE_TOKENS_FILE = "tokens.txt"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from q9diff.runners import GraphSpec, RunnerError, TensorSpec
+from q9diff.runners.base import GraphSpec, RunnerError, TensorSpec
 from q9diff.runners.ssh.client import QairtPaths, SshClient, _SshSession, remote_command
 
 SKIP_GRAPH = "__"  # qnn-net-run: "to skip execution of a graph use __ as the file name"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from q9diff.guard import python_argv
-from q9diff.runners import RunnerError
+from q9diff.runners.base import RunnerError
 from q9diff.runners.ssh.client import QairtPaths, SshClient, _SshSession, remote_command
 from q9diff.runners.worker import WorkerClient, WorkerSession
 
