@@ -514,7 +514,9 @@ class ContextBinary:
                 regions.append(Region(f"{pre}/inner/program_end_marker", program_end - 4, 4))
             if wd + F.WEIGHTS_DESCRIPTOR_SIZE <= end and self._u32(wd) == F.WEIGHTS_DESCRIPTOR_MAGIC:
                 regions.append(Region(f"{pre}/inner/weights_descriptor", wd, F.WEIGHTS_DESCRIPTOR_SIZE))
-                const = self.graphs[gi].const_size or 0
+                const = self.graphs[gi].const_size
+                if const is None:  # graphBlobInfo v1 records no constSize: the Sz word bounds the pool
+                    const = self._constant_area(sizes)
                 pool = min(max(const - F.WEIGHTS_DESCRIPTOR_SIZE, 0), end - wd - F.WEIGHTS_DESCRIPTOR_SIZE)
                 regions.append(Region(f"{pre}/inner/const_pool", wd + F.WEIGHTS_DESCRIPTOR_SIZE, pool))
                 tail = wd + F.WEIGHTS_DESCRIPTOR_SIZE + pool
@@ -532,9 +534,15 @@ class ContextBinary:
         at = end - F.BARREL_TRAILER_SIZE
         if sz is None or at <= start or 4 * self._u32(sz + 4) != end - start:
             return None
-        if self._u32(at + 4 * F.BARREL_TRAILER_SIZE_WORD) != F.BARREL_TRAILER_SIZE:
+        if (self._u32(at), self._u32(at + 4)) != F.BARREL_TRAILER_SIGNATURE:
             return None
         return at
+
+    def _constant_area(self, sizes: tuple[int, int] | None) -> int:
+        """Bytes of the weights descriptor and pool, from the inner pickle's Sz record (see formats)."""
+        if sizes is None or sizes[1] < 4 * (F.SIZES_CONST_WORD + 2):
+            return 0
+        return F.SIZES_CONST_UNIT * self._u32(sizes[0] + 4 + 4 * F.SIZES_CONST_WORD)
 
     def _inner_offset(self, barrel_header: list[tuple[bytes, int, int]]) -> int:
         """Where a barrel's single pickle starts: the contents record's word 2 x 16 bytes (0x300 x 16 =

@@ -177,3 +177,26 @@ def test_optimization_level_is_the_level_run_where_a_file_does_not_record_it():
     assert any("options O" in e for e in cause.evidence)
     assert [s["value"] for s in res.suggestions if s["setting"] == "optimization_level"] == [3]
     assert all(u["setting"] != "optimization_level" for u in res.unknown)
+
+
+def test_qnn_2_29_weights_are_named_and_compared_as_weights(tmp_path):
+    # QNN 2.29 (blob 3.2.0) records no constSize: the inner pickle's Sz record bounds the pool. The
+    # denoise model's weights are the last 221,184 bytes (28% of the file), up to the file's end.
+    name = "denoise_229_htp_vtcm8mb.serialized.bin"
+    cb = contexts(REAL / name)[0][1]
+    assert cb.build_id.startswith("v2.29") and cb.graphs[0].const_size is None
+    pool = next(r for r in cb.regions if r.leaf == "const_pool")
+    assert (pool.size, pool.end) == (221_184, cb.size)
+    assert unknown_bytes(cb) == 0
+    from q9diff.packing import pool_stats
+
+    assert pool_stats(cb).pool_bytes == pool.size
+    # Two 4 KiB blocks of those weights swapped: a diff says the weights moved, none is new.
+    raw = bytearray((REAL / name).read_bytes())
+    a, b = pool.offset + 10 * 4096, pool.offset + 20 * 4096
+    raw[a : a + 4096], raw[b : b + 4096] = raw[b : b + 4096], raw[a : a + 4096]
+    (tmp_path / name).write_bytes(raw)
+    r = q9diff("--json", str(REAL / name), str(tmp_path / name))
+    assert r.returncode == 1, r.stderr  # the files differ
+    res = json.loads(r.stdout)
+    assert res["weights_verdict"].startswith("weights identical, re-laid out"), res["weights_verdict"]
