@@ -45,7 +45,8 @@ def inspect(
     """Show what a context binary holds: build, target, graphs, settings and every byte's region.
 
     \b
-    Exit status: 0 read, 2 error."""
+    Exit status: 0 read, 2 error; with --meta, 1 when the dump describes another
+    binary or disagrees on any field."""
     from q9diff.inputs import contexts, open_one
     from q9diff.summary import inspect_summary
 
@@ -67,12 +68,17 @@ def inspect(
             except Exception as exc:  # the oracle reports its own one-line errors
                 _fail(f"{file}: oracle: {exc}")
         if meta is not None:
-            from q9diff.crosscheck import compare_with_utility_json
+            from q9diff.crosscheck import judge_utility_json
 
             try:
-                summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
+                report = judge_utility_json(cb, meta)
             except (OSError, ValueError, RecursionError) as exc:
                 _fail(f"{meta}: {exc}")
+            summary["meta"] = report.to_json()
+            summary["meta_disagreements"] = report.lines()
+    # A dump describes one binary: for a file of several contexts it must describe one of them.
+    described = [s["meta"] for s in summaries if "meta" in s and s["meta"]["describes_this_binary"]]
+    meta_failed = meta is not None and (not described or any(m["disagreements"] for m in described))
     if as_json:
         data = (
             summaries[0]
@@ -84,11 +90,13 @@ def inspect(
             }
         )
         _print_json(data)
-        return
-    for i, ((_, cb), summary) in enumerate(zip(found, summaries)):
-        if i:
-            console.rule()
-        _print_inspect(cb, summary)
+    else:
+        for i, ((_, cb), summary) in enumerate(zip(found, summaries)):
+            if i:
+                console.rule()
+            _print_inspect(cb, summary, meta)
+    if meta_failed:
+        raise typer.Exit(1)
 
 
 def _opt_level(recorded: int | None, option: str | None) -> str:
@@ -100,7 +108,25 @@ def _opt_level(recorded: int | None, option: str | None) -> str:
     return f"optimization_level {recorded} (options O={option or '?'})"
 
 
-def _print_inspect(cb, s: dict) -> None:
+def _print_meta(meta: Path, m: dict, lines: list[str]) -> None:
+    """The judgement of a qnn-context-binary-utility dump, in as few lines as it needs."""
+    if not m["describes_this_binary"]:
+        console.print(_t(("meta", "red"), f" {meta}: {lines[0]}"), soft_wrap=True)
+        return
+    for d in lines:
+        console.print(_t(("meta disagrees", "red"), f": {d}"), soft_wrap=True)
+    keys = sorted({n.split(":", 1)[0].rsplit(".", 1)[-1].split("[", 1)[0] for n in m["not_compared"]})
+    verdict = "agrees on all of them" if not lines else f"disagrees on {len(lines)}"
+    console.print(
+        _t(
+            f"meta ({m['header']}): {m['compared']} fields compared, {verdict}; "
+            f"not compared ({len(m['not_compared'])}, q9diff does not read them): {', '.join(keys)}"
+        ),
+        soft_wrap=True,
+    )
+
+
+def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     from rich.table import Table
 
     from q9diff.summary import unknown_bytes
@@ -174,6 +200,6 @@ def _print_inspect(cb, s: dict) -> None:
         console.print(_t(("oracle disagrees", "red"), f": {d}"))
     if "oracle_disagreements" in s and not s["oracle_disagreements"]:
         console.print("oracle (libQnnSystem) agrees on every field")
-    for d in s.get("meta_disagreements", []):
-        console.print(_t(("meta disagrees", "red"), f": {d}"))
+    if "meta" in s:
+        _print_meta(meta, s["meta"], s["meta_disagreements"])
     _print_packing("", s.get("packing"))
