@@ -200,3 +200,21 @@ def test_qnn_2_29_weights_are_named_and_compared_as_weights(tmp_path):
     assert r.returncode == 1, r.stderr  # the files differ
     res = json.loads(r.stdout)
     assert res["weights_verdict"].startswith("weights identical, re-laid out"), res["weights_verdict"]
+
+
+def test_the_graph_line_shows_the_arch_read_and_labels_options_that_differ_from_the_records():
+    # LiteRT's QNN 2.40 model: metadata dspArch 79 (the options name only min_arch), and options
+    # vtcm_mb=4 / hvx_threads=6 beside a recorded VTCM of 8 MiB and 0 HVX threads.
+    name = str(REAL / "simple_add_op.sm8750.tflite")
+    r = q9diff("inspect", name)
+    assert r.returncode == 0, r.stderr
+    assert "dsp_arch v79 (options min_arch=79)" in r.stdout and "arch ?" not in r.stdout
+    assert "vtcm_mb=4 asked, vtcm_size 8388608 recorded" in r.stdout
+    assert "hvx_threads=6 asked, num_hvx_threads 0 recorded" in r.stdout
+    g = json.loads(q9diff("inspect", "--json", name).stdout)["graphs"][0]
+    assert {(d["option"], d["asked"], d["recorded"]) for d in g["options_vs_recorded"]} == {
+        ("vtcm_mb", "4", 8 << 20),
+        ("hvx_threads", "6", 0),
+    }
+    r = q9diff("inspect", str(REAL / "simple_add_op_qc_v75_precompiled.tflite"))
+    assert "dsp_arch v75 (options min_arch=75)" in r.stdout

@@ -25,6 +25,13 @@ def _arch(v: int | None) -> str:
     return f"v{v}" if v else "not recorded"
 
 
+def _arch_read(dsp_arch: int | None, options: dict[str, str]) -> str:
+    """The dspArch the metadata records, beside the arch the options name (older files name only
+    min_arch)."""
+    key = "arch" if "arch" in options else "min_arch" if "min_arch" in options else None
+    return f"dsp_arch {_arch(dsp_arch)}" + (f" (options {key}={options[key]})" if key else "")
+
+
 def _human(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
@@ -165,7 +172,7 @@ def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
 
         console.print(
             _t(
-                f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')}"
+                f"  soc_type {o.get('soc_type', '?')} · {_arch_read(s['dsp_arch'], o)}"
                 f" · vtcm_size {v('vtcm_size', g['vtcm_size'])}"
                 f" · {_opt_level(g['optimization_level'], o.get('O'))}"
                 f" · hvx_threads {v('h', g['num_hvx_threads'])} · dlbc {v('d', g['htp_dlbc'])}"
@@ -178,6 +185,19 @@ def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
                 f" · op data {v('o', g['op_data_size'])}"
             )
         )
+        if g["options_vs_recorded"]:
+            asked = "; ".join(
+                f"{d['option']}={d['asked']} asked, {d['field']} {d['recorded']} recorded"
+                for d in g["options_vs_recorded"]
+            )
+            console.print(
+                _t(
+                    ("  options differ from what the file records", "yellow"),
+                    f" (options: what the compiler was asked; recorded: graphBlobInfo/contextMetadata):"
+                    f" {asked}",
+                ),
+                soft_wrap=True,
+            )
     if s["unknown"]:
         reasons: dict[str, list[str]] = {}
         for field, why in s["unknown"].items():
