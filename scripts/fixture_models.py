@@ -1,5 +1,5 @@
 """Seeded ONNX models for q9diff's fixtures, built with onnx.helper and numpy (quantization and the
-decoder's calibration also use ONNX Runtime and q9diff.llm).
+decoder's calibration also use ONNX Runtime and q9diff.verify.llm).
 
 `decoder_part` builds a tiny decoder with Qwen2.5's architecture (Gather embedding, RMSNorm, GQA
 attention with RoPE and q/k/v biases, SwiGLU MLP, KV cache, LM head), split into two parts like an
@@ -275,7 +275,7 @@ def _model(graph: onnx.GraphProto) -> onnx.ModelProto:
 
 class _FloatSession:
     """The float parts on ONNX Runtime's CPU EP behind q9diff's Session interface (graphs, notes,
-    run, close), recording the exact feeds each graph receives while `q9diff.llm.greedy` decodes."""
+    run, close), recording the exact feeds each graph receives while `q9diff.verify.llm.greedy` decodes."""
 
     def __init__(self, models: list[tuple[int, onnx.ModelProto]]) -> None:
         import onnxruntime as ort
@@ -311,7 +311,7 @@ def decoding_calibration(
     cfg: DecoderConfig, n_parts: int, ars: tuple[int, ...], prompts: list[list[int]], steps: int, pad: int
 ) -> dict[tuple[int, int], list[dict[str, np.ndarray]]]:
     """Calibration inputs per (part, AR): the exact feeds every graph of the float model receives while
-    it decodes each prompt greedily for `steps` tokens in Genie's conventions (q9diff.llm), so the
+    it decodes each prompt greedily for `steps` tokens in Genie's conventions (q9diff.verify.llm), so the
     quantization ranges are those of real decoding (all-zero past at the first prompt chunk, padding
     rows, positions from 0, the hidden states and KV values the model itself produces)."""
     from q9diff.verify import llm

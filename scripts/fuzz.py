@@ -2,11 +2,12 @@
 
 Seeds are the committed fixtures (fixtures/**/*.bin) and the real third-party files in ../shared/real/binaries
 (when that folder is there); a file in an ONNX/LiteRT container is fuzzed both as the container (written to a
-temporary file and opened with q9diff.binary.open_binary) and as the context binary q9diff finds inside it.
+temporary file and opened with q9diff.format.openers.open_binary) and as the context binary q9diff finds
+inside it.
 Each case runs the parser (ContextBinary / open_binary, then every graph, tensor and record), the region
 map (`.regions`, checked to cover every byte exactly once) and the diff against the unmutated seed
-(`q9diff.diff.diff` and its JSON). The only expected failure is q9diff.errors.FormatError; anything else is
-a crash, bucketed by exception type and the innermost q9diff frame.
+(`q9diff.compare.diff.diff` and its JSON). The only expected failure is q9diff.errors.FormatError; anything
+else is a crash, bucketed by exception type and the innermost q9diff frame.
 
 Every case is reproducible from its seed and number:
 

@@ -177,3 +177,44 @@ def test_optimization_level_is_the_level_run_where_a_file_does_not_record_it():
     assert any("options O" in e for e in cause.evidence)
     assert [s["value"] for s in res.suggestions if s["setting"] == "optimization_level"] == [3]
     assert all(u["setting"] != "optimization_level" for u in res.unknown)
+
+
+def test_qnn_2_29_weights_are_named_and_compared_as_weights(tmp_path):
+    # QNN 2.29 (blob 3.2.0) records no constSize: the inner pickle's Sz record bounds the pool. The
+    # denoise model's weights are the last 221,184 bytes (28% of the file), up to the file's end.
+    name = "denoise_229_htp_vtcm8mb.serialized.bin"
+    cb = contexts(REAL / name)[0][1]
+    assert cb.build_id.startswith("v2.29") and cb.graphs[0].const_size is None
+    pool = next(r for r in cb.regions if r.leaf == "const_pool")
+    assert (pool.size, pool.end) == (221_184, cb.size)
+    assert unknown_bytes(cb) == 0
+    from q9diff.compare.packing import pool_stats
+
+    assert pool_stats(cb).pool_bytes == pool.size
+    # Two 4 KiB blocks of those weights swapped: a diff says the weights moved, none is new.
+    raw = bytearray((REAL / name).read_bytes())
+    a, b = pool.offset + 10 * 4096, pool.offset + 20 * 4096
+    raw[a : a + 4096], raw[b : b + 4096] = raw[b : b + 4096], raw[a : a + 4096]
+    (tmp_path / name).write_bytes(raw)
+    r = q9diff("--json", str(REAL / name), str(tmp_path / name))
+    assert r.returncode == 1, r.stderr  # the files differ
+    res = json.loads(r.stdout)
+    assert res["weights_verdict"].startswith("weights identical, re-laid out"), res["weights_verdict"]
+
+
+def test_the_graph_line_shows_the_arch_read_and_labels_options_that_differ_from_the_records():
+    # LiteRT's QNN 2.40 model: metadata dspArch 79 (the options name only min_arch), and options
+    # vtcm_mb=4 / hvx_threads=6 beside a recorded VTCM of 8 MiB and 0 HVX threads.
+    name = str(REAL / "simple_add_op.sm8750.tflite")
+    r = q9diff("inspect", name)
+    assert r.returncode == 0, r.stderr
+    assert "dsp_arch v79 (options min_arch=79)" in r.stdout and "arch ?" not in r.stdout
+    assert "vtcm_mb=4 asked, vtcm_size 8388608 recorded" in r.stdout
+    assert "hvx_threads=6 asked, num_hvx_threads 0 recorded" in r.stdout
+    g = json.loads(q9diff("inspect", "--json", name).stdout)["graphs"][0]
+    assert {(d["option"], d["asked"], d["recorded"]) for d in g["options_vs_recorded"]} == {
+        ("vtcm_mb", "4", 8 << 20),
+        ("hvx_threads", "6", 0),
+    }
+    r = q9diff("inspect", str(REAL / "simple_add_op_qc_v75_precompiled.tflite"))
+    assert "dsp_arch v75 (options min_arch=75)" in r.stdout

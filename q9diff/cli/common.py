@@ -208,7 +208,7 @@ def _open(path: Path):
 
 
 def _print_packing(side: str, notice: dict | None) -> None:
-    """The single-binary weights-packing notice (q9diff.packing), when there is one."""
+    """The single-binary weights-packing notice (q9diff.compare.packing), when there is one."""
     if notice:
         console.print(_t(f"{side}weights packing: {notice['message']}"))
 

@@ -25,6 +25,13 @@ def _arch(v: int | None) -> str:
     return f"v{v}" if v else "not recorded"
 
 
+def _arch_read(dsp_arch: int | None, options: dict[str, str]) -> str:
+    """The dspArch the metadata records, beside the arch the options name (older files name only
+    min_arch)."""
+    key = "arch" if "arch" in options else "min_arch" if "min_arch" in options else None
+    return f"dsp_arch {_arch(dsp_arch)}" + (f" (options {key}={options[key]})" if key else "")
+
+
 def _human(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
@@ -45,7 +52,8 @@ def inspect(
     """Show what a context binary holds: build, target, graphs, settings and every byte's region.
 
     \b
-    Exit status: 0 read, 2 error."""
+    Exit status: 0 read, 2 error; with --meta, 1 when the dump describes another
+    binary or disagrees on any field."""
     from q9diff.compare.summary import inspect_summary
     from q9diff.format.openers import contexts, open_one
 
@@ -67,12 +75,17 @@ def inspect(
             except Exception as exc:  # the oracle reports its own one-line errors
                 _fail(f"{file}: oracle: {exc}")
         if meta is not None:
-            from q9diff.oracle.crosscheck import compare_with_utility_json
+            from q9diff.oracle.crosscheck import judge_utility_json
 
             try:
-                summary["meta_disagreements"] = compare_with_utility_json(cb, meta)
+                report = judge_utility_json(cb, meta)
             except (OSError, ValueError, RecursionError) as exc:
                 _fail(f"{meta}: {exc}")
+            summary["meta"] = report.to_json()
+            summary["meta_disagreements"] = report.lines()
+    # A dump describes one binary: for a file of several contexts it must describe one of them.
+    described = [s["meta"] for s in summaries if "meta" in s and s["meta"]["describes_this_binary"]]
+    meta_failed = meta is not None and (not described or any(m["disagreements"] for m in described))
     if as_json:
         data = (
             summaries[0]
@@ -84,11 +97,13 @@ def inspect(
             }
         )
         _print_json(data)
-        return
-    for i, ((_, cb), summary) in enumerate(zip(found, summaries)):
-        if i:
-            console.rule()
-        _print_inspect(cb, summary)
+    else:
+        for i, ((_, cb), summary) in enumerate(zip(found, summaries)):
+            if i:
+                console.rule()
+            _print_inspect(cb, summary, meta)
+    if meta_failed:
+        raise typer.Exit(1)
 
 
 def _opt_level(recorded: int | None, option: str | None) -> str:
@@ -100,7 +115,25 @@ def _opt_level(recorded: int | None, option: str | None) -> str:
     return f"optimization_level {recorded} (options O={option or '?'})"
 
 
-def _print_inspect(cb, s: dict) -> None:
+def _print_meta(meta: Path, m: dict, lines: list[str]) -> None:
+    """The judgement of a qnn-context-binary-utility dump, in as few lines as it needs."""
+    if not m["describes_this_binary"]:
+        console.print(_t(("meta", "red"), f" {meta}: {lines[0]}"), soft_wrap=True)
+        return
+    for d in lines:
+        console.print(_t(("meta disagrees", "red"), f": {d}"), soft_wrap=True)
+    keys = sorted({n.split(":", 1)[0].rsplit(".", 1)[-1].split("[", 1)[0] for n in m["not_compared"]})
+    verdict = "agrees on all of them" if not lines else f"disagrees on {len(lines)}"
+    console.print(
+        _t(
+            f"meta ({m['header']}): {m['compared']} fields compared, {verdict}; "
+            f"not compared ({len(m['not_compared'])}, q9diff does not read them): {', '.join(keys)}"
+        ),
+        soft_wrap=True,
+    )
+
+
+def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     from rich.table import Table
 
     from q9diff.compare.summary import unknown_bytes
@@ -139,7 +172,7 @@ def _print_inspect(cb, s: dict) -> None:
 
         console.print(
             _t(
-                f"  soc_type {o.get('soc_type', '?')} · arch {o.get('arch', '?')}"
+                f"  soc_type {o.get('soc_type', '?')} · {_arch_read(s['dsp_arch'], o)}"
                 f" · vtcm_size {v('vtcm_size', g['vtcm_size'])}"
                 f" · {_opt_level(g['optimization_level'], o.get('O'))}"
                 f" · hvx_threads {v('h', g['num_hvx_threads'])} · dlbc {v('d', g['htp_dlbc'])}"
@@ -152,6 +185,19 @@ def _print_inspect(cb, s: dict) -> None:
                 f" · op data {v('o', g['op_data_size'])}"
             )
         )
+        if g["options_vs_recorded"]:
+            asked = "; ".join(
+                f"{d['option']}={d['asked']} asked, {d['field']} {d['recorded']} recorded"
+                for d in g["options_vs_recorded"]
+            )
+            console.print(
+                _t(
+                    ("  options differ from what the file records", "yellow"),
+                    f" (options: what the compiler was asked; recorded: graphBlobInfo/contextMetadata):"
+                    f" {asked}",
+                ),
+                soft_wrap=True,
+            )
     if s["unknown"]:
         reasons: dict[str, list[str]] = {}
         for field, why in s["unknown"].items():
@@ -174,6 +220,6 @@ def _print_inspect(cb, s: dict) -> None:
         console.print(_t(("oracle disagrees", "red"), f": {d}"))
     if "oracle_disagreements" in s and not s["oracle_disagreements"]:
         console.print("oracle (libQnnSystem) agrees on every field")
-    for d in s.get("meta_disagreements", []):
-        console.print(_t(("meta disagrees", "red"), f": {d}"))
+    if "meta" in s:
+        _print_meta(meta, s["meta"], s["meta_disagreements"])
     _print_packing("", s.get("packing"))

@@ -17,7 +17,7 @@ from q9diff.format.tables import requested_soc_model
 SCHEMA = "q9diff.diff/1"
 BULKY = ("op_kinds", "other_options", "io_signature", "io_names")
 FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
-# The attribution bucket (q9diff.attribution) whose bytes an effect cause carries.
+# The attribution bucket (q9diff.compare.attribution) whose bytes an effect cause carries.
 EFFECT_BUCKETS = {"schedule": "schedule", "compiler_options": "compiler_options", "const_size": "weights"}
 SETTING_OPTIONS = {
     "soc_type",
@@ -54,7 +54,7 @@ class DiffResult:
     suggestions: list[dict] = field(default_factory=list)
     # Settings that could not be compared because a file does not record them: never causes.
     unknown: list[dict] = field(default_factory=list)
-    # Every changed byte and byte of size delta in exactly one bucket (q9diff.attribution).
+    # Every changed byte and byte of size delta in exactly one bucket (q9diff.compare.attribution).
     attribution: list[dict] = field(default_factory=list)
     weights_verdict: str | None = None
     summary: dict | None = None  # to_json(self), kept when a set diff releases the files' mappings

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 class Rule:
     name: str  # canonical cause name
     role: str  # "root" or "effect"
-    getter: str  # name of the observation in q9diff.diff.observe()
+    getter: str  # name of the observation in q9diff.compare.diff.observe()
     explained_by: tuple[
         str, ...
     ] = ()  # an effect is not reported as its own root when one of these is a root

@@ -26,6 +26,7 @@ def inspect_summary(cb: ContextBinary) -> dict:
         }
         d.update({k: getattr(g, k) for k in BLOB_INFO_FIELDS})
         d["options"] = cb.options(i)
+        d["options_vs_recorded"] = options_vs_recorded(cb, i)
         d["ops"] = [op.kind for op in cb.ops(i)]
         graphs.append(d)
     return {
@@ -74,6 +75,39 @@ def target(cb: ContextBinary) -> dict:
         "generic_target": requested == 0,
         "evidence": evidence,
     }
+
+
+# Compiler options beside the value the file records for the same setting: (options key, recorded
+# field, bytes per unit of the option). The options string is what the compiler was asked (with its
+# defaults filled in); the metadata's graphBlobInfo and contextMetadata are what it recorded. They can
+# disagree: LiteRT's QNN 2.40 sm8750 model says vtcm_mb=4 and hvx_threads=6 beside a recorded VTCM of
+# 8 MiB and 0 HVX threads, and every QAIRT 2.51 fixture says hvx_threads=4 beside a recorded 0. Which of
+# the two the compiled graph follows is not in the file, so both are shown, never one chosen.
+OPTION_RECORDS = (
+    ("vtcm_size", "vtcm_size", 1),
+    ("vtcm_mb", "vtcm_size", 1024 * 1024),
+    ("hvx_threads", "num_hvx_threads", 1),
+    ("O", "optimization_level", 1),
+    ("arch", "dsp_arch", 1),
+    ("min_arch", "dsp_arch", 1),
+)
+
+
+def options_vs_recorded(cb: ContextBinary, graph_index: int) -> list[dict]:
+    """Each option whose value differs from the one the file records for that setting. A negative
+    option (vtcm_mb=-1) sets nothing, and a recorded optimizationLevel 0 means not set: neither differs."""
+    g, opts, out = cb.graphs[graph_index], cb.options(graph_index), []
+    for key, field, unit in OPTION_RECORDS:
+        recorded = cb.dsp_arch if field == "dsp_arch" else getattr(g, field)
+        try:
+            asked = int(opts[key])
+        except (KeyError, ValueError):
+            continue
+        if recorded is None or asked < 0 or (field == "optimization_level" and recorded == 0):
+            continue
+        if asked * unit != recorded:
+            out.append({"option": key, "asked": opts[key], "field": field, "recorded": recorded})
+    return out
 
 
 def unknown_fields(cb: ContextBinary) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The checks `q9diff doctor` runs on one Genie bundle: its ctx-bins, vocabulary, context and KV layout
 and split boundaries (the extension file against the binaries, "the two places", and runtime sizing are
-in q9diff.doctor_places).
+in q9diff.doctor.places).
 
 Each check reads a `Context` and yields `Hit`s (a problem: where, both values, the fix in the file it
 belongs to) and `Note`s (what it checked and found fine, or why it could not look). Severity and
@@ -78,7 +78,7 @@ def _names(p: Part) -> tuple[str, ...]:
 
 def requested_soc(p: Part) -> int | None:
     """The soc_model the part's build asked for (0 = generic target), from the bytes (one story with
-    inspect and diff: q9diff.summary.target)."""
+    inspect and diff: q9diff.compare.summary.target)."""
     from q9diff.compare.summary import target
 
     return target(p.binary)["soc_model_requested"]

@@ -1,7 +1,7 @@
 """The checks of `q9diff doctor` that hand files to Qualcomm's own parsers (libQnnHtpNetRunExtensions on
 the extension file, libGenie on the config), then the extension file against the binaries ("the two
 places": soc_model, dsp_arch, weight sharing, graph settings) and runtime sizing (spill-fill, mmap
-budget). Hits and Notes as in q9diff.doctor_checks.
+budget). Hits and Notes as in q9diff.doctor.checks.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from q9diff.doctor.places import _ext_devices, _ext_soc
 from q9diff.format.tables import SOCS, soc_name
 from q9diff.genie.bundle import Bundle, Part
 
-FP16_KERNEL = ".fp16."  # float kernels in the op list (q9diff.diff: fixtures/variants/precision_fp16.bin)
+FP16_KERNEL = ".fp16."  # float kernels in the op list (fixtures/variants/precision_fp16.bin)
 
 
 def _suggestion_fix(s: dict, parts: str) -> str:

@@ -1,8 +1,8 @@
 """`q9diff doctor`: is a Genie bundle consistent with itself, and with the known-good one?
 
 Each check is a row of `RULES`: an id, the severity of what it finds, the hypothesis it answers (the
-nine of the motivating case, `HYPOTHESES`), what it needs, and a function (q9diff.doctor_checks,
-q9diff.doctor_reference). The engine runs the rows and turns their hits and notes into findings; it
+nine of the motivating case, `HYPOTHESES`), what it needs, and a function (q9diff.doctor.checks,
+q9diff.doctor.reference). The engine runs the rows and turns their hits and notes into findings; it
 knows no check by name. Presenters (terminal, JSON, HTML) read the same `Report`.
 """
 

@@ -6,9 +6,9 @@ backup is ever overwritten). Files q9diff edits: q9diff recipes and `htp_backend
 (compile- or device-side), reached directly or through the file that names it (a
 qnn-context-binary-generator `--config_file` wrapper, a Genie config), found the way those tools find
 it and only inside the config's folder (or given by the user). Extension files are edited as text
-(q9diff.extedit over q9diff.jsonc): only the values that change, keys added in the file's own layout,
+(q9diff.fix.extedit over q9diff.jsonc): only the values that change, keys added in the file's own layout,
 comments and spelling kept, checked against the binaries and Qualcomm's own parser. Writes are
-q9diff.safewrite's. A Python script that builds a qairt `CompileConfig` gets the exact change shown as
+q9diff.fix.safewrite's. A Python script that builds a qairt `CompileConfig` gets the exact change shown as
 a diff and is never written; anything else is refused untouched.
 """
 

@@ -5,7 +5,7 @@ entry naming them, never to an entry without `graph_names` (QNN applies none of 
 and dsp_arch are set together from the reference binary, under the file's own SoC key (`soc_id` and
 `soc_model` are both integers in Qualcomm's schema). Every value of the file that disagrees with what the
 candidate binary was built with is said in one line. Where onnxruntime-qnn is installed, Qualcomm's own
-parser reads the file before and after (q9diff.extconfig): an edit never adds an error.
+parser reads the file before and after (q9diff.fix.extconfig): an edit never adds an error.
 """
 
 from __future__ import annotations

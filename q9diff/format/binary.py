@@ -24,6 +24,7 @@ BLOB_INFO_FIELDS = (
     "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
     "op_data_size const_size ddr_tensor_size shared_weights_size"
 ).split()
+BLOB_INFO_V2_EXTRA = ("native_k_channel_size", "native_v_channel_size", "is_safe_share_io")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Tensor:
     scale: float | None
     offset: int | None
     tensor_type: str
+    data_format: int = 0  # Qnn_TensorDataFormat_t; 0 = dense (flat buffer)
+    encoding_definition: int | None = None  # Qnn_Definition_t of the quantize params; None: not recorded
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,12 @@ class Graph:
     graph_info_version: int = 3
     # (field, why it is unknown) for every blob-info field the file does not record.
     unknown: tuple[tuple[str, str], ...] = ()
+    # graphBlobInfo version 2's other fields, and the bytes of graphBlobInfo the file records (112 with
+    # version 2, 40 with version 1 alone); None where not recorded.
+    native_k_channel_size: int | None = None
+    native_v_channel_size: int | None = None
+    is_safe_share_io: int | None = None
+    blob_info_size: int | None = None
 
 
 def _blob_info_fields(raw: bytes) -> dict[str, int]:
@@ -84,10 +93,13 @@ def _blob_info_fields(raw: bytes) -> dict[str, int]:
         blob = F.GraphBlobInfo.parse(raw[: F.GRAPH_BLOB_INFO_SIZE])
         if blob.version1 == 1:
             out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in BLOB_INFO_FIELDS}
+            out.update({k: int(blob[k]) for k in BLOB_INFO_V2_EXTRA})
+            out["blob_info_size"] = F.GRAPH_BLOB_INFO_SIZE
     elif len(raw) >= F.GRAPH_BLOB_INFO_V1_SIZE and struct.unpack_from("<I", raw, 0)[0] == 1:
         padded = raw[: F.GRAPH_BLOB_INFO_V1_SIZE] + bytes(F.GRAPH_BLOB_INFO_SIZE - F.GRAPH_BLOB_INFO_V1_SIZE)
         blob = F.GraphBlobInfo.parse(padded)
         out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in F.GRAPH_BLOB_INFO_V1_FIELDS}
+        out["blob_info_size"] = F.GRAPH_BLOB_INFO_V1_SIZE
     return out
 
 
@@ -190,6 +202,7 @@ class ContextBinary:
         api = F.ApiVersion.parse
         self.backend_id = info.scalar(s["backend_id"], "I", 0)
         self.build_id = info.string(s["build_id"]) or ""
+        self.soc_version = info.string(s["soc_version"]) or ""
         self.core_api_version = _version(info.struct_at(s["core_api_version"], api, 12))
         self.backend_api_version = _version(info.struct_at(s["backend_api_version"], api, 12))
         blob_v = info.struct_at(s["context_blob_version"], api, 12)
@@ -202,12 +215,13 @@ class ContextBinary:
             # An absent socModel is the FlatBuffer default 0, which is what libQnnSystem reports.
             self.soc_model = info.scalar(s["soc_model"], "I", 0)
             cm = info.bytes(s["context_metadata"])
+            self.context_metadata_size = len(cm) if cm is not None else None
             meta_v = F.ContextMetadata.parse(cm) if cm and len(cm) >= 8 else None
             self.dsp_arch = meta_v.dsp_arch if meta_v is not None and meta_v.version == 1 else None
             if self.dsp_arch is None:
                 self.unknown["dsp_arch"] = "not recorded: the metadata carries no version-1 contextMetadata"
         else:
-            self.soc_model = self.dsp_arch = None
+            self.soc_model = self.dsp_arch = self.context_metadata_size = None
             why = f"not recorded: BinaryInfo version {version} (QNN {self.build_id[1:5] or '?'}) has no "
             self.unknown["soc_model"] = why + "socModel"
             self.unknown["dsp_arch"] = why + "contextMetadata (dspArch)"
@@ -333,6 +347,8 @@ class ContextBinary:
             scale=scale,
             offset=offset,
             tensor_type=TENSOR_TYPE_NAMES.get(ttype, str(ttype)),
+            data_format=t.scalar(s["data_format"], "I", 0),
+            encoding_definition=t.scalar(s["encoding_definition"], "I"),
         )
 
     # -- the context blob (lazy) -----------------------------------------------------------------
@@ -514,7 +530,9 @@ class ContextBinary:
                 regions.append(Region(f"{pre}/inner/program_end_marker", program_end - 4, 4))
             if wd + F.WEIGHTS_DESCRIPTOR_SIZE <= end and self._u32(wd) == F.WEIGHTS_DESCRIPTOR_MAGIC:
                 regions.append(Region(f"{pre}/inner/weights_descriptor", wd, F.WEIGHTS_DESCRIPTOR_SIZE))
-                const = self.graphs[gi].const_size or 0
+                const = self.graphs[gi].const_size
+                if const is None:  # graphBlobInfo v1 records no constSize: the Sz word bounds the pool
+                    const = self._constant_area(sizes)
                 pool = min(max(const - F.WEIGHTS_DESCRIPTOR_SIZE, 0), end - wd - F.WEIGHTS_DESCRIPTOR_SIZE)
                 regions.append(Region(f"{pre}/inner/const_pool", wd + F.WEIGHTS_DESCRIPTOR_SIZE, pool))
                 tail = wd + F.WEIGHTS_DESCRIPTOR_SIZE + pool
@@ -532,9 +550,15 @@ class ContextBinary:
         at = end - F.BARREL_TRAILER_SIZE
         if sz is None or at <= start or 4 * self._u32(sz + 4) != end - start:
             return None
-        if self._u32(at + 4 * F.BARREL_TRAILER_SIZE_WORD) != F.BARREL_TRAILER_SIZE:
+        if (self._u32(at), self._u32(at + 4)) != F.BARREL_TRAILER_SIGNATURE:
             return None
         return at
+
+    def _constant_area(self, sizes: tuple[int, int] | None) -> int:
+        """Bytes of the weights descriptor and pool, from the inner pickle's Sz record (see formats)."""
+        if sizes is None or sizes[1] < 4 * (F.SIZES_CONST_WORD + 2):
+            return 0
+        return F.SIZES_CONST_UNIT * self._u32(sizes[0] + 4 + 4 * F.SIZES_CONST_WORD)
 
     def _inner_offset(self, barrel_header: list[tuple[bytes, int, int]]) -> int:
         """Where a barrel's single pickle starts: the contents record's word 2 x 16 bytes (0x300 x 16 =

@@ -1,6 +1,6 @@
 """Byte layout of a QNN HTP context binary (QNN 2.22 - QAIRT 2.51), as construct definitions and slot maps.
 
-Nothing here runs logic; `q9diff.binary` walks the file with these definitions. Every fact names
+Nothing here runs logic; `q9diff.format.binary` walks the file with these definitions. Every fact names
 its evidence: "oracle" means the value was checked against libQnnSystem.so (tests/test_parser.py
 compares every field on every fixture), "fixtures" means byte walks over all of fixtures/ left
 no gap and no overlap.
@@ -191,13 +191,28 @@ OP_MARKER_XOR = 0x1303EE71  # op record starts with op_index ^ this (public seri
 # The marker's top bit is a flag: set on op 766 of fixtures/qwen-mini/*/genie/part_1_of_2_prompt.bin.
 OP_INDEX_MASK = 0x7FFFFFFF
 OP_LIST_END = 0xBEEFF00D
-# A barrel's Sz word 1 x 4 counts its bytes including a 64-byte trailer whose word 6 is its own size
-# (64). QNN 2.34 (LiteRT simple_model_qualcomm_sm8650_precompiled.tflite) writes the trailer: Sz x 4 =
-# the record's u64 size; QNN 2.32/2.33 count it but do not write it (Sz x 4 = record + 0x40).
+# A barrel's Sz word 1 x 4 counts its bytes including a 64-byte trailer that starts with the words
+# 0x83AF0002 0xA798EC42 (word 6 varies: 64 in QNN 2.34, 0x4D78 in a 2.31 barrel, so it is no size).
+# QNN 2.31 (tristanqiu8/qnn_test_flow test_dump/naf_block_*/lib_naf_block_*.bin) and 2.34 (LiteRT
+# simple_model_qualcomm_sm8650_precompiled.tflite) write the trailer: Sz x 4 = the record's u64 size;
+# QNN 2.32/2.33 count it but do not write it (Sz x 4 = record + 0x40). The same two words start the
+# 4 KiB tail page of single-graph 3.3.x/4.0.x files (fixtures/variants/vtcm_8mb.bin at 0x1e000).
 BARREL_TRAILER_SIZE = 0x40
-BARREL_TRAILER_SIZE_WORD = 6
+BARREL_TRAILER_SIGNATURE = (0x83AF0002, 0xA798EC42)
 WEIGHTS_DESCRIPTOR_MAGIC = 0x71C43C9B  # public const_extent_shared.h
 WEIGHTS_DESCRIPTOR_SIZE = 0x1000
+# The inner pickle's Sz word 4 x 64 = the bytes of its weights: the descriptor page plus the pool the
+# descriptor's extent record covers (extent word 6 x 64). Where the metadata records no constSize
+# (graphBlobInfo version 1, QNN 2.22-2.34) the pool is bounded by this word. Evidence: Sz word 4 x 64
+# == 4096 + extent length on every graph of fixtures/ and of the 2.22-2.40 real binaries whose extent
+# is not empty, and on
+# ../shared/real/binaries/denoise_229_htp_vtcm8mb.serialized.bin (QNN 2.29, 0xdc0 x 64 = 225,280 =
+# 4096 + 0xd80 x 64) the pool then ends exactly at the pickle's end (the file's end), where the old walk
+# left 217,088 bytes unknown. QNN 2.32/2.33 write extent length 0 beside a 256-byte memory pool and
+# still reserve the page Sz counts. In single-graph 4.0.x files the metadata constSize equals this word;
+# in files with several graphs it is smaller (the pool's data length, memory-pool word 11 x 64).
+SIZES_CONST_WORD = 4
+SIZES_CONST_UNIT = 64
 PAGE = 0x1000
 
 # An AR and CL in AI Hub graph names, e.g. prompt_ar32_cl128_1_of_2.

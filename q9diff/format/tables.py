@@ -52,6 +52,12 @@ TENSOR_TYPE_NAMES: dict[int, str] = {
     0x7FFFFFFF: "UNDEFINED",
 }
 
+# Qnn_Definition_t of a tensor's quantize params (QnnTypes.h).
+DEFINITION_NAMES: dict[int, str] = {0: "IMPL_GENERATED", 1: "DEFINED", 0x7FFFFFFF: "UNDEFINED"}
+# Qnn_TensorDataFormat_t: 0 is DENSE, which qnn-context-binary-utility prints as FLAT_BUFFER (the same
+# value in QnnTypes.h; every real utility dump shows FLAT_BUFFER). Other values are not named here.
+DATA_FORMAT_NAMES: dict[int, str] = {0: "FLAT_BUFFER"}
+
 
 @dataclass(frozen=True)
 class Soc:

@@ -3,7 +3,7 @@
 `GenieDialogConfig_createFromJson` checks the text against the JSON schemas libGenie carries and fills
 its config object; it opens no file (a ctx-bin that does not exist is accepted: measured on libGenie
 1.21 from onnxruntime-qnn 2.7.0) and runs nothing. Its messages go to the process's stderr. The text
-is parsed in a child Python started with `-I` in a private folder, as q9diff.extconfig does for
+is parsed in a child Python started with `-I` in a private folder, as q9diff.fix.extconfig does for
 extension files, so a crash of the library cannot take q9diff with it, and q9diff never copies the
 schema. Loading follows q9diff.runners.genie: libQnnSystem and libQnnHtp first, RTLD_GLOBAL.
 

@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file (plotly.js inlined) over the same diff tree as the terminal.
 
-The verdict comes first, in the terminal's words (`q9diff.verdict`); sizes are shown in human units with
-the exact byte count on hover; regions are named after their graph where the file names it.
+The verdict comes first, in the terminal's words (`q9diff.present.verdict`); sizes are shown in human
+units with the exact byte count on hover; regions are named after their graph where the file names it.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def _causes_table(causes: list[dict]) -> str:
 
 
 def _attribution(data: dict) -> str:
-    """Every changed byte and byte of size delta in one row (q9diff.attribution); the rows add up."""
+    """Every changed byte and byte of size delta in one row (q9diff.compare.attribution); the rows add up."""
     rows = data.get("attribution") or []
     if not rows:
         return ""

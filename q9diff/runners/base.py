@@ -13,7 +13,7 @@ import numpy as np
 
 from q9diff.errors import Q9Error
 
-# QNN data type name (q9diff.tables.DATATYPE_NAMES) -> numpy dtype name of the I/O buffer.
+# QNN data type name (q9diff.format.tables.DATATYPE_NAMES) -> numpy dtype name of the I/O buffer.
 QNN_TO_NUMPY = {
     "INT_8": "int8",
     "INT_16": "int16",

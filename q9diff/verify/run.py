@@ -1,7 +1,7 @@
 """`q9diff verify`: run the candidate, the reference and the CPU reference, and compare what they compute.
 
 Single graphs get the same seeded (or given) inputs and a per-output comparison. A split LLM in
-Genie's layout (`q9diff.llm`) is decoded greedily for N steps by every side; token sequences are
+Genie's layout (`q9diff.verify.llm`) is decoded greedily for N steps by every side; token sequences are
 compared (the first step where they diverge is the signature of "first token right, then garbage"),
 and every side is also run teacher-forced on the CPU reference's tokens so that the per-step logit
 drift compares like with like.
