@@ -589,7 +589,7 @@ def test_staging_refuses_a_bundle_naming_a_missing_file(tmp_path: Path) -> None:
 def test_answers_compare_by_ids_else_by_text_and_detokenise_with_the_bundles_tokenizer() -> None:
     from tokenizers import Tokenizer
 
-    from q9diff.verify.run import answers_agree, bundle_texts
+    from q9diff.verify.genie import answers_agree, bundle_texts
 
     tokenizer = Tokenizer.from_file(str(QWEN / "local/tokenizer.json"))
     ids = tuple(tokenizer.encode("the capital of France").ids)
@@ -612,7 +612,8 @@ GENIE_STAND_IN = """#!{python}
 import ctypes, json, os, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from q9diff.runners.genie import GenieRunner, _load_genie
+from q9diff.runners.genie import GenieRunner
+from q9diff.runners.genie_child import _load_genie
 args = sys.argv[1:]
 opt = dict(zip(args, args[1:]))
 if "--tokens_file" not in opt or {{"-p", "--prompt", "--prompt_file"}} & set(args):
@@ -646,7 +647,8 @@ def test_genie_bundles_verified_with_genie_t2t_run_over_ssh(sshd: Server, tmp_pa
     device's answers meet q9diff's decoding of the same ctx-bins on the emulator and the CPU, and the
     remote directories are gone afterwards."""
     from q9diff.runners.genie import GREEDY_SAMPLER, GenieRunner
-    from q9diff.verify.run import to_json, verify_genie_ssh
+    from q9diff.verify.genie import verify_genie_ssh
+    from q9diff.verify.run import to_json
 
     if GenieRunner().missing():
         pytest.skip(GenieRunner().missing())
@@ -708,7 +710,7 @@ class _Device:
 
 def test_a_device_answer_that_leaves_the_emulator_fails_and_says_where() -> None:
     from q9diff.runners.local import LocalRunner
-    from q9diff.verify.run import bundle_texts, decode_bundle, verify_genie_ssh
+    from q9diff.verify.genie import bundle_texts, decode_bundle, verify_genie_ssh
 
     if LocalRunner().missing():
         pytest.skip(LocalRunner().missing())

@@ -109,12 +109,12 @@ def verify(
     try:
         with _busy(f"running {candidate.name} on {where} (and the references)", as_json):
             if runner == "genie":
-                from q9diff.verify.run import verify_genie
+                from q9diff.verify.genie import verify_genie
 
                 res = verify_genie(candidate, reference, cpu=cpu, steps=steps, prompt=ids, seed=seed)
             elif runner.startswith("ssh://") and remote_tool == "genie-t2t-run":
                 from q9diff.runners.ssh.runner import SshRunner
-                from q9diff.verify.run import verify_genie_ssh
+                from q9diff.verify.genie import verify_genie_ssh
 
                 run = SshRunner.from_url(
                     runner, known_hosts=known_hosts, identity=identity, qairt_root=qairt_root
