@@ -166,7 +166,7 @@ def test_setting_is_mapped(name: str):
     value, expected = GOOD[name]
     row = HTP_SETTINGS[name]
     kwargs = htp_kwargs(Settings(**{name: value}))
-    assert getattr(kwargs, row.section) == {row.kwarg: expected}
+    assert getattr(kwargs, row.section) == {row.qairt_kwarg: expected}
     assert [s for s in ("graph", "device", "core", "context") if getattr(kwargs, s)] == [row.section]
     ext = backend_extension(kwargs, ("g",))
     where = {
@@ -175,7 +175,7 @@ def test_setting_is_mapped(name: str):
         "core": lambda: ext["devices"][0]["cores"][0],
         "context": lambda: ext["context"],
     }[row.section]()
-    assert where[row.json_key] == expected
+    assert where[row.ext_key] == expected
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -30,23 +30,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from q9diff import settings
 from q9diff.backends.base import BackendUnavailable, run_compile_child
 from q9diff.build.recipe import Part, Recipe, Settings, output_path
 
 EP_NAME = "QNNExecutionProvider"
 
 # Settings → QNN EP provider option. Values are strings, as the EP takes them.
-_EP_OPTION = {
-    "soc_model": ("soc_model", str),
-    "dsp_arch": ("htp_arch", lambda v: str(v).lower().lstrip("v")),
-    "vtcm_mb": ("vtcm_mb", str),
-    "optimization_level": ("htp_graph_finalization_optimization_mode", str),
-    "perf_profile": ("htp_performance_mode", lambda v: str(v).lower()),
-    "precision": ("enable_htp_fp16_precision", lambda v: {"fp16": "1"}[str(v).lower()]),
-}
-# Settings the EP has no option for; they need a backend that writes htp_backend_ext_config.json.
-# (weights_packing and finalize_options go through the interface table instead, see _child.)
-_NOT_EXPRESSIBLE = ("hvx_threads", "dlbc")
+# recipe field -> (QNN EP provider option, conversion), and the fields the EP has no option for (they need a
+# backend that writes htp_backend_ext_config.json; weights_packing and finalize_options go through the
+# interface table instead, see _child): views of q9diff.settings.
+_EP_OPTION = settings.ep_options()
+_NOT_EXPRESSIBLE = settings.not_in_ort()
 
 
 def ep_options(settings: Settings) -> dict[str, str]:

@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from q9diff.backends.base import BackendUnavailable, run_compile_child
 from q9diff.backends.ort_qnn import _same_version
 from q9diff.build.recipe import Part, Recipe, Settings, output_path
 from q9diff.guard import package_root
+from q9diff.settings import BY_RECIPE
 
 # Python versions qairt-dev 0.13 declares (Requires-Python >=3.10,<3.13,!=3.11.*).
 QAIRT_PYTHONS = ((3, 10), (3, 12))
@@ -47,106 +48,10 @@ QAIRT_PYTHONS = ((3, 10), (3, 12))
 QAIRT_MIN_SDK = "2.46.0"
 # Where `qairt-vm --fix` unpacks SDKs on Linux (qairt-dev's LinuxQairtVmContext).
 QAIRT_VM_INSTALL_DIR = Path("/opt/qcom/aistack/qairt")
-# PerfProfile values of qairt.api.configs.common (qairt-dev 0.13), as written in the backend extension JSON.
-PERF_PROFILES = (
-    "low_balanced", "balanced", "default", "high_performance", "sustained_high_performance", "burst",
-    "extreme_power_saver", "low_power_saver", "power_saver", "high_power_saver", "system_settings",
-    "no_user_input", "custom",
-)  # fmt: skip
-
-
-def _int_in(name: str, allowed: range) -> Callable[[Any], int]:
-    def convert(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or v not in allowed:
-            last = allowed.stop - 1
-            raise ValueError(
-                f"{name} {v!r} is not accepted: it must be an integer in {allowed.start}..{last}"
-            )
-        return v
-
-    return convert
-
-
-def _dsp_arch(v: Any) -> str:
-    m = re.fullmatch(r"v?(\d{2})", str(v).strip().lower())
-    if not m:
-        raise ValueError(f"dsp_arch {v!r} is not accepted: write the Hexagon arch as 'v73', 'v75', ...")
-    return f"v{m.group(1)}"
-
-
-def _perf_profile(v: Any) -> str:
-    if str(v).lower() not in PERF_PROFILES:
-        raise ValueError(f"perf_profile {v!r} is not accepted: choose one of {', '.join(PERF_PROFILES)}")
-    return str(v).lower()
-
-
-def _precision(v: Any) -> int:
-    if str(v).lower() != "fp16":
-        raise ValueError(
-            f"precision {v!r} has no HTP compile option: quantized precisions come from the model "
-            "(QDQ nodes or an encodings file); only 'fp16' maps, to fp16_relaxed_precision=1"
-        )
-    return 1
-
-
-def _bool(name: str) -> Callable[[Any], bool]:
-    def convert(v: Any) -> bool:
-        if not isinstance(v, bool):
-            raise ValueError(f"{name} {v!r} is not accepted: it must be true or false")
-        return v
-
-    return convert
-
-
-def _ort_only(name: str) -> Callable[[Any], Any]:
-    def convert(v: Any) -> Any:
-        raise ValueError(
-            f"{name} {v!r} is not accepted here: q9diff passes compiler options by key only through the "
-            "ort-qnn backend (its compile child checks the binary for them)"
-        )
-
-    return convert
-
-
-@dataclass(frozen=True)
-class HtpSetting:
-    """Where one recipe setting goes: the qairt config class and keyword, and the backend extension JSON key.
-
-    One table for both SDK backends, so qairt and qnn-context-binary-generator always receive the same
-    setting under the same name (qairt serialises the keyword to exactly this JSON key).
-    """
-
-    section: str  # "graph", "device", "core" or "context"
-    qairt_class: str
-    kwarg: str
-    json_key: str
-    convert: Callable[[Any], Any]
-
-
-_DEVICE, _GRAPH = ("device", "HtpDeviceConfig"), ("graph", "HtpGraphConfig")
-HTP_SETTINGS: dict[str, HtpSetting] = {
-    "soc_model": HtpSetting(*_DEVICE, "soc_model", "soc_model", _int_in("soc_model", range(1 << 16))),
-    "dsp_arch": HtpSetting(*_DEVICE, "dsp_arch", "dsp_arch", _dsp_arch),
-    "vtcm_mb": HtpSetting(*_GRAPH, "vtcm_size_in_mb", "vtcm_mb", _int_in("vtcm_mb", range(1024))),
-    "optimization_level": HtpSetting(
-        *_GRAPH, "optimization_type", "O", _int_in("optimization_level", range(1, 4))
-    ),
-    "hvx_threads": HtpSetting(*_GRAPH, "hvx_threads", "hvx_threads", _int_in("hvx_threads", range(64))),
-    "dlbc": HtpSetting(*_GRAPH, "dlbc", "dlbc", _int_in("dlbc", range(2))),
-    "weights_packing": HtpSetting(*_GRAPH, "weights_packing", "weights_packing", _bool("weights_packing")),
-    "finalize_options": HtpSetting(
-        *_GRAPH, "finalize_config", "finalize_config", _ort_only("finalize_options")
-    ),
-    "precision": HtpSetting(*_GRAPH, "fp16_relaxed_precision", "fp16_relaxed_precision", _precision),
-    "perf_profile": HtpSetting("core", "HtpDeviceCoreConfig", "perf_profile", "perf_profile", _perf_profile),
-    "weight_sharing": HtpSetting(
-        "context",
-        "HtpContextConfig",
-        "weight_sharing_enabled",
-        "weight_sharing_enabled",
-        _bool("weight_sharing"),
-    ),
-}
+# Where each recipe setting goes in the qairt config classes and the backend extension JSON: a view of
+# q9diff.settings, so qairt and qnn-context-binary-generator always receive the same setting under the same
+# name (qairt serialises the keyword to exactly this JSON key).
+HTP_SETTINGS = BY_RECIPE
 
 
 @dataclass(frozen=True)
@@ -170,7 +75,7 @@ def htp_kwargs(settings: Settings) -> HtpKwargs:
         if value is None:
             continue
         try:
-            sections[row.section][row.kwarg] = row.convert(value)
+            sections[row.section][row.qairt_kwarg] = row.check(value)
         except ValueError as exc:
             raise BackendUnavailable(f"setting {exc}") from None
     return HtpKwargs(**sections)
@@ -183,7 +88,7 @@ def backend_extension(kwargs: HtpKwargs, graph_names: tuple[str, ...]) -> dict[s
     graphs entry per graph, `graph_names: [name]`), except `context`, which is an object here as in
     Qualcomm's documented examples and the files q9diff edits.
     """
-    json_key = {(row.section, row.kwarg): row.json_key for row in HTP_SETTINGS.values()}
+    json_key = {(row.section, row.qairt_kwarg): row.ext_key for row in HTP_SETTINGS.values()}
     doc: dict[str, Any] = {}
     if kwargs.graph:
         doc["graphs"] = [

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from q9diff import settings
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -61,41 +63,6 @@ RULES: tuple[Rule, ...] = (
     Rule("compiler_options", "effect", "other_options"),
 )
 
-# Where each root-cause setting is set: (qairt API, htp_backend_ext_config JSON path, ORT QNN EP option,
-# qnn-context-binary-generator note). `{v}` is the reference's value.
-FIX_TARGETS: dict[str, dict[str, str]] = {
-    "soc_model": {
-        "qairt": "HtpDeviceConfig(soc_model={v})",
-        "htp_backend_ext_config": "devices[0].soc_model",
-        "ort_qnn": "soc_model",
-    },
-    "dsp_arch": {
-        "qairt": 'HtpDeviceConfig(dsp_arch="v{v}")',
-        "htp_backend_ext_config": "devices[0].dsp_arch",
-        "ort_qnn": "htp_arch",
-    },
-    "vtcm_size": {
-        "qairt": "HtpGraphConfig(vtcm_size_in_mb={v})",
-        "htp_backend_ext_config": "graphs[0].vtcm_mb",
-        "ort_qnn": "vtcm_mb",
-    },
-    "optimization_level": {
-        "qairt": "HtpGraphConfig(optimization_type={v})",
-        "htp_backend_ext_config": "graphs[0].O",
-        "ort_qnn": "htp_graph_finalization_optimization_mode",
-    },
-    "hvx_threads": {
-        "qairt": "HtpGraphConfig(hvx_threads={v})",
-        "htp_backend_ext_config": "graphs[0].hvx_threads",
-    },
-    "dlbc": {"qairt": "HtpGraphConfig(dlbc={v})", "htp_backend_ext_config": "graphs[0].dlbc"},
-    "weights_packing": {
-        "qairt": "HtpGraphConfig(weights_packing={v})",
-        "htp_backend_ext_config": "graphs[0].weights_packing",
-    },
-    "weight_sharing": {
-        "qairt": "HtpContextConfig(weight_sharing_enabled={v})",
-        "htp_backend_ext_config": "context.weight_sharing_enabled",
-        "ort_qnn": "ep.share_ep_contexts (session option)",
-    },
-}
+# Where each root-cause setting is set: (qairt API, htp_backend_ext_config JSON path, ORT QNN EP option).
+# `{v}` is the reference's value. A view of q9diff.settings, the one row per setting.
+FIX_TARGETS: dict[str, dict[str, str]] = settings.fix_targets()

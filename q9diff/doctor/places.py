@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from q9diff.doctor.checks import Context, Hit, Note, _int, _js, _mb, _parts_text, requested_soc
 from q9diff.format.tables import soc_name
 from q9diff.genie.bundle import Bundle, Part
+from q9diff.settings import recorded_graph_settings
 
 
 def _ext_devices(b: Bundle) -> list[dict]:
@@ -192,7 +193,7 @@ def check_two_places_graphs(ctx: Context) -> Iterator[Hit | Note]:
                 f"settings for graphs no ctx-bin holds: {absent[:3]}",
                 "name the graphs the ctx-bins hold",
             )
-        for key, field_, scale in (("vtcm_mb", "vtcm_size", 2**20), ("O", "optimization_level", 1)):
+        for key, field_, scale in ((s.ext_key, s.recorded, s.per_unit) for s in recorded_graph_settings()):
             want = entry.get(key)
             if (
                 not isinstance(want, (int, float))

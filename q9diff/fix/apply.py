@@ -24,23 +24,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from q9diff import jsonc
+from q9diff import jsonc, settings
 from q9diff.build import recipe as recipe_mod
 from q9diff.fix.edit import ApplyError, Edit
 from q9diff.fix.extedit import BuildFacts, edit_text, unknown_soc, writable
 from q9diff.fix.safewrite import read_exact, write_all
 
 # Suggestion setting -> (recipe settings field, value transform).
-RECIPE_FIELDS = {
-    "soc_model": ("soc_model", int),
-    "dsp_arch": ("dsp_arch", lambda v: f"v{v}"),
-    "vtcm_size": ("vtcm_mb", int),
-    "optimization_level": ("optimization_level", int),
-    "hvx_threads": ("hvx_threads", int),
-    "dlbc": ("dlbc", int),
-    "weight_sharing": ("weight_sharing", bool),
-    "weights_packing": ("weights_packing", bool),
-}
+RECIPE_FIELDS = settings.recipe_fields()  # cause -> (recipe field, conversion): a view of q9diff.settings
 
 # Top-level sections that mark a JSON document as an HTP backend extension config.
 BACKEND_EXT_SECTIONS = {"devices", "graphs", "context", "memory", "groupContext"}
