@@ -1,0 +1,92 @@
+"""The house in layers (issue 18): no import cycle among q9diff's modules (imports inside functions counted,
+since they hide a cycle rather than break it), no module over 500 lines, and every module importable from a
+plain checkout, with no install step mapping folders into the package."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "q9diff"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PACKAGE.rglob("*.py"):
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every q9diff module `module` imports, anywhere in its body; importing a.b.c also runs a and a.b."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith("q9diff")
+        ):
+            targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                       for a in node.names]  # fmt: skip
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names if a.name.startswith("q9diff")]
+        for t in targets:
+            parts = t.split(".")
+            found |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & set(modules)
+    found.discard(module)
+    return found
+
+
+def test_no_import_cycle_among_q9diffs_modules():
+    modules = _modules()
+    graph = {m: _imports(m, p, modules) for m, p in modules.items()}
+    # depth-first search for a back edge, reporting the cycle it closes
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append(stack[stack.index(n) :] + [n])
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_module_over_500_lines():
+    sizes = {m: len(p.read_text().splitlines()) for m, p in _modules().items()}
+    assert {m: n for m, n in sizes.items() if n > 500} == {}
+
+
+def test_every_module_imports_from_a_plain_checkout():
+    # -I: no PYTHONPATH, no user site, no working directory; only the checkout put first on the path,
+    # so an installed copy or an install-time folder mapping cannot stand in for the files here.
+    names = sorted(m for m in _modules() if not m.endswith("__main__"))
+    code = (
+        "import importlib, sys; sys.path.insert(0, sys.argv[1]); bad = []\n"
+        "for name in sys.argv[2:]:\n"
+        "    m = importlib.import_module(name)\n"
+        "    if not m.__file__.startswith(sys.argv[1]): bad.append(name)\n"
+        "print(bad)"
+    )
+    argv = [sys.executable, "-I", "-c", code, str(ROOT), *names]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
