@@ -233,7 +233,9 @@ def _resolve_reference(
     directory when that folder holds the config (Genie run from a parent folder, as ai-engine-direct-helper
     does), `\\` or `/` alike; a device path by its file name beside the config (said in a note).
 
-    A path that leads outside the folder it was resolved in is refused unless the user named that file.
+    Whichever way it is found, the file must resolve inside the config's own folder, or be a file the user
+    named: a downloaded config naming a path it does not hold must not reach, through the working
+    directory, a file of the user's own beside its download folder.
     """
     if PLACEHOLDER.search(ref):
         raise ApplyError(
@@ -268,10 +270,12 @@ def _resolve_reference(
             )
     target, base = found[0]
     real = Path(os.path.realpath(target))
-    if real not in allowed and not real.is_relative_to(os.path.realpath(base)):
+    home = config.parent
+    if real not in allowed and not real.is_relative_to(os.path.realpath(home)):
+        via = "" if base == home else f" (found from the working directory {base})"
         raise ApplyError(
-            f"{config}: {kind} whose {where} leads to {real}, outside {base}; q9diff edits only files in "
-            "the config's folder (or the working directory holding it) or given with --apply; nothing edited"
+            f"{config}: {kind} whose {where} leads to {real}{via}, outside {home}; q9diff edits only files "
+            "in the config's folder or given with --apply; nothing edited"
         )
     if target.is_symlink():
         note.append(f"{target} is a symbolic link: its target {real} is edited, the link stays")

@@ -1,0 +1,122 @@
+"""Hostile bundles (issue 22): a downloaded Genie bundle, EPContext model or recipe must not make q9diff
+write outside what it was given, drive the terminal, hang, or work beyond a small multiple of its size.
+
+Every hostile file is built here; large ones are sparse (os.truncate), so they cost no disk. Commands run
+as a user runs them, in a child that reports its own peak memory (ru_maxrss); a subprocess timeout is
+only a hang guard, never a speed assertion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+QWEN = FIXTURES / "qwen-mini"
+LOCAL, REFERENCE = QWEN / "local", QWEN / "reference"
+BUNDLE_FILES = ("genie_config.json", "htp_backend_ext_config.json", "tokenizer.json")
+EXT = '{\n  "devices": [\n    {\n      "soc_model": 0,\n      "dsp_arch": "v73"\n    }\n  ]\n}\n'
+HANG_GUARD_S = 120  # far above any case here: a child still running then is a hang, not a slow machine
+
+_CHILD = """
+import os, resource, sys
+from q9diff.cli import main
+sys.argv[0] = "q9diff"
+try:
+    main()
+finally:
+    with open(os.environ["Q9_RSS_FILE"], "w") as f:
+        f.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+"""
+
+
+class Run:
+    """A finished q9diff command: its status, output and peak resident memory in MiB."""
+
+    def __init__(self, done: subprocess.CompletedProcess, rss_kib: int) -> None:
+        self.returncode, self.stdout, self.stderr = done.returncode, done.stdout, done.stderr
+        self.rss_mib = rss_kib / 1024
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stderr.strip().splitlines()
+
+
+def q9(*args: str | Path, cwd: Path | None = None) -> Run:
+    """Run the command line in a child, as a user would; with its own peak memory."""
+    rss = Path(os.environ.get("TMPDIR", "/tmp")) / f"q9-rss-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
+            cwd=cwd,
+            env={**os.environ, "Q9_RSS_FILE": str(rss), "COLUMNS": "200"},
+        )
+        return Run(done, int(rss.read_text()))
+    finally:
+        rss.unlink(missing_ok=True)
+
+
+def refused(run: Run, *words: str) -> None:
+    """One line on stderr holding `words` (the file's name among them), exit status 2."""
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert len(run.lines) == 1, run.stderr
+    for w in words:
+        assert w in run.lines[0], run.lines[0]
+
+
+def copy_bundle(dst: Path, src: Path = REFERENCE) -> Path:
+    (dst / "genie").mkdir(parents=True)
+    for name in BUNDLE_FILES:
+        shutil.copy(src / name, dst / name)
+    for b in (src / "genie").glob("*.bin"):
+        shutil.copy(b, dst / "genie" / b.name)
+    return dst
+
+
+def files_under(folder: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def sparse(path: Path, size: int) -> Path:
+    """A file of `size` bytes that takes no disk (a hole): what a hostile download may unpack to."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    os.truncate(path, size)
+    return path
+
+
+# ---- 1. a write outside: the working-directory fallback of --apply -------------------------------
+
+
+def test_apply_from_a_folder_above_never_edits_the_users_own_extension_file(tmp_path):
+    # A downloaded Genie config names "htp_backend_ext_config.json", which its folder does not hold; run
+    # from the folder above, the working-directory fallback found the user's own file there and edited
+    # it (and backed it up). It may reach only a file inside the config's folder, or one the user named.
+    user = tmp_path / "user"
+    download = user / "download"
+    download.mkdir(parents=True)
+    own = user / "htp_backend_ext_config.json"
+    own.write_text(EXT)
+    config = json.loads((LOCAL / "genie_config.json").read_text())
+    (download / "genie_config.json").write_text(json.dumps(config, indent=2))
+    before = files_under(user)
+    run = q9("suggest", LOCAL, REFERENCE, "--apply", "download/genie_config.json", cwd=user)
+    refused(run, "download/genie_config.json", f"leads to {own}", "outside download", "--apply")
+    assert files_under(user) == before  # not edited, no .bak
+    config["dialog"]["engine"]["backend"]["extensions"] = "../htp_backend_ext_config.json"
+    (download / "genie_config.json").write_text(json.dumps(config, indent=2))
+    before = files_under(user)
+    refused(q9("suggest", LOCAL, REFERENCE, "--apply", "download/genie_config.json", cwd=user), "outside")
+    assert files_under(user) == before
+    named = q9("suggest", LOCAL, REFERENCE, "--apply", "download/genie_config.json", "--apply", own, cwd=user)
+    assert named.returncode == 0, named.stdout + named.stderr  # the user named it: then it is edited
+    assert json.loads(own.read_text())["devices"][0]["soc_model"] == 77
