@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from q9diff import jsonc
 from q9diff import recipe as recipe_mod
+from q9diff.errors import printable
 from q9diff.extedit import ApplyError, BuildFacts, edit_text, unknown_soc, writable
 from q9diff.safewrite import read_exact, write_all
 
@@ -93,13 +94,8 @@ class Edit:
         if not self.note or not (diff or self.advice_only):
             return diff
         wrap = textwrap.TextWrapper(98, "# ", "#   ", break_long_words=False, break_on_hyphens=False)
-        notes = [_printable(note) for note in self.note.split("\n")]  # names from binaries are data
+        notes = [printable(note) for note in self.note.split("\n")]  # names from binaries are data
         return "".join(f"{line}\n" for note in notes for line in wrap.wrap(note)) + diff
-
-
-def _printable(text: str) -> str:
-    """Control characters shown escaped, so a name read from a file cannot drive the terminal."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def plan(

@@ -156,9 +156,7 @@ def test_config_paths_are_found_as_their_tools_find_them(tmp_path, pair, monkeyp
     inside = bundle / "htp_backend_ext_config.json"
     inside.write_text(EXT)  # a path relative to the working directory that stays in the config's folder
     genie.write_text(
-        genie_text.replace(
-            '"htp_backend_ext_config.json"', '"models/bundle/htp_backend_ext_config.json"'
-        )
+        genie_text.replace('"htp_backend_ext_config.json"', '"models/bundle/htp_backend_ext_config.json"')
     )
     assert plan(genie, suggestions, facts).path == inside
     inside.unlink()

@@ -120,3 +120,32 @@ def test_apply_from_a_folder_above_never_edits_the_users_own_extension_file(tmp_
     named = q9("suggest", LOCAL, REFERENCE, "--apply", "download/genie_config.json", "--apply", own, cwd=user)
     assert named.returncode == 0, named.stdout + named.stderr  # the user named it: then it is edited
     assert json.loads(own.read_text())["devices"][0]["soc_model"] == 77
+
+
+# ---- 2. terminal injection: every string from a file goes through the one escape -----------------
+
+HOSTILE = "\x1b[2J\x1b]8;;https://example.invalid/\x1b\\click\x1b]8;;\x1b\\\x9b31m\u202etxt.nib\u2066\x07"
+RAW = ("\x1b", "\x9b", "\x07", "\u202e", "\u2066")
+
+
+def test_doctor_shows_escape_sequences_and_bidi_controls_from_a_config_as_text(tmp_path):
+    bundle = copy_bundle(tmp_path / "b")
+    config = json.loads((bundle / "genie_config.json").read_text())
+    bins = config["dialog"]["engine"]["model"]["binary"]["ctx-bins"]
+    bins[0] = f"genie/{HOSTILE}.bin"  # missing: named in the findings
+    bins[1] = f"../{HOSTILE}.bin"  # outside: named too
+    config["dialog"]["tokenizer"]["path"] = f"{HOSTILE}.json"
+    config["dialog"]["engine"]["backend"]["extensions"] = f"<{HOSTILE}>"
+    (bundle / "genie_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False))
+    report = tmp_path / "report.html"
+    run = q9("doctor", bundle, "--html", report)
+    assert run.returncode == 1, run.stdout + run.stderr
+    page = report.read_text(encoding="utf-8")
+    for shown in (run.stdout, run.stderr, page):
+        assert not any(c in shown for c in RAW), [c for c in RAW if c in shown]
+    assert "\\x1b[2J\\x1b]8;;https://example.invalid/" in run.stdout and "\\u202etxt.nib" in run.stdout
+    assert "\\x1b[2J" in page and "\\u202e" in page
+    as_json = q9("doctor", bundle, "--json")
+    assert not any(c in as_json.stdout for c in RAW)
+    findings = json.loads(as_json.stdout)["findings"]
+    assert any(HOSTILE in f["evidence"] for f in findings)  # --json keeps the value exact, JSON-escaped
