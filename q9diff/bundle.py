@@ -21,6 +21,7 @@ from construct import ConstructError
 from q9diff import jsonc
 from q9diff.binary import ContextBinary, Graph, open_binary
 from q9diff.errors import FormatError
+from q9diff.guard import load_json, read_text
 
 CONFIG_NAME = "genie_config.json"
 CTX_BINS_KEYS = ("ctx-bins", "fcb")  # Genie's binary engine lists its context binaries under these
@@ -155,23 +156,20 @@ class Bundle:
 
 def dialog_configs(folder: Path) -> list[Path]:
     """The JSON files in `folder` that are Genie dialog configs (an object holding a dialog object).
-    Cheap on a folder of large JSON (a 10 MB tokenizer.json): only a file that mentions "dialog" is
-    parsed, with the C parser first; the comment-tolerant one only for config-sized files."""
-    from q9diff.guard import MAX_JSON_BYTES
-
+    Cheap on a folder of large JSON (a 10 MB tokenizer.json): a file larger than a config q9diff reads
+    (jsonc.MAX_TEXT) is not one, by its size; only a file that mentions "dialog" is parsed, with the C
+    parser first."""
     found = []
     for p in sorted(folder.glob("*.json")):
         try:
-            if not p.is_file() or p.stat().st_size > MAX_JSON_BYTES:
-                continue
-            text = p.read_text(encoding="utf-8")
+            text = read_text(p, "a Genie config", BundleError, jsonc.MAX_TEXT)
             if '"dialog"' not in text:
                 continue
             try:
                 doc = json.loads(text)
             except ValueError:
-                doc = jsonc.loads(text) if len(text) < 1 << 20 else None
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                doc = jsonc.loads(text)
+        except (BundleError, ValueError, RecursionError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("dialog"), dict):
             found.append(p)
@@ -235,13 +233,9 @@ def read_bundle(given: Path) -> Bundle:
         for i, p in enumerate(bins):
             b.parts.append(_open_part(i, _resolve(b, p.name, f"{given}/{p.name}")))
         return b
+    text = read_text(config_path, "a Genie config", BundleError, jsonc.MAX_TEXT)
     try:
-        text = config_path.read_text(encoding="utf-8")
         config = jsonc.loads(text)
-    except OSError as exc:
-        raise BundleError(f"{config_path}: cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BundleError(f"{config_path}: not UTF-8 text, so not a Genie config") from None
     except (jsonc.JsoncError, RecursionError) as exc:
         raise BundleError(f"{config_path}: not JSON ({exc})") from None
     if not isinstance(config, dict) or not isinstance(config.get("dialog"), dict):
@@ -347,20 +341,19 @@ def _read_extension(b: Bundle) -> None:
         b.extension_problem = ref.problem
         if template is not None:
             try:
-                holes = sorted(
-                    set(PLACEHOLDER.findall(template.read_text(encoding="utf-8", errors="replace")))
-                )
-            except OSError:
+                text = read_text(template, "a template", BundleError, jsonc.MAX_TEXT)
+                holes = sorted(set(PLACEHOLDER.findall(text)))
+            except BundleError:
                 holes = []
             b.extension_problem += f"; {template.name} beside the config is its template" + (
                 f", with placeholders {', '.join(holes)} to fill" if holes else ""
             )
         return
     try:
-        b.extension_text = ref.path.read_text(encoding="utf-8")
+        b.extension_text = read_text(ref.path, "a backend extension config", BundleError, jsonc.MAX_TEXT)
         b.extension_doc = jsonc.loads(b.extension_text)
-    except (OSError, UnicodeDecodeError) as exc:
-        b.extension_problem = f"{ref.path}: cannot be read as text ({exc})"
+    except BundleError as exc:
+        b.extension_problem = str(exc)
     except (jsonc.JsoncError, RecursionError) as exc:
         found = PLACEHOLDER.findall(b.extension_text or "")
         extra = f" (it holds template placeholders {', '.join(dict.fromkeys(found))})" if found else ""
@@ -377,9 +370,9 @@ def _read_tokenizer(b: Bundle) -> None:
         b.tokenizer_problem = ref.problem
         return
     try:
-        doc = json.loads(ref.path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not JSON, or a too-long number
-        b.tokenizer_problem = f"{ref.path}: not a readable tokenizer.json ({type(exc).__name__})"
+        doc = load_json(ref.path, "a tokenizer.json", BundleError)
+    except BundleError as exc:
+        b.tokenizer_problem = str(exc)
         return
     vocab = (
         doc.get("model", {}).get("vocab")

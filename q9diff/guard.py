@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -103,21 +104,43 @@ def plain_name(
     return name
 
 
-MAX_JSON_BYTES = 64 << 20  # a config or recipe is kilobytes; anything this big is not one
+MAX_JSON_BYTES = 64 << 20  # a config or recipe is kilobytes, a tokenizer.json megabytes; this is neither
 
 
-def load_json(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused):
-    """The JSON value in `path`, or `error` with one line naming the file and what was expected there
-    (unreadable, too big, not JSON, nested too deep for a config)."""
+def read_text(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
+              limit: int = MAX_JSON_BYTES) -> str:  # fmt: skip
+    """The UTF-8 text of `path`, or `error` with one line naming the file and what was expected there.
+
+    The one reader of files another file names (a bundle's config, tokenizer and extension file) and of
+    configs given: the size is checked on the open file before a byte is read, so a 600 MB sparse file is
+    refused at once, and a FIFO or device (which would block or never end) is not read at all."""
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_JSON_BYTES:
-            raise error(f"{p}: expected {expected}, got a {p.stat().st_size} byte file")
-        text = p.read_text(encoding="utf-8")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once, then fstat refuses it
     except OSError as exc:
         raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
+        data = f.read(limit + 1) if st.st_size <= limit else b""
+    if st.st_size > limit or len(data) > limit:
+        size = max(st.st_size, len(data))
+        raise error(
+            f"{p}: expected {expected}, got a {size} byte file, over the {limit} bytes q9diff reads for one"
+        )
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{p}: expected {expected}, got bytes that are not UTF-8 text") from None
+
+
+def load_json(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
+              limit: int = MAX_JSON_BYTES):  # fmt: skip
+    """The JSON value in `path` (read by read_text), or `error` with one line naming the file and what
+    was expected there (unreadable, too big, not JSON, nested too deep for a config)."""
+    p = Path(path)
+    text = read_text(p, expected, error, limit)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -149,3 +149,100 @@ def test_doctor_shows_escape_sequences_and_bidi_controls_from_a_config_as_text(t
     assert not any(c in as_json.stdout for c in RAW)
     findings = json.loads(as_json.stdout)["findings"]
     assert any(HOSTILE in f["evidence"] for f in findings)  # --json keeps the value exact, JSON-escaped
+
+
+# ---- 3. hangs and floods: one capped reader, a size limit before Qualcomm's parsers ----------------
+
+GB = 1 << 30
+
+
+@pytest.mark.parametrize("name", ["genie_config.json", "config.json"])
+def test_a_sparse_600_mb_config_is_refused_by_its_size_not_read(tmp_path, name):
+    bundle = copy_bundle(tmp_path / "b")
+    (bundle / "genie_config.json").unlink()
+    sparse(bundle / name, 600 << 20)
+    run = q9("doctor", bundle if name == "genie_config.json" else bundle / name)
+    refused(run, name, "over the 1048576 bytes")
+    assert run.rss_mib < 300, run.rss_mib  # it was 1.3 GB: the file was read
+
+
+@pytest.mark.parametrize(
+    "name, check", [("tokenizer.json", "vocab.tokenizer"), ("htp_backend_ext_config.json", "extension.file")]
+)
+def test_a_sparse_600_mb_tokenizer_or_extension_file_is_a_finding_read_by_nothing(tmp_path, name, check):
+    # The bundle is read; the one file it names that is no such file is said in its finding, by size.
+    bundle = copy_bundle(tmp_path / "b")
+    sparse(bundle / name, 600 << 20)
+    run = q9("doctor", bundle, "--json")
+    assert run.returncode in (0, 1), run.stderr
+    said = [f["evidence"] for f in json.loads(run.stdout)["findings"] if f["check"] == check]
+    assert any(name in e and "629145600 byte file, over the" in e for e in said), said
+    assert run.rss_mib < 300, run.rss_mib
+
+
+def test_a_fifo_is_never_opened_for_reading(tmp_path):
+    bundle = copy_bundle(tmp_path / "b")
+    for name in ("tokenizer.json", "htp_backend_ext_config.json"):
+        (bundle / name).unlink()
+        os.mkfifo(bundle / name)  # a read would wait for a writer forever
+    run = q9("doctor", bundle, "--json")
+    assert run.returncode in (0, 1), run.stderr
+    evidence = " ".join(f["evidence"] for f in json.loads(run.stdout)["findings"])
+    assert "tokenizer.json: no such file in the bundle" in evidence  # not a regular file: not opened
+    refused(q9("suggest", LOCAL, REFERENCE, "--apply", bundle / "tokenizer.json"), "FIFO", "tokenizer.json")
+
+
+def _empty_objects(size: int) -> str:
+    """A valid Genie config padded to `size` bytes with a list of empty objects: what makes libGenie's
+    parser quadratic (600 bytes gzipped for 300 KB)."""
+    config = json.loads((REFERENCE / "genie_config.json").read_text())
+    text = json.dumps(config)
+    pad = (size - len(text)) // 3
+    return text[:-1] + ', "padding": [' + ",".join(["{}"] * pad) + "]}"
+
+
+def test_a_config_too_big_for_libgenies_parser_is_not_handed_to_it(tmp_path):
+    from q9diff import genieconfig
+
+    bundle = copy_bundle(tmp_path / "b")
+    (bundle / "genie_config.json").write_text(_empty_objects(300 << 10))
+    run = q9("doctor", bundle, "--json")  # took past 20 s in libGenie; the hang guard is 120 s
+    assert run.returncode in (0, 1), run.stderr
+    notes = [f["evidence"] for f in json.loads(run.stdout)["findings"] if f["check"] == "config.genie-parser"]
+    assert notes and f"over the {genieconfig.MAX_TEXT_BYTES} q9diff hands libGenie.so" in notes[0], notes
+
+
+def test_a_6_mb_config_is_refused_by_the_cap_q9diffs_own_parser_names(tmp_path):
+    # q9diff's comment-tolerant parser needed 14 s and 800 MB for 6 MB: above 1 MB it reads nothing.
+    from q9diff import jsonc
+
+    bundle = copy_bundle(tmp_path / "b")
+    text = "// a comment\n" + _empty_objects(6 << 20)
+    (bundle / "genie_config.json").write_text(text)
+    run = q9("doctor", bundle)
+    refused(run, "genie_config.json", f"over the {jsonc.MAX_TEXT} bytes")
+    assert run.rss_mib < 300, run.rss_mib
+    with pytest.raises(jsonc.JsoncError, match=f"over the {jsonc.MAX_TEXT} q9diff reads as a config"):
+        jsonc.parse(text)
+    ext = tmp_path / "htp_backend_ext_config.json"
+    ext.write_text('{"graphs": [' + ",".join(["{}"] * (2 << 20)) + "]}")
+    before = ext.read_bytes()
+    run = q9("suggest", LOCAL, REFERENCE, "--apply", ext)
+    refused(run, str(ext), f"over the {jsonc.MAX_TEXT} q9diff reads as a config")
+    assert ext.read_bytes() == before and not list(tmp_path.glob("*.bak*"))
+
+
+def test_the_comment_tolerant_parser_works_in_proportion_to_its_text():
+    # The cap's worst case: a 1 MB text of empty objects in memory a small multiple of its size.
+    from q9diff import jsonc
+
+    code = (
+        "import resource; from q9diff import jsonc; "
+        "t = '[' + ','.join(['{}'] * ((jsonc.MAX_TEXT - 2) // 3)) + ']'; "
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; n = jsonc.parse(t); "
+        "print(len(n.items), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    count, grew_kib = map(int, done.stdout.split())
+    assert count == (jsonc.MAX_TEXT - 2) // 3
+    assert grew_kib * 1024 < 100 * jsonc.MAX_TEXT, grew_kib  # 800 MB for 6 MB before: ~130 bytes a byte
