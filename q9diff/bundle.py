@@ -191,9 +191,10 @@ def genie_config_of(folder: Path) -> Path | None:
 
 
 def find_config(given: Path) -> tuple[Path | None, Path]:
-    """(config, bundle folder) for a config file, a folder holding one (genie_config.json, or the one JSON
-    file there that is a Genie dialog config), or a folder of ctx-bins whose parent's config names them
-    (the qwen-mini layout: genie_config.json beside genie/)."""
+    """(config, bundle folder) for a config file, or a folder holding one (genie_config.json, or the one
+    JSON file there that is a Genie dialog config). A folder without one is a folder of ctx-bins: the
+    config of the folder above (the qwen-mini layout, genie_config.json beside genie/) is never adopted,
+    since whoever can write that folder (say /tmp) would choose what q9diff reads outside the one named."""
     if given.is_file():
         return given, given.parent
     if not given.is_dir():
@@ -206,17 +207,6 @@ def find_config(given: Path) -> tuple[Path | None, Path]:
     if named:
         names = ", ".join(p.name for p in named)
         raise BundleError(f"{given}: several Genie configs ({names}): give the one to check")
-    parent = (given.parent if given.name not in ("", ".", "..") else given.resolve().parent) / CONFIG_NAME
-    if parent.is_file():
-        try:
-            text = parent.read_text(encoding="utf-8")
-            names = json.dumps(jsonc.loads(text))
-        except (OSError, UnicodeDecodeError, jsonc.JsoncError, RecursionError):
-            names = ""
-        if any(
-            f"{given.name}/{b.name}" in names or f"{given.name}\\\\{b.name}" in names for b in given.iterdir()
-        ):
-            return parent, parent.parent
     return None, given
 
 
@@ -230,6 +220,9 @@ def read_bundle(given: Path) -> Bundle:
             raise BundleError(f"{given}: no {CONFIG_NAME} and no *.bin: not a Genie bundle")
         b = Bundle(root.resolve(), given, None, None, None)
         b.notes.append(f"no {CONFIG_NAME}: only the {len(bins)} *.bin files were checked, in name order")
+        above = b.root.parent / CONFIG_NAME
+        if above.is_file():  # said, never read: the folder above is not the one named
+            b.notes.append(f"{above} is not read; to check the bundle with its config, give its folder")
         for i, p in enumerate(bins):
             b.parts.append(_open_part(i, _resolve(b, p.name, f"{given}/{p.name}")))
         return b
@@ -241,8 +234,6 @@ def read_bundle(given: Path) -> Bundle:
     if not isinstance(config, dict) or not isinstance(config.get("dialog"), dict):
         raise BundleError(f"{config_path}: no dialog object, so not a Genie dialog config")
     b = Bundle(Path(os.path.realpath(root)), given, config_path, config, text)
-    if config_path.parent.resolve() != given.resolve() and given.is_dir():
-        b.notes.append(f"{given} holds no {CONFIG_NAME}; read {config_path}, which names its files")
     index = 0
     for where, engine in b.engines():
         binary = engine.get("model", {}).get("binary") if isinstance(engine.get("model"), dict) else None

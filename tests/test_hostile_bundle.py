@@ -246,3 +246,27 @@ def test_the_comment_tolerant_parser_works_in_proportion_to_its_text():
     count, grew_kib = map(int, done.stdout.split())
     assert count == (jsonc.MAX_TEXT - 2) // 3
     assert grew_kib * 1024 < 100 * jsonc.MAX_TEXT, grew_kib  # 800 MB for 6 MB before: ~130 bytes a byte
+
+
+# ---- 6. doctor reads only inside the folder named ---------------------------------------------
+
+
+def test_a_config_planted_in_the_parent_of_a_folder_of_binaries_is_never_adopted(tmp_path):
+    # Anyone who can write the parent (say /tmp) could plant a genie_config.json there naming the
+    # folder's ctx-bins and, beside them, files of the parent's: doctor read them.
+    parent = tmp_path / "shared"
+    folder = parent / "genie"
+    folder.mkdir(parents=True)
+    for b in (REFERENCE / "genie").glob("*.bin"):
+        shutil.copy(b, folder / b.name)
+    secret = parent / "secret.json"
+    secret.write_text('{"model": {"vocab": {"private": 123456}}}')
+    config = json.loads((REFERENCE / "genie_config.json").read_text())
+    config["dialog"]["tokenizer"]["path"] = "secret.json"
+    (parent / "genie_config.json").write_text(json.dumps(config))
+    run = q9("doctor", folder, "--json")
+    assert run.returncode in (0, 1), run.stderr
+    report = json.loads(run.stdout)
+    assert report["bundle"] == str(folder) and "123457" not in run.stdout
+    assert report["notes"][0] == "no genie_config.json: only the 4 *.bin files were checked, in name order"
+    assert f"{parent / 'genie_config.json'} is not read" in report["notes"][1]
