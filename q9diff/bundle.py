@@ -101,6 +101,11 @@ class Bundle:
     def name(self) -> str:
         return self.config_path.name if self.config_path else str(self.root)
 
+    def files(self) -> list[Path]:
+        """The files q9diff read for this bundle (config, ctx-bins, extension file, tokenizer), resolved."""
+        refs = [p.ref for p in self.parts] + [r for r in (self.extension, self.tokenizer) if r is not None]
+        return [p for p in (self.config_path, *(r.path for r in refs)) if p is not None]
+
     def readable_parts(self) -> list[Part]:
         return [p for p in self.parts if p.binary is not None]
 

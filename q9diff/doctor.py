@@ -151,6 +151,10 @@ class Report:
             out[n] = {"title": title, "status": status, "why": why}
         return out
 
+    def files(self) -> list[Path]:
+        """Every file the report was read from, the reference bundle's too: what --html must not be."""
+        return [f for b in (self.bundle, self.reference) if b is not None for f in b.files()]
+
     def to_json(self) -> dict:
         return {
             "schema": SCHEMA,

@@ -270,3 +270,48 @@ def test_a_config_planted_in_the_parent_of_a_folder_of_binaries_is_never_adopted
     assert report["bundle"] == str(folder) and "123457" not in run.stdout
     assert report["notes"][0] == "no genie_config.json: only the 4 *.bin files were checked, in name order"
     assert f"{parent / 'genie_config.json'} is not read" in report["notes"][1]
+
+
+# ---- 5. --html never replaces a file doctor reads, whatever its name -------------------------------
+
+
+@pytest.mark.parametrize(
+    "config, target",
+    [
+        ("genie_config.txt", "genie/part_1_of_2_prompt.bin"),  # the guard knew only configs named .json
+        ("genie_config.txt", "tokenizer.json"),
+        ("genie_config.txt", "genie_config.txt"),
+        ("genie_config.json", "htp_backend_ext_config.json"),
+    ],
+)
+def test_doctor_html_never_replaces_a_file_it_reads(tmp_path, config, target):
+    bundle = copy_bundle(tmp_path / "b")
+    (bundle / "genie_config.json").rename(bundle / config)
+    before = files_under(tmp_path)
+    run = q9("doctor", bundle / config, "--html", bundle / target)
+    refused(run, "would overwrite", target, "an input")
+    assert files_under(tmp_path) == before
+
+
+def test_doctor_html_is_checked_against_every_file_read_once_they_are_known(tmp_path):
+    # A reference given by its config under another name: its files are inputs too, checked once read.
+    bundle, ref = copy_bundle(tmp_path / "b"), copy_bundle(tmp_path / "r")
+    (ref / "genie_config.json").rename(ref / "dialog.conf")
+    before = files_under(tmp_path)
+    run = q9(
+        "doctor", bundle, "--reference", ref / "dialog.conf", "--html", ref / "genie/part_2_of_2_token.bin"
+    )
+    refused(run, "would overwrite", "part_2_of_2_token.bin")
+    assert files_under(tmp_path) == before
+    from q9diff import doctor
+
+    read = doctor.run(bundle, ref / "dialog.conf").files()
+    assert {p.name for p in read} == {
+        *BUNDLE_FILES[1:],
+        "genie_config.json",
+        "dialog.conf",
+        *(p.name for p in (ref / "genie").iterdir()),
+    }
+    new = bundle / "report.html"
+    done = q9("doctor", bundle, "--html", new)
+    assert done.returncode in (0, 1) and new.is_file(), done.stderr

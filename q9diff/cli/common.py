@@ -174,6 +174,17 @@ def _report_path(out: Path | None, inputs: list[Path | None]) -> None:
             _fail(f"--html {out} would overwrite {what}, an input: choose another file")
 
 
+def _report_not_read(out: Path | None, read: list[Path]) -> None:
+    """Refuse a --html path that is one of the files the command read, whatever their names (a ctx-bin,
+    a tokenizer, a config of any extension), once it knows them and before the report is written."""
+    if out is None:
+        return
+    target = out.resolve()
+    for path in read:
+        if Path(path).resolve() == target:
+            _fail(f"--html {out} would overwrite {path}, an input: choose another file")
+
+
 def _read_errors() -> tuple[type[Exception], ...]:
     """What a reader raises on bytes it cannot make sense of (construct is imported only when used)."""
     import struct
