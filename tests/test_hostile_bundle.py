@@ -315,3 +315,118 @@ def test_doctor_html_is_checked_against_every_file_read_once_they_are_known(tmp_
     new = bundle / "report.html"
     done = q9("doctor", bundle, "--html", new)
     assert done.returncode in (0, 1) and new.is_file(), done.stderr
+
+
+# ---- 4. repeated work: a context named 3000 times is opened once -----------------------------------
+
+CONTEXT = FIXTURES / "variants" / "graphs_1.bin"
+
+
+def epcontext_model(path: Path, names: list[bytes | str], embed: int = 0) -> Path:
+    onnx = pytest.importorskip("onnx")
+    helper, tp = onnx.helper, onnx.TensorProto
+    nodes = [
+        helper.make_node("EPContext", ["x"], [f"y{i}"], name=f"node_{i}", domain="com.microsoft",
+                         embed_mode=embed, ep_cache_context=name, source="QNNExecutionProvider")
+        for i, name in enumerate(names)
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", tp.FLOAT, [1])],
+        [helper.make_tensor_value_info(f"y{i}", tp.FLOAT, [1]) for i in range(len(names))],
+    )
+    onnx.save(helper.make_model(graph), path)
+    return path
+
+
+def dispatch_tflite(path: Path, bytecode: bytes, ranges: list[tuple[int, int]], at: int = 1 << 19) -> Path:
+    """A LiteRT model whose DISPATCH_OPs name (offset, size) ranges of `bytecode`, placed at `at`
+    (the public TFLite schema and LiteRT's dispatch options map, built with the flatbuffers package)."""
+    flatbuffers = pytest.importorskip("flatbuffers")
+    from flatbuffers import flexbuffers
+
+    def options(offset: int, size: int, name: str) -> bytes:
+        fbb = flexbuffers.Builder()
+        with fbb.Map():
+            for key, value in (("bytecode_offset", offset), ("bytecode_size", size)):
+                fbb.Key(key)
+                fbb.UInt(value)
+            fbb.Key("name")
+            fbb.String(name)
+        return bytes(fbb.Finish())
+
+    b = flatbuffers.Builder(1024)
+
+    def vector(offsets: list[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    def table(slots: int, fields: list[tuple[int, int, bool]]) -> int:
+        b.StartObject(slots)
+        for slot, value, is_offset in fields:
+            (b.PrependUOffsetTRelativeSlot if is_offset else b.PrependUint32Slot)(slot, value, 0)
+        return b.EndObject()
+
+    code = table(2, [(1, b.CreateString("DISPATCH_OP"), True)])  # OperatorCode.custom_code
+    ops = [
+        table(6, [(5, b.CreateByteVector(options(at + off, size, f"graph_{i}")), True)])  # opcode_index 0
+        for i, (off, size) in enumerate(ranges)
+    ]
+    subgraph = table(4, [(3, vector(ops), True)])
+    b.Finish(table(3, [(1, vector([code]), True), (2, vector([subgraph]), True)]), file_identifier=b"TFL3")
+    head = bytes(b.Output())
+    assert len(head) <= at
+    path.write_bytes(head + b"\0" * (at - len(head)) + bytecode)
+    return path
+
+
+def test_an_epcontext_model_naming_one_context_3000_times_opens_it_once(tmp_path):
+    # 348 KB naming a 124 KB context 3000 times took over 60 s and 0.8 GB: it was opened and walked
+    # once per node, and once per node again for every part of a set diff.
+    shutil.copy(CONTEXT, tmp_path / "ctx.bin")
+    model = epcontext_model(tmp_path / "repeated.onnx", ["ctx.bin"] * 3000)
+    run = q9("inspect", model, "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["size"] == CONTEXT.stat().st_size  # one context: the graphs of one binary
+    assert run.rss_mib < 250, run.rss_mib
+    run = q9("diff", model, model, "--json")
+    assert run.returncode == 0 and run.rss_mib < 250, (run.stderr, run.rss_mib)
+    from q9diff.inputs import open_one
+
+    assert open_one(f"{model}#node_2999").size == CONTEXT.stat().st_size  # every node still addresses it
+
+
+def test_a_set_of_distinct_contexts_reads_its_container_once_per_command(tmp_path, monkeypatch):
+    # Each FILE#NAME of a set diff re-read the whole model and every context: N parts cost N * N.
+    onnx = pytest.importorskip("onnx")
+    from q9diff import inputs
+    from q9diff.diff import diff_sets
+
+    model = epcontext_model(tmp_path / "many.onnx", [CONTEXT.read_bytes()] * 200, embed=1)
+    loads = []
+    real_load = onnx.load
+    monkeypatch.setattr(onnx, "load", lambda *a, **k: loads.append(a) or real_load(*a, **k))
+    inputs._cached_index.cache_clear()
+    result = diff_sets(model, model)
+    assert len(result.pairs) == 200 and result.identical
+    assert len(loads) == 1  # was 1 + 2 * 200 (each part opened re-read the model)
+    model.write_bytes(model.read_bytes())  # rewritten in place: a new mtime, read afresh
+    os.utime(model, ns=(1, 1))
+    assert len(diff_sets(model, model).pairs) == 200 and len(loads) == 2
+
+
+def test_dispatch_ops_sharing_bytecode_are_one_context_and_overlapping_ranges_are_refused(tmp_path):
+    data = CONTEXT.read_bytes()
+    shared = dispatch_tflite(tmp_path / "shared.tflite", data, [(0, len(data))] * 3000)
+    run = q9("inspect", shared, "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["size"] == len(data), run.stderr
+    assert run.rss_mib < 250, run.rss_mib
+    two = dispatch_tflite(tmp_path / "two.tflite", data + data, [(0, len(data)), (len(data), len(data))])
+    assert len(json.loads(q9("inspect", two, "--json").stdout)["contexts"]) == 2
+    overlap = dispatch_tflite(tmp_path / "overlap.tflite", data, [(0, len(data)), (16, len(data) - 16)])
+    refused(
+        q9("inspect", overlap), "overlap.tflite", "DISPATCH_OP bytecode ranges that are the same or apart"
+    )
