@@ -430,3 +430,18 @@ def test_dispatch_ops_sharing_bytecode_are_one_context_and_overlapping_ranges_ar
     refused(
         q9("inspect", overlap), "overlap.tflite", "DISPATCH_OP bytecode ranges that are the same or apart"
     )
+
+
+# ---- 6. a recipe's source model that is no model ------------------------------------------------
+
+
+def test_a_sparse_1_5_gb_source_model_is_one_line_not_an_internal_error(tmp_path):
+    pytest.importorskip("onnxruntime")
+    recipe = json.loads((LOCAL / "part_1_of_2.recipe.json").read_text())
+    for graph in recipe["parts"][0]["graphs"]:
+        graph["model"] = "big.onnx"
+    (tmp_path / "recipe.json").write_text(json.dumps(recipe))
+    sparse(tmp_path / "big.onnx", 1536 << 20)
+    run = q9("verify", LOCAL / "part_1_of_2.bin", "--recipe", tmp_path / "recipe.json")
+    refused(run, "big.onnx", "the recipe's source model, not one ONNX Runtime can load")
+    assert "internal error" not in run.stderr and run.rss_mib < 400, run.rss_mib
