@@ -30,6 +30,7 @@ from q9diff import jsonc
 from q9diff import recipe as recipe_mod
 from q9diff.errors import printable
 from q9diff.extedit import ApplyError, BuildFacts, edit_text, unknown_soc, writable
+from q9diff.guard import is_file, nameable
 from q9diff.safewrite import read_exact, write_all
 
 # Suggestion setting -> (recipe settings field, value transform).
@@ -238,14 +239,16 @@ def _resolve_reference(
             f"{config}: {kind} whose {where} is the placeholder {ref!r}; pass the extension file itself "
             "with --apply; left untouched"
         )
+    if not nameable(ref):
+        raise ApplyError(f"{config}: {kind} whose {where} is {ref!r}, not a file name; nothing edited")
     posix = ref.replace("\\", "/")
     allowed = {Path(os.path.realpath(p)) for p in named}
     absolute = PurePosixPath(posix).is_absolute() or re.match(r"[A-Za-z]:/", posix)
-    if absolute and Path(ref).is_file():  # a path on this machine: kept to what the user named
+    if absolute and is_file(ref):  # a path on this machine: kept to what the user named
         found, note = [(Path(ref), config.parent)], []
     elif absolute:
         beside = config.parent / PurePosixPath(posix).name
-        if not beside.is_file():
+        if not is_file(beside):
             raise ApplyError(
                 f"{config}: {kind} whose {where} is {ref}, a path on the device, and there is no "
                 f"{beside.name} beside it; pass the extension file itself with --apply; left untouched"
@@ -257,7 +260,7 @@ def _resolve_reference(
         bases = [config.parent] + (
             [cwd] if Path(os.path.realpath(config)).is_relative_to(cwd.resolve()) else []
         )
-        found = [(base / posix, base) for base in bases if (base / posix).is_file()]
+        found = [(base / posix, base) for base in bases if is_file(base / posix)]
         note = []
         if not found:
             tried = " or ".join(dict.fromkeys(str(b / posix) for b in bases))

@@ -21,11 +21,12 @@ from construct import ConstructError
 from q9diff import jsonc
 from q9diff.binary import ContextBinary, Graph, open_binary
 from q9diff.errors import FormatError
-from q9diff.guard import load_json, read_text
+from q9diff.guard import is_file, load_json, nameable, read_text
 
 CONFIG_NAME = "genie_config.json"
 CTX_BINS_KEYS = ("ctx-bins", "fcb")  # Genie's binary engine lists its context binaries under these
 PLACEHOLDER = re.compile(r"<[^<>]*>")  # `<TODO>`, `<soc_model>` in Qualcomm's templates
+MAX_CTX_BINS = 256  # real bundles list 1-32 splits; a config listing thousands is refused, not walked
 SPLIT_SUFFIX = re.compile(r"_(\d+)_of_(\d+)$")  # AI Hub's `{prompt|token}_ar{N}_cl{CTX}_{i}_of_{n}`
 
 
@@ -239,7 +240,7 @@ def read_bundle(given: Path) -> Bundle:
     if not isinstance(config, dict) or not isinstance(config.get("dialog"), dict):
         raise BundleError(f"{config_path}: no dialog object, so not a Genie dialog config")
     b = Bundle(Path(os.path.realpath(root)), given, config_path, config, text)
-    index = 0
+    index, opened = 0, {}
     for where, engine in b.engines():
         binary = engine.get("model", {}).get("binary") if isinstance(engine.get("model"), dict) else None
         for key in CTX_BINS_KEYS:
@@ -261,9 +262,14 @@ def read_bundle(given: Path) -> Bundle:
                 )
                 index += 1
                 continue
+            if index + len(bins) > MAX_CTX_BINS:
+                raise BundleError(
+                    f"{config_path}: {where}.model.binary.{key} names {index + len(bins)} ctx-bins in all; "
+                    f"q9diff reads at most {MAX_CTX_BINS}, more than any model is split into"
+                )
             for i, request in enumerate(bins):
                 ref = _resolve(b, request, f"{b.name}: {where}.model.binary.{key}[{i}]")
-                b.parts.append(_open_part(index, ref))
+                b.parts.append(_open_part(index, ref, opened))
                 index += 1
     bwhere, backend = b.backend()
     if "extensions" in backend:
@@ -278,7 +284,7 @@ def read_bundle(given: Path) -> Bundle:
 
 def _resolve(b: Bundle, request: object, where: str) -> FileRef:
     ref = FileRef(request, where)
-    if not isinstance(request, str) or not request:
+    if not isinstance(request, str) or not request or not nameable(request):
         ref.problem, ref.kind = f"{_js(request)} is not a path", "not-a-path"
         return ref
     if PLACEHOLDER.search(request):
@@ -298,7 +304,7 @@ def _resolve(b: Bundle, request: object, where: str) -> FileRef:
             "outside",
         )
         return ref
-    if not real.is_file():
+    if not is_file(real):
         ref.problem, ref.kind = f"{request}: no such file in the bundle (looked for {candidate})", "missing"
         return ref
     ref.path = real
@@ -309,12 +315,20 @@ def _js(value: object) -> str:
     return json.dumps(value, default=str)
 
 
-def _open_part(index: int, ref: FileRef) -> Part:
+def _open_part(index: int, ref: FileRef, opened: dict[Path, Part] | None = None) -> Part:
     """Open the ctx-bin and walk what the checks read (records, each graph's options and ops), so that a
-    damaged part is one recorded problem here, not an exception in the middle of a check."""
+    damaged part is one recorded problem here, not an exception in the middle of a check. A file named
+    again (in `opened`, by resolved path) is the same binary, opened and walked once: a config listing
+    one ctx-bin 3000 times must not cost 3000 mappings and walks."""
     part = Part(index, ref)
     if ref.path is None:
         return part
+    seen = opened.get(ref.path) if opened is not None else None
+    if seen is not None:
+        part.binary, part.problem = seen.binary, seen.problem
+        return part
+    if opened is not None:
+        opened[ref.path] = part
     try:
         cb = open_binary(ref.path)
         for i in range(len(cb.graphs)):
@@ -333,7 +347,7 @@ def _read_extension(b: Bundle) -> None:
         template = None
         if ref.kind == "missing" and b.config_path is not None and isinstance(ref.request, str):
             beside = b.config_path.parent / (PurePosixPath(ref.request.replace("\\", "/")).name + ".template")
-            template = beside if beside.is_file() else None
+            template = beside if is_file(beside) else None
         b.extension_problem = ref.problem
         if template is not None:
             try:

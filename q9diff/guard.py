@@ -71,8 +71,29 @@ def ask_script(
     return answer, run
 
 
+def nameable(path: str | os.PathLike) -> bool:
+    """Whether the system can name `path` at all: no NUL byte and no lone surrogate (both read from a
+    file's JSON), which the os functions refuse with an exception instead of an answer."""
+    try:
+        return b"\0" not in os.fsencode(path)
+    except UnicodeEncodeError:
+        return False
+
+
+def is_file(path: str | os.PathLike) -> bool:
+    """Whether a path read from a file names a regular file; False, never an exception, for a name the
+    system refuses (too long, NUL, lone surrogate), which Path.is_file raises on."""
+    try:
+        return nameable(path) and stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def inside(path: str | os.PathLike, folder: str | os.PathLike) -> Path | None:
-    """`path` resolved (relative to `folder`, symlinks followed) when it stays inside `folder`, else None."""
+    """`path` resolved (relative to `folder`, symlinks followed) when it stays inside `folder`, else None
+    (also when it is no name the system can look up)."""
+    if not nameable(path):
+        return None
     base = Path(folder).resolve()
     target = (base / Path(path)).resolve()
     if target == base or base in target.parents:
@@ -84,6 +105,8 @@ def contained(path: str | os.PathLike, folder: str | os.PathLike, named_by: str 
               error: type[Exception] = PathRefused) -> Path:  # fmt: skip
     """`path` as `inside` resolves it; `error` naming the file that named it when it leaves `folder`."""
     target = inside(path, folder)
+    if target is None and not nameable(path):
+        raise error(f"{named_by}: refusing {path!r}: not a file name the system can look up")
     if target is None:
         resolved = (Path(folder) / Path(path)).resolve()
         via = f" (it resolves to {resolved})" if str(resolved) != str(path) else ""
