@@ -72,12 +72,14 @@ def ask_script(
 
 
 def nameable(path: str | os.PathLike) -> bool:
-    """Whether the system can name `path` at all: no NUL byte and no lone surrogate (both read from a
-    file's JSON), which the os functions refuse with an exception instead of an answer."""
+    """Whether the system can name `path` at all: no NUL byte, no lone surrogate (both read from a file's
+    JSON), no part over 255 bytes nor the whole over 4096 (Linux's NAME_MAX and PATH_MAX), which the os
+    functions refuse with an exception instead of an answer."""
     try:
-        return b"\0" not in os.fsencode(path)
+        raw = os.fsencode(path)
     except UnicodeEncodeError:
         return False
+    return b"\0" not in raw and len(raw) <= 4096 and all(len(part) <= 255 for part in raw.split(b"/"))
 
 
 def is_file(path: str | os.PathLike) -> bool:

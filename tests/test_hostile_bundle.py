@@ -445,3 +445,39 @@ def test_a_sparse_1_5_gb_source_model_is_one_line_not_an_internal_error(tmp_path
     run = q9("verify", LOCAL / "part_1_of_2.bin", "--recipe", tmp_path / "recipe.json")
     refused(run, "big.onnx", "the recipe's source model, not one ONNX Runtime can load")
     assert "internal error" not in run.stderr and run.rss_mib < 400, run.rss_mib
+
+
+def test_a_config_repeating_one_ctx_bin_opens_it_once_and_thousands_are_refused(tmp_path):
+    bundle = copy_bundle(tmp_path / "b")
+    config = json.loads((bundle / "genie_config.json").read_text())
+    binary = config["dialog"]["engine"]["model"]["binary"]
+    binary["ctx-bins"] = ["genie/part_1_of_2_prompt.bin"] * 200
+    (bundle / "genie_config.json").write_text(json.dumps(config))
+    run = q9("doctor", bundle, "--json")
+    assert run.returncode == 1 and run.rss_mib < 300, (run.stderr, run.rss_mib)
+    binary["ctx-bins"] = ["genie/part_1_of_2_prompt.bin"] * 12000  # took 17 s and 3 GB of mappings
+    (bundle / "genie_config.json").write_text(json.dumps(config))
+    refused(
+        q9("doctor", bundle), "genie_config.json", "names 12000 ctx-bins in all; q9diff reads at most 256"
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["genie/a\x00b.bin", "genie/\ud800.bin", "x" * 5000], ids=["nul", "surrogate", "long"]
+)
+def test_a_path_the_system_cannot_name_is_a_finding_not_a_crash(tmp_path, name):
+    # Found by the bundle fuzz: ValueError, UnicodeEncodeError and OSError (ENAMETOOLONG) from os calls.
+    bundle = copy_bundle(tmp_path / "b")
+    config = json.loads((bundle / "genie_config.json").read_text())
+    config["dialog"]["engine"]["model"]["binary"]["ctx-bins"][0] = name
+    config["dialog"]["engine"]["backend"]["extensions"] = name
+    (bundle / "genie_config.json").write_text(json.dumps(config))
+    run = q9("doctor", bundle, "--json")
+    assert run.returncode == 1 and "internal error" not in run.stderr, run.stderr
+    checks = {f["check"] for f in json.loads(run.stdout)["findings"] if f["severity"] == "error"}
+    assert checks & {"config.paths", "ctx-bins.exist"}, checks
+    for command in (
+        ["diff", bundle, REFERENCE],
+        ["suggest", LOCAL, REFERENCE, "--apply", bundle / "genie_config.json"],
+    ):
+        refused(q9(*command), "genie_config.json")
