@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -72,8 +73,31 @@ def ask_script(
     return answer, run
 
 
+def nameable(path: str | os.PathLike) -> bool:
+    """Whether the system can name `path` at all: no NUL byte, no lone surrogate (both read from a file's
+    JSON), no part over 255 bytes nor the whole over 4096 (Linux's NAME_MAX and PATH_MAX), which the os
+    functions refuse with an exception instead of an answer."""
+    try:
+        raw = os.fsencode(path)
+    except UnicodeEncodeError:
+        return False
+    return b"\0" not in raw and len(raw) <= 4096 and all(len(part) <= 255 for part in raw.split(b"/"))
+
+
+def is_file(path: str | os.PathLike) -> bool:
+    """Whether a path read from a file names a regular file; False, never an exception, for a name the
+    system refuses (too long, NUL, lone surrogate), which Path.is_file raises on."""
+    try:
+        return nameable(path) and stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def inside(path: str | os.PathLike, folder: str | os.PathLike) -> Path | None:
-    """`path` resolved (relative to `folder`, symlinks followed) when it stays inside `folder`, else None."""
+    """`path` resolved (relative to `folder`, symlinks followed) when it stays inside `folder`, else None
+    (also when it is no name the system can look up)."""
+    if not nameable(path):
+        return None
     base = Path(folder).resolve()
     target = (base / Path(path)).resolve()
     if target == base or base in target.parents:
@@ -85,6 +109,8 @@ def contained(path: str | os.PathLike, folder: str | os.PathLike, named_by: str 
               error: type[Exception] = PathRefused) -> Path:  # fmt: skip
     """`path` as `inside` resolves it; `error` naming the file that named it when it leaves `folder`."""
     target = inside(path, folder)
+    if target is None and not nameable(path):
+        raise error(f"{named_by}: refusing {path!r}: not a file name the system can look up")
     if target is None:
         resolved = (Path(folder) / Path(path)).resolve()
         via = f" (it resolves to {resolved})" if str(resolved) != str(path) else ""
@@ -105,21 +131,43 @@ def plain_name(
     return name
 
 
-MAX_JSON_BYTES = 64 << 20  # a config or recipe is kilobytes; anything this big is not one
+MAX_JSON_BYTES = 64 << 20  # a config or recipe is kilobytes, a tokenizer.json megabytes; this is neither
 
 
-def load_json(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused):
-    """The JSON value in `path`, or `error` with one line naming the file and what was expected there
-    (unreadable, too big, not JSON, nested too deep for a config)."""
+def read_text(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
+              limit: int = MAX_JSON_BYTES) -> str:  # fmt: skip
+    """The UTF-8 text of `path`, or `error` with one line naming the file and what was expected there.
+
+    The one reader of files another file names (a bundle's config, tokenizer and extension file) and of
+    configs given: the size is checked on the open file before a byte is read, so a 600 MB sparse file is
+    refused at once, and a FIFO or device (which would block or never end) is not read at all."""
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_JSON_BYTES:
-            raise error(f"{p}: expected {expected}, got a {p.stat().st_size} byte file")
-        text = p.read_text(encoding="utf-8")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once, then fstat refuses it
     except OSError as exc:
         raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
+        data = f.read(limit + 1) if st.st_size <= limit else b""
+    if st.st_size > limit or len(data) > limit:
+        size = max(st.st_size, len(data))
+        raise error(
+            f"{p}: expected {expected}, got a {size} byte file, over the {limit} bytes q9diff reads for one"
+        )
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{p}: expected {expected}, got bytes that are not UTF-8 text") from None
+
+
+def load_json(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
+              limit: int = MAX_JSON_BYTES):  # fmt: skip
+    """The JSON value in `path` (read by read_text), or `error` with one line naming the file and what
+    was expected there (unreadable, too big, not JSON, nested too deep for a config)."""
+    p = Path(path)
+    text = read_text(p, expected, error, limit)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -11,22 +11,27 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from q9diff.errors import Q9Error
 
 MAX_DEPTH = 256  # nesting deeper than any config; keeps a hostile file from exhausting the stack
+# Every value becomes a Node: about 50 bytes of memory per byte of `[{},{},...]`, so a config (real ones
+# are a few KB) is read up to 1 MB and a larger text refused before a Node is made.
+MAX_TEXT = 1 << 20
 
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 _LITERALS = {"true": True, "false": False, "null": None}
+_BLANK_START = set(" \t\r\n/")
+_BLANK = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*.*?\*/)*", re.S)  # whitespace and comments
 
 
 class JsoncError(Q9Error, ValueError):
     """Text that is not JSON even with comments and trailing commas; says where."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A value and where its text is: `text[start:end]`. Containers also know their closing bracket."""
 
@@ -34,8 +39,8 @@ class Node:
     start: int
     end: int
     value: object = None  # the Python value of a scalar
-    members: list[Member] = field(default_factory=list)  # object
-    items: list[Node] = field(default_factory=list)  # array
+    members: list[Member] | tuple = ()  # an object's (a list, made by the parser)
+    items: list[Node] | tuple = ()  # an array's
     trailing_comma: bool = False
 
     def get(self, key: str) -> Node | None:
@@ -55,7 +60,7 @@ class Node:
         return self.value
 
 
-@dataclass
+@dataclass(slots=True)
 class Member:
     key: str
     key_start: int
@@ -63,7 +68,10 @@ class Member:
 
 
 def parse(text: str) -> Node:
-    """The tree of `text`; JsoncError (with line and column) when it is not JSON with comments."""
+    """The tree of `text`; JsoncError (with line and column) when it is not JSON with comments, or is
+    larger than MAX_TEXT characters (said in the message)."""
+    if len(text) > MAX_TEXT:
+        raise JsoncError(f"{len(text)} characters, over the {MAX_TEXT} q9diff reads as a config")
     p = _Parser(text)
     p.pos = 1 if text.startswith("\ufeff") else 0
     p.skip()
@@ -88,22 +96,12 @@ class _Parser:
         raise JsoncError(f"{what} at line {line} column {col}")
 
     def skip(self) -> None:
-        """Whitespace and comments."""
-        t = self.text
-        while self.pos < len(t):
-            c = t[self.pos]
-            if c in " \t\r\n":
-                self.pos += 1
-            elif t.startswith("//", self.pos):
-                end = t.find("\n", self.pos)
-                self.pos = len(t) if end < 0 else end
-            elif t.startswith("/*", self.pos):
-                end = t.find("*/", self.pos + 2)
-                if end < 0:
-                    self.fail("unclosed /* comment")
-                self.pos = end + 2
-            else:
-                return
+        """Whitespace and comments (one regular expression: this runs between every two tokens)."""
+        if self.text[self.pos : self.pos + 1] not in _BLANK_START:
+            return
+        self.pos = _BLANK.match(self.text, self.pos).end()
+        if self.text.startswith("/*", self.pos):
+            self.fail("unclosed /* comment")
 
     def value(self, depth: int) -> Node:
         if depth > MAX_DEPTH:
@@ -118,12 +116,13 @@ class _Parser:
             m = _STRING.match(t, start)
             if not m:
                 self.fail("bad string")
-            self.pos = m.end()
-            return Node("string", start, m.end(), json.loads(m.group()))
+            self.pos, text = m.end(), m.group()
+            return Node("string", start, m.end(), json.loads(text) if "\\" in text else text[1:-1])
         m = _NUMBER.match(t, start)
         if m and m.group():
+            text = m.group()
             try:
-                value = json.loads(m.group())
+                value = float(text) if m.group(1) or m.group(2) else int(text)
             except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
                 self.fail("a number too long to read")
             self.pos = m.end()
@@ -136,7 +135,9 @@ class _Parser:
         raise AssertionError  # fail() raised
 
     def container(self, depth: int, kind: str, close: str) -> Node:
-        node = Node(kind, self.pos, -1)
+        node = Node(
+            kind, self.pos, -1, members=[] if kind == "object" else (), items=[] if kind == "array" else ()
+        )
         self.pos += 1
         while True:
             self.skip()

@@ -23,6 +23,7 @@ import argparse
 import json
 import random
 import resource
+import shutil
 import signal
 import struct
 import sys
@@ -194,25 +195,36 @@ def run_case(seed: Seed, data: bytes, tmp: Path) -> ContextBinary:
     return cb
 
 
-def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path, only: int | None = None):
+def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path, only: int | None = None,
+         bundle=None):  # fmt: skip
+    """Run the cases; `bundle` (scripts/fuzz_bundle.Cases) makes them bundle-level instead."""
     signal.signal(signal.SIGALRM, _alarm)
     start = time.perf_counter()
     numbers = [only] if only is not None else range(cases)
+    expected = bundle_expected() if bundle is not None else (FormatError,)
     for i in numbers:
         rng = random.Random(f"{base}:{i}")
-        seed = all_seeds[rng.randrange(len(all_seeds))]
-        data = mutate(seed.data, rng)
+        if bundle is not None:
+            name, work = bundle.case(rng, mutate)
+            seed, data = Seed(name, b"", "", None), None
+        else:
+            seed = all_seeds[rng.randrange(len(all_seeds))]
+            data = mutate(seed.data, rng)
+
+            def work(seed=seed, data=data):
+                run_case(seed, data, tmp)
+
         t0 = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, ALARM_S)
         try:
-            run_case(seed, data, tmp)
+            work()
             report.parsed += 1
-        except FormatError:
+        except expected:
             report.format_errors += 1
         except _Hang:
             report.hangs.append((i, seed.name, ALARM_S))
         except AssertionError as exc:
-            bucket = f"region map: {str(exc).split(':')[0]}"
+            bucket = f"{'invariant' if bundle else 'region map'}: {str(exc).split(':')[0]}"
             report.region_faults[bucket] += 1
             report.first.setdefault(bucket, (i, seed.name, str(exc)[:200]))
             if only is not None:
@@ -241,6 +253,12 @@ def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path
     return None, None
 
 
+def bundle_expected() -> tuple[type[Exception], ...]:
+    from fuzz_bundle import EXPECTED
+
+    return EXPECTED
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=10_000)
@@ -254,16 +272,30 @@ def main(argv: list[str] | None = None) -> int:
         help="address-space limit: a runaway allocation is a MemoryError (a crash), not an exhausted machine",
     )
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument(
+        "--bundle",
+        action="store_true",
+        help="bundle-level cases (scripts/fuzz_bundle.py): config, tokenizer, extension, EPContext nodes",
+    )
     ap.add_argument("extra", nargs="*", type=Path, help="more seed files")
     args = ap.parse_args(argv)
     limit = args.mem_limit_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    all_seeds = seeds(args.extra)
+    all_seeds = [] if args.bundle else seeds(args.extra)
     report = Report()
     with tempfile.TemporaryDirectory(prefix="q9diff-fuzz-") as tmp:
+        bundle = None
+        if args.bundle:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from fuzz_bundle import Cases
+
+            bundle = Cases(Path(tmp))
         if args.replay is not None:
-            data, seed = fuzz(all_seeds, 1, args.seed, report, Path(tmp), only=args.replay)
-            if args.save:
+            data, seed = fuzz(all_seeds, 1, args.seed, report, Path(tmp), only=args.replay, bundle=bundle)
+            if args.save and bundle is not None:
+                shutil.copytree(tmp, args.save / f"fuzz-bundle-{args.seed}-{args.replay}", dirs_exist_ok=True)
+                print(f"wrote {args.save / f'fuzz-bundle-{args.seed}-{args.replay}'} ({seed.name} mutated)")
+            elif args.save:
                 args.save.mkdir(parents=True, exist_ok=True)
                 out = args.save / f"fuzz-{args.seed}-{args.replay}{seed.suffix}"
                 out.write_bytes(data)
@@ -271,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             found = report.crashes or report.region_faults or report.hangs
             print(f"case {args.replay} from {seed.name}: {'a finding (above)' if found else 'no finding'}")
             return 1 if found else 0
-        fuzz(all_seeds, args.cases, args.seed, report, Path(tmp))
+        fuzz(all_seeds, args.cases, args.seed, report, Path(tmp), bundle=bundle)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "command": "python scripts/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv),

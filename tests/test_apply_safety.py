@@ -133,8 +133,9 @@ def test_several_files_are_written_all_or_nothing(tmp_path, pair, monkeypatch):
 
 def test_config_paths_are_found_as_their_tools_find_them(tmp_path, pair, monkeypatch):
     """Relative to the config, then to the working directory holding it (ai-engine-direct-helper runs
-    Genie from a parent folder), with \\ or /; a device path by its file name beside the config, said in a
-    note; a <placeholder> refused, naming it."""
+    Genie from a parent folder), with \\ or /, but only to a file inside the config's folder or one the
+    user named; a device path by its file name beside the config, said in a note; a <placeholder>
+    refused, naming it."""
     suggestions, facts = pair
     genie_text = (FIXTURES / "qwen-mini" / "local" / "genie_config.json").read_text()
     work = tmp_path / "work"
@@ -148,8 +149,20 @@ def test_config_paths_are_found_as_their_tools_find_them(tmp_path, pair, monkeyp
         genie_text.replace('"htp_backend_ext_config.json"', '"qai_libs\\\\htp_backend_ext_config.json"')
     )
     monkeypatch.chdir(work)
-    edit = plan(genie, suggestions, facts)
+    with pytest.raises(ApplyError, match=r"found from the working directory .*, outside .*bundle; q9diff"):
+        plan(genie, suggestions, facts)  # aedh's layout: outside the config's folder, so named or nothing
+    edit = plan(genie, suggestions, facts, named=[ext])
     assert edit.path == work / "qai_libs" / "htp_backend_ext_config.json" and '"soc_model": 77' in edit.after
+    inside = bundle / "htp_backend_ext_config.json"
+    inside.write_text(EXT)  # a path relative to the working directory that stays in the config's folder
+    genie.write_text(
+        genie_text.replace('"htp_backend_ext_config.json"', '"models/bundle/htp_backend_ext_config.json"')
+    )
+    assert plan(genie, suggestions, facts).path == inside
+    inside.unlink()
+    genie.write_text(
+        genie_text.replace('"htp_backend_ext_config.json"', '"qai_libs\\\\htp_backend_ext_config.json"')
+    )
     elsewhere = tmp_path / "elsewhere"  # a working directory that does not hold the config counts for nothing
     shutil.copytree(work / "qai_libs", elsewhere / "qai_libs")
     monkeypatch.chdir(elsewhere)

@@ -193,7 +193,7 @@ def test_part_from_another_qairt_build_swapped_in(bundle: Path) -> None:
 
 
 def test_local_bundle_against_reference_names_soc_model_vtcm_and_optimization() -> None:
-    report = doctor.run(LOCAL / "genie", REFERENCE / "genie")
+    report = doctor.run(LOCAL, REFERENCE)
     assert report.bundle.config_path == LOCAL / "genie_config.json"
     assert [f.check for f in problems(report)] == ["build.soc_model"]
     soc = problems(report)[0]

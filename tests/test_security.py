@@ -391,6 +391,18 @@ def test_a_short_fuzz_round_finds_no_crash_hang_or_region_gap():
     assert done.returncode == 0
 
 
+def test_a_short_bundle_fuzz_round_finds_no_crash_or_hang():
+    """scripts/fuzz.py --bundle: 150 cases of mutated Genie configs, tokenizers, extension files and
+    EPContext node lists through doctor, diff, --apply and the openers (the 20,000-case run is by hand)."""
+    fuzz = FIXTURES.parent / "scripts" / "fuzz.py"
+    args = [sys.executable, str(fuzz), "--bundle", "--cases", "150", "--seed", "1", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    assert report["cases"] == 150 and report["parsed"] > 0 and report["format_errors"] > 0
+    assert (report["crash_buckets"], report["region_map_faults"], report["hangs_over_2s"]) == ([], [], [])
+    assert done.returncode == 0
+
+
 @pytest.mark.parametrize(
     "command, target",
     [

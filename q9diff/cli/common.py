@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from q9diff.errors import FormatError
+from q9diff.errors import FormatError, printable
 
 MAIN_HELP = """Forensics for QNN HTP context binaries.
 
@@ -76,19 +75,7 @@ class _Console:
 console = _Console()
 
 
-# C0/C1 control characters and the bidi overrides that reorder what a terminal shows.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _clean(v, keep: str = "") -> str:
-    """A string from a file, safe to show: control characters (but those in `keep`, e.g. the newlines
-    of a diff) become visible escapes such as \\x1b."""
-
-    def escape(m: re.Match) -> str:
-        c = m.group()
-        return c if c in keep else c.encode("unicode_escape").decode("ascii")
-
-    return _CONTROL.sub(escape, str(v))
+_clean = printable  # the one escape of strings from files (q9diff.errors), under the CLI's short name
 
 
 def _t(*parts):
@@ -185,6 +172,17 @@ def _report_path(out: Path | None, inputs: list[Path | None]) -> None:
         if target == src or (folder.is_dir() and folder in target.parents and target.exists()):
             what = given if target == src else target
             _fail(f"--html {out} would overwrite {what}, an input: choose another file")
+
+
+def _report_not_read(out: Path | None, read: list[Path]) -> None:
+    """Refuse a --html path that is one of the files the command read, whatever their names (a ctx-bin,
+    a tokenizer, a config of any extension), once it knows them and before the report is written."""
+    if out is None:
+        return
+    target = out.resolve()
+    for path in read:
+        if Path(path).resolve() == target:
+            _fail(f"--html {out} would overwrite {path}, an input: choose another file")
 
 
 def _read_errors() -> tuple[type[Exception], ...]:

@@ -6,7 +6,18 @@ from pathlib import Path
 
 import typer
 
-from q9diff.cli.common import _Command, _fail, _flag, _note, _print_json, _report_path, _wrote, app, console
+from q9diff.cli.common import (
+    _Command,
+    _fail,
+    _flag,
+    _note,
+    _print_json,
+    _report_not_read,
+    _report_path,
+    _wrote,
+    app,
+    console,
+)
 
 
 @app.command(cls=_Command, short_help="Check a whole Genie bundle: the nine hypotheses, the two places.")
@@ -30,11 +41,14 @@ def doctor(
     from q9diff.doctor.run import print_report, render_html, run
     from q9diff.genie.bundle import BundleError
 
-    _report_path(html_out, [bundle, reference])
+    # A config given under any name names files beside it: its whole folder is input, as a folder is.
+    given = [bundle, reference]
+    _report_path(html_out, given + [p.parent for p in given if p is not None and p.is_file()])
     try:
         report = run(bundle, reference)
     except BundleError as exc:
         _fail(str(exc))
+    _report_not_read(html_out, report.files())
     if html_out is not None:
         from q9diff.build.recipe import write_atomic
 

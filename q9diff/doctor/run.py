@@ -17,6 +17,7 @@ from q9diff.doctor import checks as c
 from q9diff.doctor import places as pl
 from q9diff.doctor import reference as r
 from q9diff.doctor.checks import Context, Hit, Note
+from q9diff.errors import printable
 from q9diff.genie.bundle import Bundle, read_bundle
 
 SCHEMA = "q9diff.doctor/1"
@@ -150,6 +151,10 @@ class Report:
             out[n] = {"title": title, "status": status, "why": why}
         return out
 
+    def files(self) -> list[Path]:
+        """Every file the report was read from, the reference bundle's too: what --html must not be."""
+        return [f for b in (self.bundle, self.reference) if b is not None for f in b.files()]
+
     def to_json(self) -> dict:
         return {
             "schema": SCHEMA,
@@ -202,59 +207,62 @@ def _label(b: Bundle) -> str:
     return str(b.config_path or b.given)
 
 
-def print_report(report: Report, console) -> None:
-    """Summary first, then the hypotheses, then problems; strings from files are rich Text, never markup."""
+def _text(*parts: str | tuple[str, str]):
+    """A rich Text of plain strings and (string, style) pairs, every string through the one escape of
+    strings from files (q9diff.errors.printable): paths a config names and graph names are data."""
     from rich.text import Text
 
+    out = Text()
+    for part in parts:
+        text, style = (part, "") if isinstance(part, str) else part
+        out.append(printable(text), style=style)
+    return out
+
+
+def print_report(report: Report, console) -> None:
+    """Summary first, then the hypotheses, then problems; strings from files are escaped rich Text,
+    never markup."""
     b, ref = report.bundle, report.reference
-    head = Text("q9diff doctor ", style="bold")
-    head.append(_label(b))
-    if ref is not None:
-        head.append(" vs reference ")
-        head.append(_label(ref))
-    console.print(head)
+    against = (" vs reference ", _label(ref)) if ref is not None else ()
+    console.print(_text(("q9diff doctor ", "bold"), _label(b), *against))
     e, w = report.count("error"), report.count("warning")
-    verdict = Text(
-        f"{e} error(s), {w} warning(s)", style="bold red" if e else ("yellow" if w else "bold green")
-    )
-    verdict.append(f", {sum(1 for f in report.findings if f.ruled_out)} checks passed")
-    console.print(verdict)
+    passed = sum(1 for f in report.findings if f.ruled_out)
+    style = "bold red" if e else ("yellow" if w else "bold green")
+    console.print(_text((f"{e} error(s), {w} warning(s)", style), f", {passed} checks passed"))
     for note in b.notes:
-        console.print(Text(note, style="dim"))
-    console.print(Text("Hypotheses", style="bold"))
+        console.print(_text((note, "dim")))
+    console.print(_text(("Hypotheses", "bold")))
     for n, h in report.hypotheses().items():
-        line = Text(f"  {n} {h['title']}: ")
-        line.append(h["status"], style=STATUS_STYLE[h["status"]])
-        line.append(" - " + "; ".join(h["why"]))
-        console.print(line)
+        status = (h["status"], STATUS_STYLE[h["status"]])
+        console.print(_text(f"  {n} {h['title']}: ", status, " - " + "; ".join(h["why"])))
     for severity in ("error", "warning"):
         shown = [f for f in report.findings if f.severity == severity]
         if shown:
-            console.print(Text(f"{severity.capitalize()}s", style="bold"))
+            console.print(_text((f"{severity.capitalize()}s", "bold")))
         for f in shown:
-            line = Text(f"  {f.check}", style=STYLE[severity])
-            line.append(f" (hypothesis {f.hypothesis})" if f.hypothesis else "")
-            line.append("  ")
-            line.append(f.where, style="cyan")
-            console.print(line)
-            console.print(Text(f"    {f.evidence}"))
+            hyp = f" (hypothesis {f.hypothesis})" if f.hypothesis else ""
+            console.print(_text((f"  {f.check}", STYLE[severity]), hyp, "  ", (f.where, "cyan")))
+            console.print(_text(f"    {f.evidence}"))
             if f.fix:
-                console.print(Text(f"    fix: {f.fix}", style="green"))
+                console.print(_text((f"    fix: {f.fix}", "green")))
     notes: dict[str, list[Finding]] = {}
     for f in report.findings:
         if f.severity == "info" and not f.ruled_out:
             notes.setdefault(f.evidence, []).append(f)
     if notes:
-        console.print(Text("Not settled", style="bold"))
+        console.print(_text(("Not settled", "bold")))
     for evidence, fs in notes.items():
-        line = Text("  " + ", ".join(dict.fromkeys(f.check for f in fs)), style="yellow")
-        line.append(": " + evidence, style="")
-        console.print(line)
+        checks = ", ".join(dict.fromkeys(f.check for f in fs))
+        console.print(_text(("  " + checks, "yellow"), ": " + evidence))
 
 
 def render_html(report: Report) -> str:
-    """One self-contained page over the same findings; every string is escaped."""
-    esc = html.escape
+    """One self-contained page over the same findings; every string is escaped, for HTML and, as in
+    the terminal, of its control characters (q9diff.errors.printable)."""
+
+    def esc(text: str) -> str:
+        return html.escape(printable(text))
+
     rows = []
     for f in report.findings:
         cls = f"{f.severity}{' ok' if f.ruled_out else ''}"

@@ -29,6 +29,7 @@ from q9diff.build import recipe as recipe_mod
 from q9diff.fix.edit import ApplyError, Edit
 from q9diff.fix.extedit import BuildFacts, edit_text, unknown_soc, writable
 from q9diff.fix.safewrite import read_exact, write_all
+from q9diff.guard import is_file, nameable
 
 # Suggestion setting -> (recipe settings field, value transform).
 RECIPE_FIELDS = settings.recipe_fields()  # cause -> (recipe field, conversion): a view of q9diff.settings
@@ -185,21 +186,25 @@ def _resolve_reference(
     directory when that folder holds the config (Genie run from a parent folder, as ai-engine-direct-helper
     does), `\\` or `/` alike; a device path by its file name beside the config (said in a note).
 
-    A path that leads outside the folder it was resolved in is refused unless the user named that file.
+    Whichever way it is found, the file must resolve inside the config's own folder, or be a file the user
+    named: a downloaded config naming a path it does not hold must not reach, through the working
+    directory, a file of the user's own beside its download folder.
     """
     if PLACEHOLDER.search(ref):
         raise ApplyError(
             f"{config}: {kind} whose {where} is the placeholder {ref!r}; pass the extension file itself "
             "with --apply; left untouched"
         )
+    if not nameable(ref):
+        raise ApplyError(f"{config}: {kind} whose {where} is {ref!r}, not a file name; nothing edited")
     posix = ref.replace("\\", "/")
     allowed = {Path(os.path.realpath(p)) for p in named}
     absolute = PurePosixPath(posix).is_absolute() or re.match(r"[A-Za-z]:/", posix)
-    if absolute and Path(ref).is_file():  # a path on this machine: kept to what the user named
+    if absolute and is_file(ref):  # a path on this machine: kept to what the user named
         found, note = [(Path(ref), config.parent)], []
     elif absolute:
         beside = config.parent / PurePosixPath(posix).name
-        if not beside.is_file():
+        if not is_file(beside):
             raise ApplyError(
                 f"{config}: {kind} whose {where} is {ref}, a path on the device, and there is no "
                 f"{beside.name} beside it; pass the extension file itself with --apply; left untouched"
@@ -211,7 +216,7 @@ def _resolve_reference(
         bases = [config.parent] + (
             [cwd] if Path(os.path.realpath(config)).is_relative_to(cwd.resolve()) else []
         )
-        found = [(base / posix, base) for base in bases if (base / posix).is_file()]
+        found = [(base / posix, base) for base in bases if is_file(base / posix)]
         note = []
         if not found:
             tried = " or ".join(dict.fromkeys(str(b / posix) for b in bases))
@@ -220,10 +225,12 @@ def _resolve_reference(
             )
     target, base = found[0]
     real = Path(os.path.realpath(target))
-    if real not in allowed and not real.is_relative_to(os.path.realpath(base)):
+    home = config.parent
+    if real not in allowed and not real.is_relative_to(os.path.realpath(home)):
+        via = "" if base == home else f" (found from the working directory {base})"
         raise ApplyError(
-            f"{config}: {kind} whose {where} leads to {real}, outside {base}; q9diff edits only files in "
-            "the config's folder (or the working directory holding it) or given with --apply; nothing edited"
+            f"{config}: {kind} whose {where} leads to {real}{via}, outside {home}; q9diff edits only files "
+            "in the config's folder or given with --apply; nothing edited"
         )
     if target.is_symlink():
         note.append(f"{target} is a symbolic link: its target {real} is edited, the link stays")

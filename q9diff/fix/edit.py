@@ -7,7 +7,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from q9diff.errors import Q9Error
+from q9diff.errors import Q9Error, printable
 
 
 class ApplyError(Q9Error, ValueError):
@@ -43,10 +43,5 @@ class Edit:
         if not self.note or not (diff or self.advice_only):
             return diff
         wrap = textwrap.TextWrapper(98, "# ", "#   ", break_long_words=False, break_on_hyphens=False)
-        notes = [_printable(note) for note in self.note.split("\n")]  # names from binaries are data
+        notes = [printable(note) for note in self.note.split("\n")]  # names from binaries are data
         return "".join(f"{line}\n" for note in notes for line in wrap.wrap(note)) + diff
-
-
-def _printable(text: str) -> str:
-    """Control characters shown escaped, so a name read from a file cannot drive the terminal."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -30,6 +30,7 @@ LIBRARY = "libQnnHtpNetRunExtensions.so"
 HTP_LIBRARY = "libQnnHtp.so"
 CONFIG_NAME = "config.json"  # every text is parsed under this name, so messages compare across texts
 TIMEOUT_S = 60
+MAX_TEXT_BYTES = 1 << 20  # what q9diff reads as a config (q9diff.jsonc.MAX_TEXT); real files are < 1 KB
 
 # Virtual function slots of the object createBackendInterface() returns (see the module docstring).
 SLOT_SETUP_LOGGING, SLOT_INITIALIZE, SLOT_LOAD_CONFIG, SLOT_COMPOSE_GRAPHS = 2, 3, 7, 13
@@ -59,9 +60,13 @@ def library_dir() -> Path:
 
 
 def check(texts: list[str]) -> list[Verdict]:
-    """Qualcomm's verdict on each text, parsed as a backend extension config; Unavailable if it cannot."""
+    """Qualcomm's verdict on each text, parsed as a backend extension config; Unavailable if it cannot,
+    or is not asked because a text is over MAX_TEXT_BYTES (checked before anything is handed to it)."""
     from q9diff.guard import ask_script  # the parent only: the child runs this file with the stdlib alone
 
+    size = max((len(t.encode("utf-8")) for t in texts), default=0)
+    if size > MAX_TEXT_BYTES:
+        raise Unavailable(f"a text of {size} bytes, over the {MAX_TEXT_BYTES} q9diff hands {LIBRARY}")
     lib = library_dir()
     with tempfile.TemporaryDirectory(prefix="q9diff-extconfig-") as tmp:
         dirs = []

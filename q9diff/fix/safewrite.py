@@ -101,8 +101,8 @@ def _discard(prepared: list[tuple[Edit, Path, str]]) -> None:
 
 
 def read_exact(path: Path) -> str:
-    """The text exactly as stored (line ends included), so unchanged lines are written back unchanged."""
-    try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ApplyError(f"{path}: cannot read ({exc})") from None
+    """The text exactly as stored (line ends included), so unchanged lines are written back unchanged;
+    read by the one capped reader (q9diff.guard.read_text): a FIFO or a huge file is refused, not read."""
+    from q9diff.guard import read_text
+
+    return read_text(path, "a file q9diff can edit", ApplyError)

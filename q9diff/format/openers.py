@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from q9diff.errors import FormatError
@@ -37,16 +39,63 @@ def _regular_file(path: Path) -> None:
         raise FormatError(str(path), None, "a regular file (this is a device, FIFO or folder)")
 
 
+@dataclass(frozen=True)
+class _Index:
+    """Where a container's contexts are, read once per file: for each distinct context its name and
+    source (the bytes of an embedded EPContext node, the resolved path of a context file, or the
+    (offset, size) of DISPATCH_OP bytecode), and the names of the nodes that name one already listed.
+
+    Nodes naming the same context file, or DISPATCH_OPs naming the same bytecode, are one context (the
+    graphs of one binary; a hostile file repeats it 3000 times): it is listed, opened and compared once."""
+
+    path: Path
+    entries: tuple[tuple[str, object], ...]
+    aliases: dict[str, int]  # every node name -> its entry
+
+    def build(self, i: int) -> ContextBinary:
+        name, source = self.entries[i]
+        if isinstance(source, Path):
+            return ContextBinary.open(source)
+        if isinstance(source, tuple):
+            return ContextBinary(_mapped(self.path)[source[0] : source[0] + source[1]], f"{self.path}#{name}")
+        return ContextBinary(source, f"{self.path}#{name}")
+
+
+def _index(p: Path) -> _Index:
+    """The container's index, cached for the file as it is now (path, inode, size and mtime): listing
+    a set, opening each `FILE#NAME` and diffing them reads the container once, not once per part."""
+    st = os.stat(p)
+    return _cached_index(str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _cached_index(path: str, *_stat: int) -> _Index:
+    p = Path(path)
+    found = _epcontext(p) if p.suffix == ".onnx" else _tflite(p)
+    entries: list[tuple[str, object]] = []
+    aliases: dict[str, int] = {}
+    first: dict[object, int] = {}  # a context file or bytecode range -> its entry
+    for name, source in found:
+        key = source if isinstance(source, (Path, tuple)) else None
+        if key is not None and key in first:
+            aliases.setdefault(name, first[key])
+            continue
+        if key is not None:
+            first[key] = len(entries)
+        aliases.setdefault(name, len(entries))
+        entries.append((name, source))
+    return _Index(p, tuple(entries), aliases)
+
+
 def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
-    """Every context binary the file carries, with the name that addresses it (the file's own name for
-    a plain binary)."""
+    """Every context binary the file carries, once each, with the name that addresses it (the file's
+    own name for a plain binary)."""
     p = Path(path)
     _regular_file(p)
-    if p.suffix == ".onnx":
-        return _epcontext(p)
-    if p.suffix == ".tflite":
-        return _tflite(p)
-    return [(p.name, ContextBinary.open(p))]
+    if p.suffix not in (".onnx", ".tflite"):
+        return [(p.name, ContextBinary.open(p))]
+    index = _index(p)
+    return [(name, index.build(i)) for i, (name, _) in enumerate(index.entries)]
 
 
 def open_one(path: str | os.PathLike) -> ContextBinary:
@@ -55,32 +104,38 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
     name = None
     if not p.exists() and "#" in p.name:
         p, name = p.with_name(p.name.rsplit("#", 1)[0]), p.name.rsplit("#", 1)[1]
-    found = contexts(p)
+    _regular_file(p)
+    if p.suffix not in (".onnx", ".tflite"):
+        if name not in (None, p.name):
+            raise FormatError(str(p), None, f"a context named {name!r} (it holds {[p.name]})")
+        return ContextBinary.open(p)
+    index = _index(p)
+    names = [n for n, _ in index.entries]
     if name is not None:
-        for n, cb in found:
-            if n == name:
-                return cb
-        raise FormatError(str(p), None, f"a context named {name!r} (it holds {[n for n, _ in found]})")
-    if len(found) != 1:
-        names = ", ".join(n for n, _ in found)
+        if name not in index.aliases:
+            raise FormatError(str(p), None, f"a context named {name!r} (it holds {names})")
+        return index.build(index.aliases[name])
+    if len(names) != 1:
         raise FormatError(
-            str(p), None, f"one context binary (it holds {len(found)}: {names}; diff it as a set)"
+            str(p), None, f"one context binary (it holds {len(names)}: {', '.join(names)}; diff it as a set)"
         )
-    return found[0][1]
+    return index.build(0)
 
 
 def part_paths(path: Path) -> list[Path]:
     """`FILE#NAME` for every context of a container holding several, else []."""
     if not path.is_file() or path.suffix not in (".onnx", ".tflite"):
         return []
-    found = contexts(path)
-    return [path.with_name(f"{path.name}#{n}") for n, _ in found] if len(found) > 1 else []
+    _regular_file(path)
+    names = [n for n, _ in _index(path).entries]
+    return [path.with_name(f"{path.name}#{n}") for n in names] if len(names) > 1 else []
 
 
 # -- ONNX Runtime EPContext ----------------------------------------------------------------------
 
 
-def _epcontext(path: Path) -> list[tuple[str, ContextBinary]]:
+def _epcontext(path: Path) -> list[tuple[str, object]]:
+    """(node name, embedded bytes or the context file's resolved path) for every EPContext node."""
     try:
         import onnx
     except ImportError:
@@ -91,7 +146,8 @@ def _epcontext(path: Path) -> list[tuple[str, ContextBinary]]:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # onnx raises several unrelated types for a bad protobuf
         raise FormatError(str(path), None, f"an ONNX model ({type(exc).__name__})") from None
-    out = []
+    out: list[tuple[str, object]] = []
+    beside: dict[bytes, Path] = {}  # each file name resolved and checked once
     for node in model.graph.node:
         if _text(node.op_type) != "EPContext":
             continue
@@ -100,11 +156,12 @@ def _epcontext(path: Path) -> list[tuple[str, ContextBinary]]:
             continue
         data = attrs["ep_cache_context"].s
         embed = attrs["embed_mode"].i if "embed_mode" in attrs else 1
-        name = _text(node.name)
         if embed == 1:
-            out.append((name, ContextBinary(data, f"{path}#{name}")))
+            out.append((_text(node.name), data))
             continue
-        out.append((name, ContextBinary.open(_beside(path, data))))
+        if data not in beside:
+            beside[data] = _beside(path, data)
+        out.append((_text(node.name), beside[data]))
     if not out:
         raise FormatError(str(path), None, "an EPContext node with an ep_cache_context attribute")
     return out
@@ -132,18 +189,24 @@ def _beside(model: Path, ref: bytes) -> Path:
 # -- LiteRT .tflite ------------------------------------------------------------------------------
 
 
-def _tflite(path: Path) -> list[tuple[str, ContextBinary]]:
+def _mapped(path: Path) -> memoryview:
     import mmap
 
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size < 8:
             raise FormatError(str(path), 0, "a TFLite FlatBuffer (file too short)")
-        buf = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+        return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+
+
+def _tflite(path: Path) -> list[tuple[str, tuple[int, int]]]:
+    """(name, (offset, size)) of every DISPATCH_OP's bytecode. Ops may share one range (the graphs of
+    one context); ranges that overlap without being the same are a format error."""
+    buf = _mapped(path)
     if bytes(buf[4:8]) != TFLITE_IDENT:
         raise FormatError(str(path), 4, f"the TFLite identifier {TFLITE_IDENT!r}")
     model = flatbuf.root(buf, 0, len(buf), str(path))
     codes = [c.string(TFLITE_OPCODE["custom_code"]) for c in model.tables(TFLITE_MODEL["operator_codes"])]
-    out = []
+    out: list[tuple[str, tuple[int, int]]] = []
     for sg in model.tables(TFLITE_MODEL["subgraphs"]):
         for op in sg.tables(TFLITE_SUBGRAPH["operators"]):
             index = op.scalar(TFLITE_OPERATOR["opcode_index"], "I", 0)
@@ -161,9 +224,17 @@ def _tflite(path: Path) -> list[tuple[str, ContextBinary]]:
                     str(path), None, f"a DISPATCH_OP bytecode range inside the file (got {offset}, {size})"
                 )
             label = name if isinstance(name, str) and name else f"dispatch_{len(out)}"
-            out.append((label, ContextBinary(buf[offset : offset + size], f"{path}#{label}")))
+            out.append((label, (offset, size)))
     if not out:
         raise FormatError(str(path), None, "a LiteRT DISPATCH_OP node carrying NPU bytecode")
+    ranges = sorted(set(r for _, r in out))
+    for (a, n), (b, m) in zip(ranges, ranges[1:]):
+        if b < a + n:
+            raise FormatError(
+                str(path),
+                b,
+                f"DISPATCH_OP bytecode ranges that are the same or apart (got {a}+{n} and {b}+{m})",
+            )
     return out
 
 

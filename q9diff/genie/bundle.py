@@ -9,7 +9,6 @@ reason; only a bundle whose config cannot be read at all is a `BundleError` (one
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from q9diff.genie.config import (
     load,
 )
 from q9diff.genie.layout import split_of
+from q9diff.guard import is_file, load_json, read_text
 
 
 class BundleError(Q9Error, ValueError):
@@ -89,6 +89,11 @@ class Bundle:
     @property
     def name(self) -> str:
         return self.config_path.name if self.config_path else str(self.root)
+
+    def files(self) -> list[Path]:
+        """The files q9diff read for this bundle (config, ctx-bins, extension file, tokenizer), resolved."""
+        refs = [p.ref for p in self.parts] + [r for r in (self.extension, self.tokenizer) if r is not None]
+        return [p for p in (self.config_path, *(r.path for r in refs)) if p is not None]
 
     def readable_parts(self) -> list[Part]:
         return [p for p in self.parts if p.binary is not None]
@@ -156,12 +161,16 @@ def read_bundle(given: Path) -> Bundle:
             raise BundleError(f"{given}: no {CONFIG_NAME} and no *.bin: not a Genie bundle")
         b = Bundle(root.resolve(), given, None, None, None)
         b.notes.append(f"no {CONFIG_NAME}: only the {len(bins)} *.bin files were checked, in name order")
+        above = b.root.parent / CONFIG_NAME
+        if above.is_file():  # said, never read: the folder above is not the one named
+            b.notes.append(f"{above} is not read; to check the bundle with its config, give its folder")
         for i, p in enumerate(bins):
             b.parts.append(_open_part(i, _beside(b, p)))
         return b
     b = Bundle(cfg.root, given, cfg.path, cfg.data, cfg.text, genie=cfg)
     b.notes += cfg.notes
-    b.parts = [_open_part(i, ref) for i, ref in enumerate(cfg.ctx_bins)]
+    opened: dict[Path, Part] = {}
+    b.parts = [_open_part(i, ref, opened) for i, ref in enumerate(cfg.ctx_bins)]
     if cfg.extension is not None:
         b.extension = cfg.extension
         _read_extension(b)
@@ -180,19 +189,27 @@ def _beside(b: Bundle, path: Path) -> FileRef:
             f"{path.name} leads to {real}, outside the folder {b.root}; not read",
             "outside",
         )
-    elif not real.is_file():
+    elif not is_file(real):
         ref.problem, ref.kind = f"{path.name}: no such file", "missing"
     else:
         ref.path = real
     return ref
 
 
-def _open_part(index: int, ref: FileRef) -> Part:
+def _open_part(index: int, ref: FileRef, opened: dict[Path, Part] | None = None) -> Part:
     """Open the ctx-bin and walk what the checks read (records, each graph's options and ops), so that a
-    damaged part is one recorded problem here, not an exception in the middle of a check."""
+    damaged part is one recorded problem here, not an exception in the middle of a check. A file named
+    again (in `opened`, by resolved path) is the same binary, opened and walked once: a config listing
+    one ctx-bin 3000 times must not cost 3000 mappings and walks."""
     part = Part(index, ref)
     if ref.path is None:
         return part
+    seen = opened.get(ref.path) if opened is not None else None
+    if seen is not None:
+        part.binary, part.problem = seen.binary, seen.problem
+        return part
+    if opened is not None:
+        opened[ref.path] = part
     try:
         cb = open_binary(ref.path)
         for i in range(len(cb.graphs)):
@@ -211,24 +228,23 @@ def _read_extension(b: Bundle) -> None:
         template = None
         if ref.kind == "missing" and b.config_path is not None and isinstance(ref.request, str):
             beside = b.config_path.parent / (PurePosixPath(ref.request.replace("\\", "/")).name + ".template")
-            template = beside if beside.is_file() else None
+            template = beside if is_file(beside) else None
         b.extension_problem = ref.problem
         if template is not None:
             try:
-                holes = sorted(
-                    set(PLACEHOLDER.findall(template.read_text(encoding="utf-8", errors="replace")))
-                )
-            except OSError:
+                text = read_text(template, "a template", BundleError, jsonc.MAX_TEXT)
+                holes = sorted(set(PLACEHOLDER.findall(text)))
+            except BundleError:
                 holes = []
             b.extension_problem += f"; {template.name} beside the config is its template" + (
                 f", with placeholders {', '.join(holes)} to fill" if holes else ""
             )
         return
     try:
-        b.extension_text = ref.path.read_text(encoding="utf-8")
+        b.extension_text = read_text(ref.path, "a backend extension config", BundleError, jsonc.MAX_TEXT)
         b.extension_doc = jsonc.loads(b.extension_text)
-    except (OSError, UnicodeDecodeError) as exc:
-        b.extension_problem = f"{ref.path}: cannot be read as text ({exc})"
+    except BundleError as exc:
+        b.extension_problem = str(exc)
     except (jsonc.JsoncError, RecursionError) as exc:
         found = PLACEHOLDER.findall(b.extension_text or "")
         extra = f" (it holds template placeholders {', '.join(dict.fromkeys(found))})" if found else ""
@@ -245,9 +261,9 @@ def _read_tokenizer(b: Bundle) -> None:
         b.tokenizer_problem = ref.problem
         return
     try:
-        doc = json.loads(ref.path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not JSON, or a too-long number
-        b.tokenizer_problem = f"{ref.path}: not a readable tokenizer.json ({type(exc).__name__})"
+        doc = load_json(ref.path, "a tokenizer.json", BundleError)
+    except BundleError as exc:
+        b.tokenizer_problem = str(exc)
         return
     vocab = (
         doc.get("model", {}).get("vocab")

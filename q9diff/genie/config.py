@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from q9diff.errors import Q9Error
-from q9diff.guard import MAX_JSON_BYTES, inside, kind
+from q9diff.guard import inside, is_file, kind, nameable, read_text
 
 CONFIG_NAME = "genie_config.json"
 CTX_BINS_KEYS = ("ctx-bins", "fcb")  # Genie's binary engine lists its context binaries under these
 PLACEHOLDER = re.compile(r"<[^<>]*>")  # `<TODO>`, `<soc_model>` in Qualcomm's templates
 EXPECTED = "a Genie config (a JSON object with a dialog object)"
+MAX_CONFIG = 1 << 20  # a Genie config is kilobytes; the reader is linear, but nothing this size is one
+MAX_CTX_BINS = 256  # real bundles list 1-32 splits; a config listing thousands is refused, not walked
 
 
 class ConfigError(Q9Error, ValueError):
@@ -121,13 +123,11 @@ def dialog_configs(folder: Path) -> list[Path]:
     found = []
     for p in sorted(folder.glob("*.json")):
         try:
-            if not p.is_file() or p.stat().st_size > MAX_JSON_BYTES:
-                continue
-            text = p.read_text(encoding="utf-8")
+            text = read_text(p, EXPECTED, ConfigError, MAX_CONFIG)  # a 10 MB tokenizer.json: not read
             if '"dialog"' not in text:
                 continue
             doc = json.loads(text)
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        except (ConfigError, ValueError, RecursionError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("dialog"), dict):
             found.append(p)
@@ -149,9 +149,10 @@ def config_file(folder: Path) -> Path:
 
 
 def find_config(given: Path) -> tuple[Path | None, Path]:
-    """(config, bundle folder) for a config file, a folder holding one (genie_config.json, or the one JSON
-    file there that is a Genie dialog config), or a folder of ctx-bins whose parent's config names them
-    (the qwen-mini layout: genie_config.json beside genie/)."""
+    """(config, bundle folder) for a config file, or a folder holding one (genie_config.json, or the one
+    JSON file there that is a Genie dialog config). A folder without one is a folder of ctx-bins: the
+    config of the folder above (the qwen-mini layout, genie_config.json beside genie/) is never adopted,
+    since whoever can write that folder (say /tmp) would choose what q9diff reads outside the one named."""
     if given.is_file():
         return given, given.parent
     if not given.is_dir():
@@ -164,29 +165,11 @@ def find_config(given: Path) -> tuple[Path | None, Path]:
     if named:
         names = ", ".join(p.name for p in named)
         raise ConfigError(f"{given}: several Genie configs ({names}): give the one to check")
-    parent = (given.parent if given.name not in ("", ".", "..") else given.resolve().parent) / CONFIG_NAME
-    if parent.is_file():
-        try:
-            names = json.dumps(json.loads(_text(parent)))
-        except ConfigError:
-            names = ""
-        if any(
-            f"{given.name}/{b.name}" in names or f"{given.name}\\\\{b.name}" in names for b in given.iterdir()
-        ):
-            return parent, parent.parent
     return None, given
 
 
 def _text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise ConfigError(f"{path}: expected {EXPECTED}, got a {size} byte file")
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: expected {EXPECTED}, cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text, so not a Genie config") from None
+    return read_text(path, EXPECTED, ConfigError, MAX_CONFIG)
 
 
 def read(given: Path, also_inside: tuple[Path, ...] = ()) -> GenieConfig:
@@ -239,6 +222,11 @@ def load(path: Path, root: Path, given: Path, also_inside: tuple[Path, ...] = ()
         if not isinstance(bins, list):
             cfg.ctx_bins.append(FileRef(bins, where, None, f"{key} is not a list of paths", "not-a-path"))
             continue
+        if len(cfg.ctx_bins) + len(bins) > MAX_CTX_BINS:
+            raise ConfigError(
+                f"{path}: dialog.engine.model.binary.{key} names {len(cfg.ctx_bins) + len(bins)} ctx-bins in "
+                f"all; q9diff reads at most {MAX_CTX_BINS}, more than any model is split into"
+            )
         cfg.ctx_bins += [resolve(cfg, req, f"{where}[{i}]", also_inside) for i, req in enumerate(bins)]
     backend = engine.get("backend")
     if isinstance(backend, dict) and "extensions" in backend:
@@ -254,7 +242,7 @@ def resolve(cfg: GenieConfig, request: object, where: str, also_inside: tuple[Pa
     """One path the config names, resolved as Genie would from the config's folder and kept inside the
     bundle: an absolute path is a path on the device, read by its name beside the config."""
     ref = FileRef(request, where)
-    if not isinstance(request, str) or not request:
+    if not isinstance(request, str) or not request or not nameable(request):
         ref.problem, ref.kind = f"{json.dumps(request, default=str)} is not a path", "not-a-path"
         return ref
     if PLACEHOLDER.search(request):
@@ -279,7 +267,7 @@ def resolve(cfg: GenieConfig, request: object, where: str, also_inside: tuple[Pa
             "outside",
         )
         return ref
-    if not real.is_file():
+    if not is_file(real):
         ref.problem, ref.kind = f"{request}: no such file in the bundle (looked for {candidate})", "missing"
         return ref
     ref.path = real

@@ -10,6 +10,7 @@ import html
 import json
 import re
 
+from q9diff.errors import printable
 from q9diff.present.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
@@ -41,7 +42,8 @@ def _size(n: int, signed: bool = False) -> str:
 
 
 def _e(v) -> str:
-    return html.escape(str(v))
+    """A value for the page: its control characters escaped as in the terminal (q9diff.errors), then HTML."""
+    return html.escape(printable(v))
 
 
 _PICKLE = re.compile(r"^PICKLE\[(\d+)\]")
@@ -447,20 +449,19 @@ def render_verify(res) -> str:
     """The verify report: verdict, sides and their notes, tokens, drift per step (or per output)."""
     verdict = "PASS" if res.passed else "FAIL"
     sides = "".join(
-        f"<li><b>{html.escape(s.label)}</b>: {html.escape(s.source)} ({html.escape(s.runner)})"
-        + "".join(f"<br><i>{html.escape(n)}</i>" for n in s.notes)
+        f"<li><b>{_e(s.label)}</b>: {_e(s.source)} ({_e(s.runner)})"
+        + "".join(f"<br><i>{_e(n)}</i>" for n in s.notes)
         + "</li>"
         for s in res.sides
     )
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in res.notes)
+    notes = "".join(f"<li>{_e(n)}</li>" for n in res.notes)
     body, fig = "", None
     if res.llm is not None:
         rows = "".join(
-            f"<tr><td>{html.escape(k)}</td><td>{' '.join(map(str, v))}</td></tr>"
-            for k, v in res.llm.tokens.items()
+            f"<tr><td>{_e(k)}</td><td>{' '.join(map(str, v))}</td></tr>" for k, v in res.llm.tokens.items()
         )
         div = "".join(
-            f"<li>{html.escape(k)}: " + ("same tokens at every step" if v is None else f"diverge at step {v}")
+            f"<li>{_e(k)}: " + ("same tokens at every step" if v is None else f"diverge at step {v}")
             for k, v in res.llm.first_divergence.items()
         )
         body = (
@@ -470,7 +471,7 @@ def render_verify(res) -> str:
         fig = _drift_figure(res.llm) if res.llm.steps else None
     elif res.outputs:
         rows = "".join(
-            f"<tr><td>{html.escape(o.graph)}</td><td>{html.escape(o.output)}</td><td>{o.against}</td>"
+            f"<tr><td>{_e(o.graph)}</td><td>{_e(o.output)}</td><td>{o.against}</td>"
             f"<td>{o.metrics.max_abs:.4g}</td><td>{o.metrics.rel:.4g}</td><td>{o.metrics.cosine:.6f}</td>"
             f"<td>{'yes' if o.passed else 'NO'}</td></tr>"
             for o in res.outputs

@@ -192,9 +192,15 @@ class CpuSession:
             for g in part.graphs:
                 so = ort.SessionOptions()
                 so.log_severity_level = 3
-                session = ort.InferenceSession(
-                    str(recipe.model_path(g)), so, providers=["CPUExecutionProvider"]
-                )
+                model = recipe.model_path(g)
+                try:
+                    session = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+                except Exception as exc:  # ONNX Runtime raises its own types (InvalidProtobuf, Fail, ...)
+                    why = " ".join(str(exc).split())[:200]
+                    raise RunnerError(
+                        f"{model}: the recipe's source model, not one ONNX Runtime can load "
+                        f"({type(exc).__name__}: {why})"
+                    ) from None
 
                 def spec(v) -> TensorSpec:
                     return TensorSpec(v.name, _ORT_TO_NUMPY.get(v.type, "float32"), tuple(v.shape))

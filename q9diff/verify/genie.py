@@ -169,8 +169,11 @@ def bundle_texts(bundle: Path, tokens: dict[str, tuple[int, ...]]) -> dict[str, 
         raise RunnerError("the Python package tokenizers is missing: pip install tokenizers") from None
     cfg = genie_config.read(bundle if bundle.is_dir() else bundle.parent)
     path = cfg.file(cfg.tokenizer, "dialog.tokenizer.path")
+    from q9diff.guard import read_text
+
+    text = read_text(path, "a tokenizer.json", RunnerError)  # capped: a huge or sparse file is not read
     try:
-        tokenizer = Tokenizer.from_file(str(path))
+        tokenizer = Tokenizer.from_str(text)
     except Exception as exc:  # a missing file, a config without the key, a file tokenizers refuses
         raise RunnerError(f"{bundle}: no usable tokenizer in genie_config.json ({exc})") from None
     return {label: tokenizer.decode(list(ids), skip_special_tokens=False) for label, ids in tokens.items()}
