@@ -13,7 +13,8 @@ A case mutates one of:
 The reading is the real one: q9diff.doctor.run (every rule but the two that hand files to Qualcomm's
 libraries: their children are capped before they are asked and tested in tests/test_hostile_bundle.py),
 its terminal, HTML and JSON presenters (which must show no raw control character), the path registry
-(kinds.parts_of) and verify's DialogConfig over the bundle, apply.plan through the config, and for EPContext models
+(kinds.parts_of) and verify's DialogConfig over the bundle, apply.plan through the config, and for
+EPContext models
 q9diff.format.openers (part_paths, contexts, open_one for each name) and diff_sets. The expected refusals are
 FormatError, BundleError, ApplyError and RunnerError with a one-line message; anything else is a crash.
 """
