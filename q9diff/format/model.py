@@ -1,0 +1,118 @@
+"""What a context binary holds, as frozen values: tensors, records, ops, graphs, byte regions and a
+pickle's layout. `ContextBinary` (q9diff.format.binary) builds them from the bytes; nothing here reads
+files."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from q9diff.format import structs as F
+
+BLOB_INFO_FIELDS = (
+    "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
+    "op_data_size const_size ddr_tensor_size shared_weights_size"
+).split()
+BLOB_INFO_V2_EXTRA = ("native_k_channel_size", "native_v_channel_size", "is_safe_share_io")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    id: int
+    dtype: str
+    dims: tuple[int, ...]
+    scale: float | None
+    offset: int | None
+    tensor_type: str
+    data_format: int = 0  # Qnn_TensorDataFormat_t; 0 = dense (flat buffer)
+    encoding_definition: int | None = None  # Qnn_Definition_t of the quantize params; None: not recorded
+
+
+@dataclass(frozen=True)
+class Record:
+    """One entry of the blob's record directory (ROOT, PICKLE/<n>/<graph>, WEIGHTS/0)."""
+
+    name: str
+    offset: int  # absolute file offset
+    size: int
+    align: int
+
+
+@dataclass(frozen=True)
+class Op:
+    index: int
+    kind: str  # the HTP kernel name from the op-type table
+    offset: int  # absolute file offset of the op record
+
+
+@dataclass(frozen=True)
+class Graph:
+    name: str
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    spill_fill_buffer_size: int | None = None
+    vtcm_size: int | None = None
+    optimization_level: int | None = None
+    htp_dlbc: int | None = None
+    num_hvx_threads: int | None = None
+    io_tensor_size: int | None = None
+    op_data_size: int | None = None
+    const_size: int | None = None
+    ddr_tensor_size: int | None = None
+    shared_weights_size: int | None = None
+    graph_info_version: int = 3
+    # (field, why it is unknown) for every blob-info field the file does not record.
+    unknown: tuple[tuple[str, str], ...] = ()
+    # graphBlobInfo version 2's other fields, and the bytes of graphBlobInfo the file records (112 with
+    # version 2, 40 with version 1 alone); None where not recorded.
+    native_k_channel_size: int | None = None
+    native_v_channel_size: int | None = None
+    is_safe_share_io: int | None = None
+    blob_info_size: int | None = None
+
+
+def _blob_info_fields(raw: bytes) -> dict[str, int]:
+    """The graphBlobInfo fields a file records: version 1 alone (40 bytes) or versions 1 and 2 (112)."""
+    out: dict[str, int] = {}
+    if (
+        len(raw) >= F.GRAPH_BLOB_INFO_SIZE
+        and struct.unpack_from("<I", raw, F.GRAPH_BLOB_INFO_V1_SIZE)[0] == 2
+    ):
+        blob = F.GraphBlobInfo.parse(raw[: F.GRAPH_BLOB_INFO_SIZE])
+        if blob.version1 == 1:
+            out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in BLOB_INFO_FIELDS}
+            out.update({k: int(blob[k]) for k in BLOB_INFO_V2_EXTRA})
+            out["blob_info_size"] = F.GRAPH_BLOB_INFO_SIZE
+    elif len(raw) >= F.GRAPH_BLOB_INFO_V1_SIZE and struct.unpack_from("<I", raw, 0)[0] == 1:
+        padded = raw[: F.GRAPH_BLOB_INFO_V1_SIZE] + bytes(F.GRAPH_BLOB_INFO_SIZE - F.GRAPH_BLOB_INFO_V1_SIZE)
+        blob = F.GraphBlobInfo.parse(padded)
+        out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in F.GRAPH_BLOB_INFO_V1_FIELDS}
+        out["blob_info_size"] = F.GRAPH_BLOB_INFO_V1_SIZE
+    return out
+
+
+@dataclass(frozen=True)
+class Region:
+    """A named byte range; `name` is a path such as `PICKLE[0]/inner/const_pool`."""
+
+    name: str
+    offset: int
+    size: int
+
+    @property
+    def leaf(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+@dataclass(frozen=True)
+class PickleLayout:
+    """What the walk of one PICKLE record found: its regions, options text and ops."""
+
+    regions: tuple[Region, ...]
+    options_text: str
+    ops: tuple[Op, ...]
