@@ -7,16 +7,22 @@ Binaries, bundles and recipes come from elsewhere, so:
 - a path read from a file is a request, not a permission: it is resolved (symlinks followed) and must
   stay inside the folder it belongs to before anything reads, writes or pushes it;
 - a name read from a file that becomes a file name (a part's output, a graph's name) is one plain
-  relative name, never `..` or an absolute path.
+  relative name, never `..` or an absolute path;
+- a child that loads ONNX Runtime or Qualcomm's libraries leaves nothing behind and sends nothing: its
+  TMPDIR is a private folder removed with the child's work, and ONNX Runtime's telemetry is off.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from q9diff.errors import Q9Error
@@ -24,6 +30,40 @@ from q9diff.errors import Q9Error
 
 class PathRefused(Q9Error, ValueError):
     """A path from a file leaves the folder it belongs to; the message names the file and the path."""
+
+
+# ONNX Runtime 1.32's opt-out on Linux (onnxruntime-qnn 2.7.0 ships a build with its 1DS telemetry), read
+# once when the library initializes: no uploader, events, device id or offline cache (microsoft/onnxruntime
+# PR 27379). Measured here: without it, every process that loads onnxruntime writes $TMPDIR/.ses and
+# ~/.cache/Microsoft/DeveloperTools/.onnxruntime/{deviceid,onnxruntime.db}; with it, nothing.
+# `onnxruntime.disable_telemetry_events()` alone, called after the import, still leaves all three.
+ORT_TELEMETRY_OFF = {"ORT_DISABLE_TELEMETRY": "1"}
+
+
+def no_telemetry() -> None:
+    """Call before this process imports onnxruntime: the switch is read at its initialization."""
+    os.environ.update(ORT_TELEMETRY_OFF)
+
+
+def child_env(work: str | os.PathLike, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this environment) for a child that loads ONNX Runtime or Qualcomm's libraries:
+    TMPDIR (and TMP, TEMP) is `work`/tmp, made here, so whatever they leave goes when the caller removes
+    its private `work` folder; and ONNX Runtime's telemetry is off."""
+    tmp = Path(work) / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ if base is None else base)
+    env.update({"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp), **ORT_TELEMETRY_OFF})
+    return env
+
+
+@contextmanager
+def private_work(prefix: str) -> Iterator[Path]:
+    """A private folder for one child (its cwd and, through child_env, its TMPDIR), removed afterwards."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def package_root() -> str:
@@ -50,7 +90,8 @@ def python_argv(
 def ask_script(
     script: str | os.PathLike, args: list[str], cwd: str, timeout: float, what: str, error: type[Exception]
 ) -> tuple[dict, subprocess.CompletedProcess]:
-    """Run a module file as an isolated child (`python -I`, a bare environment, `cwd` a private folder)
+    """Run a module file as an isolated child (`python -I`, a bare environment but for child_env's TMPDIR
+    inside `cwd`, a private folder the caller removes)
     whose last line of output is a JSON object; that object and the finished process. `error` names
     `what` when the child does not answer in time or stops before answering."""
     try:
@@ -60,7 +101,7 @@ def ask_script(
             capture_output=True,
             text=True,
             timeout=timeout,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            env=child_env(cwd, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}),
         )
     except subprocess.TimeoutExpired:
         raise error(f"{what} did not answer within {timeout} s") from None

@@ -287,6 +287,15 @@ class Editor:
         indent = self.line_indent(last.start)
         self._append(arr, last, on_own_line, indent, self.render(value, indent, self.multiline(arr)))
 
+    def wrap_in_list(self, node: Node, more: list[object]) -> None:
+        """Make the value `node` the first item of a list, followed by `more`: `[` before it, the new
+        items after it laid out like it (indented as its closing line), `]` after them; `node` itself
+        and edits inside it stay as they are."""
+        indent = self.line_indent(node.end - 1)
+        items = "".join(", " + self.render(v, indent, self.multiline(node)) for v in more)
+        self._change(node.start, node.start, "[")
+        self._change(node.end, node.end, items + "]")
+
     def _fill_empty(self, container: Node, prefix: str, value: object) -> None:
         """The first member or item of `{}` / `[]`: on its own line in a file laid out in lines."""
         indent = self.line_indent(container.start)

@@ -152,8 +152,10 @@ def fix_targets() -> dict[str, dict[str, str]]:
     reference's value), the extension JSON path, and the ONNX Runtime option where it has one."""
     out = {}
     for s in BY_CAUSE.values():
+        name = "name={name}, " if s.qairt_class == "HtpGraphConfig" else ""  # its required field
+        arch = "{arch}" if s.cause == "soc_model" else ""  # HtpDeviceConfig's other target field
         row = {
-            "qairt": f"{s.qairt_class}({s.qairt_kwarg}={s.qairt_value})",
+            "qairt": f"{s.qairt_class}({name}{s.qairt_kwarg}={s.qairt_value}{arch})",
             "htp_backend_ext_config": s.ext_path,
         }
         if s.ort_option or s.ort_note:

@@ -205,7 +205,7 @@ graph = HtpGraphConfig(
     name="prompt_ar32",
     optimization_type=2,
 )
-config = CompileConfig(backend_config=[device, graph])
+config = CompileConfig(backend="HTP", device_custom_configs=[device], graph_custom_configs=[graph])
 """
 
 
@@ -251,9 +251,14 @@ def test_script_without_the_calls_is_told_which_to_add(tmp_path, suggestions):
     script.write_text('config = CompileConfig(backend="htp")\n')
     edit = plan(script, suggestions)
     assert edit.after == edit.before
-    assert f"{script} has no HtpDeviceConfig(...) call: add HtpDeviceConfig(soc_model=77)" in edit.note
+    device = 'add HtpDeviceConfig(soc_model=77, dsp_arch="v73") and pass it to CompileConfig'
+    assert f"{script} has no HtpDeviceConfig(...) call: {device}" in edit.note
+    graphs = ", ".join(f'"{g}"' for g in ("prompt_ar32_cl128_1_of_2", "token_ar1_cl128_1_of_2",
+                                          "prompt_ar32_cl128_2_of_2", "token_ar1_cl128_2_of_2"))  # fmt: skip
+    # HtpGraphConfig requires the graph's name (qairt-dev 0.13): one config per candidate graph
     assert (
-        "add HtpGraphConfig(vtcm_size_in_mb=8, optimization_type=3) and pass it to CompileConfig" in edit.note
+        f"add [HtpGraphConfig(name=n, vtcm_size_in_mb=8, optimization_type=3) for n in ({graphs})] "
+        "and pass it to CompileConfig" in edit.note
     )
     assert edit.unified.startswith("# ")
 
@@ -347,8 +352,9 @@ def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtu
     from q9diff.format.binary import ContextBinary
 
     ref = ContextBinary.open(REFERENCE / "part_1_of_2.bin")
-    packing = suggest_for([Cause("weights_packing", "root", False, True, None, ())], ref)
-    assert packing[0]["targets"]["qairt"] == "HtpGraphConfig(weights_packing=True)"
+    packing = suggest_for([Cause("weights_packing", "root", False, True, None, ())], ref, ref)
+    loop = 'for n in ("prompt_ar32_cl128_1_of_2", "token_ar1_cl128_1_of_2")]'
+    assert packing[0]["targets"]["qairt"] == f"[HtpGraphConfig(name=n, weights_packing=True) {loop}"
     ext = tmp_path / "htp_backend_ext_config.json"
     ext.write_text('{\n    "graphs": [\n        {\n            "graph_names": ["*"]\n        }\n    ]\n}\n')
     edit = plan(ext, packing, facts)

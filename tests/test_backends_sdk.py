@@ -115,7 +115,7 @@ def test_every_variant_lands_where_rules_say(path: Path):
         target = FIX_TARGETS.get(FIX_TARGET_NAME.get(field.name, field.name))
         if value is None or target is None:
             continue
-        cls, kwarg = re.fullmatch(r"(\w+)\((\w+)=.*\)", target["qairt"]).groups()
+        cls, kwarg = re.match(r"(\w+)\((?:name=\{name\}, )?(\w+)=", target["qairt"]).groups()
         assert kwargs[cls][kwarg] == value, (field.name, kwargs)
         assert _at(ext, target["htp_backend_ext_config"]) == value, (field.name, ext)
         checked += 1

@@ -110,7 +110,17 @@ def test_qwen_mini_local_vs_reference(fixtures_dir):
     assert {"soc_model", "vtcm_size", "optimization_level"} <= set(roots)
     assert roots["soc_model"]["b"] == 77
     fixes = {s["setting"]: s for s in data["suggestions"]}
-    assert fixes["soc_model"]["targets"]["qairt"] == "HtpDeviceConfig(soc_model=77)"
+    assert fixes["soc_model"]["targets"]["qairt"] == (
+        'HtpDeviceConfig(soc_model=77, dsp_arch="v73")'
+        "  # soc_details is ignored once device_custom_configs is set"
+    )
+    # one suggestion over the set: the graphs of both parts, each named (HtpGraphConfig requires a name)
+    graphs = [f"{kind}_cl128_{i}_of_2" for i in (1, 2) for kind in ("prompt_ar32", "token_ar1")]
+    assert fixes["vtcm_size"]["graphs"] == graphs
+    loop = ", ".join(f'"{g}"' for g in graphs)
+    assert fixes["vtcm_size"]["targets"]["qairt"] == (
+        f"[HtpGraphConfig(name=n, vtcm_size_in_mb=8) for n in ({loop})]"
+    )
     assert fixes["vtcm_size"]["targets"]["htp_backend_ext_config"] == {"graphs[0].vtcm_mb": 8}
     for part in data["parts"]:
         for side in ("a", "b"):

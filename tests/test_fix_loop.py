@@ -53,9 +53,11 @@ def test_dry_run_writes_nothing_and_unknown_files_are_refused(tmp_path, fixtures
     r = q9diff("suggest", str(local), str(ref), "--apply", str(odd))
     assert r.returncode == 2 and "left untouched" in r.stderr and odd.read_text() == "soc_model: 0\n"
     script = tmp_path / "build.py"
-    script.write_text("cfg = CompileConfig(backend_config=[HtpDeviceConfig(soc_model=0)])\n")
+    text = 'cfg = CompileConfig(backend="HTP", device_custom_configs=[HtpDeviceConfig(soc_model=0)])\n'
+    script.write_text(text)
     r = q9diff("suggest", str(local), str(ref), "--apply", str(script))  # the change is shown, not made
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "+cfg = CompileConfig(backend_config=[HtpDeviceConfig(soc_model=77)])" in r.stdout
-    assert script.read_text() == "cfg = CompileConfig(backend_config=[HtpDeviceConfig(soc_model=0)])\n"
+    fixed = text.replace("soc_model=0", 'soc_model=77, dsp_arch="v73"')
+    assert f"+{fixed}" in r.stdout
+    assert script.read_text() == text
     assert not (tmp_path / "build.py.bak").exists()

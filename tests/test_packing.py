@@ -26,7 +26,8 @@ def test_the_packing_pair_names_exactly_weights_packing():
     assert d["size_delta"] == -131072  # the weights (2 x 128 KiB) stored two per byte
     [fix] = d["suggestions"]
     assert fix["setting"] == "weights_packing" and fix["value"] is True
-    assert fix["targets"]["qairt"] == "HtpGraphConfig(weights_packing=True)"
+    assert fix["targets"]["qairt"] == 'HtpGraphConfig(name="mlp_w4range", weights_packing=True)'
+    assert fix["graphs"] == ["mlp_w4range"]
     assert fix["targets"]["htp_backend_ext_config"] == {"graphs[0].weights_packing": True}
     r = q9diff("diff", str(OFF), str(ON))
     assert "Root cause: weights_packing False → True" in r.stdout

@@ -8,6 +8,7 @@ it is refused with one line naming it, and nothing is written."""
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import os
 import re
@@ -99,6 +100,14 @@ def key_of(line: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _bracketed(line: str, added: list[str]) -> bool:
+    """`line` with only the list's `[` before the graphs object, or `]` (and a new entry) after it."""
+    end = line.rstrip(",")
+    return line.replace("{", "[{", 1) in added or any(
+        a.startswith(end + ", {") or a == end + "]" + line[len(end) :] for a in added
+    )
+
+
 @pytest.mark.parametrize("rel", FILES)
 def test_a_real_config_is_edited_right_or_refused_untouched(tmp_path, monkeypatch, pair, rel):
     suggestions, facts = pair
@@ -119,9 +128,13 @@ def test_a_real_config_is_edited_right_or_refused_untouched(tmp_path, monkeypatc
     changed = {p for p, data in snapshot(tmp_path).items() if before_files.get(p) != data}
     assert changed == {target, written[1]}  # the wrapper or Genie config itself is never written
     old, new = jsonc.loads(edit.before), jsonc.loads(after)
+    # graphs as one object, which Qualcomm's parser rejects, becomes a list holding it first
+    listed = isinstance(old.get("graphs"), dict)
+    if listed:
+        assert isinstance(new["graphs"], list) and new["graphs"][0].keys() == old["graphs"].keys()
 
     # Keys it did not mean to change keep their values; nothing is null.
-    flat_old, flat_new = flatten(old), flatten(new)
+    flat_old, flat_new = flatten({**old, "graphs": [old["graphs"]]} if listed else old), flatten(new)
     for path, value in flat_old.items():
         if path[-1] not in CHANGED_KEYS:
             assert flat_new.get(path, "<gone>") == value, path
@@ -148,7 +161,7 @@ def test_a_real_config_is_edited_right_or_refused_untouched(tmp_path, monkeypatc
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         added = lines_after[j1:j2]
         for line in lines_before[i1:i2] if op != "equal" else []:
-            assert line + "," in added or (
+            assert line + "," in added or (listed and _bracketed(line, added)) or (
                 key_of(line) in CHANGED_KEYS and any(key_of(a) == key_of(line) for a in added)
             ), f"{rel}: line {line!r} changed beyond its value"
 
@@ -186,18 +199,69 @@ def test_most_real_configs_are_edited_and_each_refusal_is_one_line(tmp_path, mon
     assert outside == ["aedh/genie/Qwen2.0-7B.config.json"], outside
 
 
-def test_graphs_as_one_object_keeps_its_form_when_it_names_every_graph(tmp_path, pair):
-    """aedh's onnx2bin config writes graphs as one object; with graph_names ["*"] it is edited in place."""
+ONNX2BIN = REAL / "aedh" / "onnx2bin" / "htp_backend_ext-fp16-v73-real_esrgan_x4plus.json"
+QAIRT_251_VERDICT = "schema validation failed: #/graphs expected array, got object"
+needs_parser = pytest.mark.skipif(
+    importlib.util.find_spec("onnxruntime_qnn") is None, reason="Qualcomm's parser needs onnxruntime-qnn"
+)
+
+
+def _removed(edit) -> list[str]:
+    return [line for line in edit.unified.splitlines() if line.startswith("-") and not line.startswith("---")]
+
+
+@needs_parser
+def test_graphs_as_one_object_becomes_a_list_qualcomms_parser_accepts(tmp_path, pair):
+    """aedh's onnx2bin config writes graphs as one object, which QAIRT 2.51's parser rejects: the edit makes
+    it a list holding that entry first (its text unchanged), then the entry naming the candidate's graphs."""
     suggestions, facts = pair
-    real = REAL / "aedh" / "onnx2bin" / "htp_backend_ext-fp16-v73-real_esrgan_x4plus.json"
-    ext = tmp_path / real.name
-    ext.write_text(real.read_text().replace('["real_esrgan_x4plus"]', '["*"]'))
+    ext = tmp_path / ONNX2BIN.name
+    shutil.copy(ONNX2BIN, ext)
     edit = plan(ext, suggestions, facts)
-    removed = [
-        line for line in edit.unified.splitlines() if line.startswith("-") and not line.startswith("---")
+    was, now = extconfig.check([ONNX2BIN.read_text(), edit.after])
+    assert extconfig.said(was.errors) == QAIRT_251_VERDICT  # before: rejected
+    assert now.errors == ()  # after: valid
+    graphs = jsonc.loads(edit.after)["graphs"]
+    assert graphs[0] == jsonc.loads(ONNX2BIN.read_text())["graphs"]  # the original entry, first
+    assert graphs[1] == {"graph_names": list(facts.candidate_graphs), "vtcm_mb": 8, "O": 3}
+    original = ONNX2BIN.read_text()
+    block = original[original.index('"graph_names"') : original.index('"devices"')].split("}")[0]
+    assert block in edit.after  # the object's own text kept as it was
+    assert _removed(edit) == ['-  "graphs": {', "-  },", '-    "soc_id": 60,']  # only "[" and "]" around it
+    assert f"before the edit: {QAIRT_251_VERDICT}" in edit.note and "after the edit: no errors" in edit.note
+    assert ext.read_text() == original  # planned, not written
+
+
+@needs_parser
+def test_graphs_as_one_object_naming_every_graph_is_listed_and_edited_in_place(tmp_path, pair):
+    """With graph_names ["*"] the one entry covers the candidate: its values are set in place, inside the
+    list Qualcomm's parser asks for."""
+    suggestions, facts = pair
+    ext = tmp_path / ONNX2BIN.name
+    ext.write_text(ONNX2BIN.read_text().replace('["real_esrgan_x4plus"]', '["*"]'))
+    edit = plan(ext, suggestions, facts)
+    assert _removed(edit) == ['-  "graphs": {', "-  },", '-    "soc_id": 60,']
+    assert '"graphs": [{' in edit.after and "  }],\n" in edit.after
+    assert jsonc.loads(edit.after)["graphs"] == [
+        {"graph_names": ["*"], "vtcm_mb": 8, "O": 3.0, "fp16_relaxed_precision": 1}
     ]
-    assert removed == ['-    "soc_id": 60,']
-    assert '"graphs": {' in edit.after and jsonc.loads(edit.after)["graphs"]["vtcm_mb"] == 8
+    assert extconfig.check([edit.after])[0].errors == ()
+    assert "made it a list holding that entry first; after the edit: no errors" in edit.note
+
+
+@needs_parser
+def test_a_listed_graphs_object_that_reveals_another_error_is_refused_saying_both(tmp_path, pair):
+    """QIDK's device_config.json: as a list, Qualcomm's parser reads on to fp16_relaxed_precision true, where
+    its schema wants an integer. q9diff does not change that value: one line says both verdicts."""
+    suggestions, facts = pair
+    config = tmp_path / "device_config.json"
+    shutil.copy(REAL / "qidk" / "device_config.json", config)
+    with pytest.raises(ApplyError) as exc:
+        plan(config, suggestions, facts)
+    message = str(exc.value)
+    assert "\n" not in message and message.endswith("left untouched")
+    assert f"Qualcomm's parser rejects ({QAIRT_251_VERDICT})" in message
+    assert "#/graphs/0/fp16_relaxed_precision expected integer, got boolean" in message
 
 
 def test_the_readme_example_a_qualcomm_wrapper_and_its_extension_file(tmp_path, fixtures_dir):

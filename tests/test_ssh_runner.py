@@ -367,7 +367,9 @@ def test_remote_command_quotes_and_carries_the_environment() -> None:
                           {"PYTHONPATH": "/src/q9 diff", "LD_LIBRARY_PATH": "/qairt/lib"})  # fmt: skip
     done = subprocess.run(["sh", "-c", line.replace("exec ", "exec printf '%s\\n' ", 1).replace(
         "cd '/tmp/q9diff-ssh.x y' && ", "")], capture_output=True, text=True, check=True)  # fmt: skip
-    assert done.stdout.splitlines() == ["env", "PYTHONPATH=/src/q9 diff", "LD_LIBRARY_PATH=/qairt/lib",
+    # its folder as TMPDIR (removed with it) and ONNX Runtime's telemetry off, as for a local child
+    assert done.stdout.splitlines() == ["env", "TMPDIR=/tmp/q9diff-ssh.x y", "ORT_DISABLE_TELEMETRY=1",
+                                        "PYTHONPATH=/src/q9 diff", "LD_LIBRARY_PATH=/qairt/lib",
                                         "/opt/py thon", "-m", "q9diff.runners.worker"]  # fmt: skip
     assert line.startswith("cd '/tmp/q9diff-ssh.x y' && exec env ")
 

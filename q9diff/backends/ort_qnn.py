@@ -225,6 +225,8 @@ def _child(job_path: Path) -> None:
     import onnxruntime as ort
     import onnxruntime_qnn as oq
 
+    if hasattr(ort, "disable_telemetry_events"):  # besides the parent's ORT_DISABLE_TELEMETRY=1
+        ort.disable_telemetry_events()
     ort.set_default_logger_severity(3)
     job = json.loads(job_path.read_text())
     work = Path(job["work_dir"])

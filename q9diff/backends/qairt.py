@@ -13,7 +13,10 @@ device_custom_configs=[HtpDeviceConfig(cores=[HtpDeviceCoreConfig])], context_cu
 HtpContextConfig]))` puts every model of the list into ONE context binary; `CompiledModel.save("x.bin")`
 writes it. The config classes live in `qairt.api.common.backends.htp.config`, `CompileConfig` in
 `qairt.api.compiler.config`; qairt serialises them (`HtpConfigHelper.to_backend_extension_dict`) into the
-same backend extension JSON the qnn-cli backend writes (`backend_extension` below).
+same backend extension JSON the qnn-cli backend writes (`backend_extension` below). `HtpGraphConfig`
+requires `name` (no default), so every graph config names its graph; `CompileConfig.soc_details` is not
+used: qairt ignores it once `device_custom_configs` is set. tests/test_qairt_api.py checks every call
+against qairt-dev's source.
 
 Why a second interpreter: qairt-dev installs on Python 3.10 and 3.12 only (not 3.11, which onnxruntime-qnn
 needs), so q9diff runs the child under `Q9DIFF_QAIRT_PYTHON` when set. `import qairt` configures itself

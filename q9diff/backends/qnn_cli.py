@@ -32,6 +32,7 @@ from typing import Any
 from q9diff.backends.base import BackendUnavailable
 from q9diff.backends.qairt import backend_extension, find_sdk_root, htp_kwargs
 from q9diff.build.recipe import Recipe, output_path
+from q9diff.guard import child_env
 
 TOOL = "qnn-context-binary-generator"
 HTP_BACKEND_LIB = "libQnnHtp.so"
@@ -174,7 +175,7 @@ class QnnCliBackend:
             # libQnnHtp.so loads its prepare library by name, from the same directory.
             search = (str(sdk.lib_dir), env.get("LD_LIBRARY_PATH"))
             env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in search if p)
-            _run(part.command(sdk, build, wrapper), env, self.timeout_s, part.name, work)
+            _run(part.command(sdk, build, wrapper), child_env(work, env), self.timeout_s, part.name, work)
             built = build / f"{part.binary_file}.bin"
             if not built.is_file():
                 written = sorted(p.name for p in build.iterdir())

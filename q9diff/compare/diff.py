@@ -9,7 +9,7 @@ from pathlib import Path
 
 from q9diff import kinds
 from q9diff.compare.attribution import buckets, moved_new, weights_verdict
-from q9diff.compare.rules import FIX_TARGETS, ROOT_SETTINGS, RULES
+from q9diff.compare.rules import FIX_TARGETS, ROOT_SETTINGS, RULES, qairt_fix
 from q9diff.compare.summary import inspect_summary, target
 from q9diff.format.binary import ContextBinary
 from q9diff.format.tables import requested_soc_model
@@ -207,7 +207,7 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                 note = "soc_model 0: generic target (" + "; ".join(target(side)["evidence"]) + ")"
                 res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + (note,)))
                 break
-    res.suggestions = suggestions(res.causes, b)
+    res.suggestions = suggestions(res.causes, a, b)
     res.attribution = buckets(res.regions)
     by_bucket = {row["bucket"]: row["changed_bytes"] + abs(row["size_delta"]) for row in res.attribution}
     res.causes = [
@@ -285,8 +285,9 @@ def _jsonable(v):
     return v
 
 
-def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
-    """For each root cause, the change that makes the candidate's build match the reference."""
+def suggestions(causes: list[Cause], cand: ContextBinary, ref: ContextBinary) -> list[dict]:
+    """For each root cause, the change that makes the candidate's build match the reference; a graph
+    setting names the candidate's graphs (`graphs`), which its qairt line configures."""
     out = []
     for c in causes:
         if c.role != "root" or c.name not in FIX_TARGETS or _has_unknown(c.b):
@@ -295,7 +296,8 @@ def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
         if c.name == "vtcm_size" and isinstance(value, int):
             value = value // (1024 * 1024)
         t = FIX_TARGETS[c.name]
-        targets = {"qairt": t["qairt"].format(v=value)}
+        graphs = tuple(g.name for g in cand.graphs)
+        targets = {"qairt": qairt_fix(c.name, value, graphs, ref.dsp_arch)}
         ext_value = f"v{value}" if c.name == "dsp_arch" else value
         targets["htp_backend_ext_config"] = {t["htp_backend_ext_config"]: ext_value}
         if "ort_qnn" in t:
@@ -304,8 +306,26 @@ def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
             "--config_file wrapper -> backend extension JSON"
             f" {t['htp_backend_ext_config']} = {json.dumps(ext_value)}"
         )
-        out.append({"setting": c.name, "value": value, "targets": targets})
+        per_graph = "{name}" in t["qairt"]
+        out.append({"setting": c.name, "value": value, **({"graphs": list(graphs)} if per_graph else {}),
+                    "targets": targets})  # fmt: skip
     return out
+
+
+def merged_suggestions(suggestions: list[dict]) -> list[dict]:
+    """The parts' suggestions, each change once: a graph setting with the same value in several parts
+    becomes one suggestion over all their graphs (one graphs entry, one qairt loop), in part order."""
+    out: dict[str, dict] = {}
+    for s in suggestions:
+        whole = {"setting": s["setting"], "value": s["value"]} if "graphs" in s else s
+        key = json.dumps(whole, sort_keys=True, default=str)
+        if key not in out:
+            out[key] = s
+        elif "graphs" in s:
+            graphs = out[key]["graphs"] + [g for g in s["graphs"] if g not in out[key]["graphs"]]
+            qairt = qairt_fix(s["setting"], s["value"], tuple(graphs), None)
+            out[key] = {**out[key], "graphs": graphs, "targets": {**out[key]["targets"], "qairt": qairt}}
+    return list(out.values())
 
 
 def to_json(res: DiffResult) -> dict:
@@ -395,7 +415,7 @@ def set_to_json(sd: SetDiff) -> dict:
             if key not in seen:
                 seen.add(key)
                 causes.append(c)
-    sugg = {json.dumps(s, sort_keys=True, default=str): s for p in parts for s in p["suggestions"]}
+    sugg = merged_suggestions([s for p in parts for s in p["suggestions"]])
     a_total = sum(r.a.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_a)
     b_total = sum(r.b.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_b)
     return {
@@ -407,6 +427,6 @@ def set_to_json(sd: SetDiff) -> dict:
         "unpaired_a": [str(p) for p in sd.unpaired_a],
         "unpaired_b": [str(p) for p in sd.unpaired_b],
         "causes": causes,
-        "suggestions": list(sugg.values()),
+        "suggestions": sugg,
         "parts": parts,
     }

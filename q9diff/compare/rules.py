@@ -3,6 +3,7 @@ and which is an effect of another, and where each setting is set in a user's con
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from q9diff import settings
@@ -64,5 +65,34 @@ RULES: tuple[Rule, ...] = (
 )
 
 # Where each root-cause setting is set: (qairt API, htp_backend_ext_config JSON path, ORT QNN EP option).
-# `{v}` is the reference's value. A view of q9diff.settings, the one row per setting.
+# `{v}` is the reference's value. A view of q9diff.settings, the one row per setting. The qairt lines
+# construct against qairt-dev 0.13's classes (qairt/api/common/backends/htp/config.py): HtpGraphConfig
+# requires `name`, the graph's name (no default), so a graph setting's line names the graph (`{name}`,
+# see qairt_fix); the soc_model line carries the reference's dsp_arch (`{arch}`).
 FIX_TARGETS: dict[str, dict[str, str]] = settings.fix_targets()
+# qairt-dev 0.13's CompileConfig (qairt/api/compiler/config.py) turns `soc_details` into device configs
+# only when device_custom_configs is unset: a device line says so, since a soc_details beside it is dropped.
+DEVICE_NOTE = "  # soc_details is ignored once device_custom_configs is set"
+
+
+def qairt_call(call: str, graphs: tuple[str, ...] | None) -> str:
+    """`call` (an Htp*Config call, `{name}` where HtpGraphConfig's required name goes) for `graphs`:
+    one graph is named, several (or none read) become a loop over their names, one config each."""
+    if graphs is None or "{name}" not in call:
+        return call
+    if len(graphs) == 1:
+        return call.replace("{name}", json.dumps(graphs[0]))
+    names = ", ".join(json.dumps(g) for g in graphs)
+    return f"[{call.replace('{name}', 'n')} for n in ({names})]"
+
+
+def qairt_fix(setting: str, value: object, graphs: tuple[str, ...], dsp_arch: int | None) -> str:
+    """The qairt line that sets `setting` to `value` in a build of `graphs` (the candidate's graph names),
+    with the reference's `dsp_arch` beside a soc_model."""
+    template = FIX_TARGETS[setting]["qairt"]
+    arch = f', dsp_arch="v{dsp_arch}"' if dsp_arch is not None else ""
+    line = qairt_call(template.replace("{v}", str(value)).replace("{arch}", arch), graphs)
+    if not line.startswith("HtpDeviceConfig("):
+        return line
+    unread = "; the reference records no dsp_arch" if "{arch}" in template and not arch else ""
+    return line + DEVICE_NOTE + unread

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from q9diff import jsonc, settings
 from q9diff.build import recipe as recipe_mod
+from q9diff.compare.rules import qairt_call
 from q9diff.fix.edit import ApplyError, Edit
 from q9diff.fix.extedit import BuildFacts, edit_text, unknown_soc, writable
 from q9diff.fix.safewrite import read_exact, write_all
@@ -257,16 +258,21 @@ class _Keyword:
 
 
 def _qairt_keywords(suggestions: list[dict]) -> list[_Keyword]:
-    """The suggestions' qairt targets, parsed, so the script is matched on syntax and not on text."""
+    """The suggestions' qairt targets, parsed, so the script is matched on syntax and not on text. A
+    graph's `name` picks the graph and is no setting: a script's HtpGraphConfig keeps its own."""
     out = []
     for s in suggestions:
         target = s["targets"].get("qairt")
         if not target:
             continue
         call = ast.parse(target, mode="eval").body
+        if isinstance(call, ast.ListComp):  # [HtpGraphConfig(name=n, ...) for n in (...)]
+            call = call.elt
         if not isinstance(call, ast.Call):
             raise ValueError(f"qairt target {target!r} is not a call")
         for kw in call.keywords:
+            if kw.arg == "name":
+                continue
             out.append(
                 _Keyword(
                     _called(call), kw.arg or "", kw.value, ast.get_source_segment(target, kw.value) or ""
@@ -310,9 +316,11 @@ def _plan_script(path: Path, before: str, suggestions: list[dict]) -> Edit:
 
     changes: list[tuple[int, int, str]] = []
     notes = []
+    graphs = next((tuple(s["graphs"]) for s in suggestions if "graphs" in s), None)
     for name, kws in wanted.items():
         if name not in calls:
-            add = f"{name}({', '.join(f'{k.name}={k.source}' for k in kws)})"
+            named = "name={name}, " if name == "HtpGraphConfig" else ""
+            add = qairt_call(f"{name}({named}{', '.join(f'{k.name}={k.source}' for k in kws)})", graphs)
             notes.append(f"{path} has no {name}(...) call: add {add} and pass it to CompileConfig")
         for call in calls.get(name, []):
             changes += _call_changes(before, call, kws, offset)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -42,6 +43,23 @@ class Verdict:
     """What the library said about one text: its error messages (each on one line), empty when clean."""
 
     errors: tuple[str, ...]
+
+
+# The parser's schema complaint, e.g. `Schema error: #/graphs{"type":{"expected":["array"],"actual":
+# "object",...` (messages are cut at 160 characters here, so the JSON is matched, not parsed).
+_SCHEMA_TYPE = re.compile(r'Schema error: (#[^{\s]*)\{"type":\{"expected":\[([^\]]*)\],"actual":"(\w+)"')
+
+
+def said(errors: tuple[str, ...]) -> str:
+    """A verdict's errors in one line, the schema's type complaints as `#/key expected X, got Y`
+    (the lines that only announce them left out)."""
+    typed = [_SCHEMA_TYPE.search(e) for e in errors]
+    found = [f"{m[1]} expected {m[2].replace(chr(34), '')}, got {m[3]}" for m in typed if m]
+    if not found:
+        return "; ".join(errors)
+    announce = ("does not adhere to schema", "schema validation failed")
+    rest = [e for e, m in zip(errors, typed) if not m and not any(a in e for a in announce)]
+    return "; ".join(["schema validation failed: " + ", ".join(found), *rest])
 
 
 class Unavailable(RuntimeError):

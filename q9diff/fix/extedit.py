@@ -6,6 +6,11 @@ and dsp_arch are set together from the reference binary, under the file's own So
 `soc_model` are both integers in Qualcomm's schema). Every value of the file that disagrees with what the
 candidate binary was built with is said in one line. Where onnxruntime-qnn is installed, Qualcomm's own
 parser reads the file before and after (q9diff.fix.extconfig): an edit never adds an error.
+
+`graphs` written as one object (ai-engine-direct-helper's onnx2bin configs, QIDK's device_config.json) is
+rejected by that parser (QAIRT 2.51: "Schema error: #/graphs ... expected array"), so an edit makes it the
+list the schema wants, holding that entry first, then any new one; the parser's verdict before and after
+is said.
 """
 
 from __future__ import annotations
@@ -98,6 +103,7 @@ def edit_text(
             e.set_graphs(values)
         else:
             e.set_section(section, values)
+    e.list_graphs()
     after = e.editor.result()
     if after != before:
         try:
@@ -119,6 +125,8 @@ class _ExtEdit:
         self.path, self.text, self.root, self.facts = path, text, root, facts
         self.editor = jsonc.Editor(text, root)
         self.notes: list[str] = []
+        self.new_graphs: list[dict[str, object]] = []  # entries after a one-object graphs (list_graphs)
+        self.listed = False  # graphs was one object and is made a list
 
     def wanted(self, suggestions: list[dict]) -> dict[str, dict[str, object]]:
         """section -> key -> value from the suggestions' htp_backend_ext_config targets."""
@@ -201,19 +209,40 @@ class _ExtEdit:
             if strict
             else [json.dumps(jsonc.loads(t), indent=2) for t in (self.text, after)]
         )
+        made = "made it a list holding that entry first" + (", then the new one" if self.new_graphs else "")
         try:
             was, now = extconfig.check(texts)
         except extconfig.Unavailable as exc:
+            if self.listed:
+                self.notes.append(
+                    f"{self.path.name}: graphs was one object, which QAIRT 2.51's parser rejects (its schema "
+                    f"wants a list); q9diff {made}"
+                )
             self.notes.append(f"not checked with Qualcomm's parser: {exc}")
             return
         how = "" if strict else " (read without its comments and trailing commas, which it does not accept)"
         added = [e for e in now.errors if e not in was.errors]
+        if added and self.listed:
+            # The list the parser asked for lets it read on, to a complaint one object hid.
+            before, after = extconfig.said(was.errors), extconfig.said(now.errors)
+            raise ApplyError(
+                f"{self.path}: graphs is one object, which Qualcomm's parser rejects ({before}){how}; made a "
+                f"list, the parser then reports: {after}; correct that in the file (q9diff does not change "
+                "values it was not asked to); left untouched"
+            )
         if added:
             raise ApplyError(
                 f"{self.path}: the edit would add an error Qualcomm's parser reports{how}: {added[0]}; "
                 "left untouched"
             )
-        if was.errors:
+        said = f"Qualcomm's parser ({extconfig.LIBRARY}){how}"
+        if self.listed:
+            self.notes.append(
+                f"{self.path.name}: graphs was one object; {said} before the edit: "
+                f"{extconfig.said(was.errors) or 'no errors'}. q9diff {made}; after the edit: "
+                f"{extconfig.said(now.errors) or 'no errors'}"
+            )
+        elif was.errors:
             self.notes.append(
                 f"Qualcomm's parser already reports for {self.path.name}{how}: {'; '.join(was.errors)}"
             )
@@ -281,13 +310,18 @@ class _ExtEdit:
         elif graphs.kind == "array":
             self.editor.append_item(graphs, entry)
         else:
-            raise ApplyError(
-                f"{self.path}: graphs is one object whose graph_names do not name the candidate's graphs, "
-                "and q9diff keeps its form; name them there or make graphs a list; left untouched"
-            )
+            self.new_graphs.append(entry)
         self.notes.append(
             f"{self.path.name}: added a graphs entry naming the candidate's {len(missing)} graphs"
         )
+
+    def list_graphs(self) -> None:
+        """graphs as one object, which Qualcomm's parser rejects (its schema wants a list): made a list
+        holding that entry first, then the entries set_graphs adds; a text edit around the object."""
+        graphs = self.root.get("graphs")
+        if graphs is not None and graphs.kind == "object":
+            self.editor.wrap_in_list(graphs, self.new_graphs)
+            self.listed = True
 
     def set_section(self, section: str, values: dict[str, object]) -> None:
         node = self.root.get(section)

@@ -393,12 +393,14 @@ def read_binary_info_isolated(
     path: str | Path, lib: str | Path | None = None, timeout: float = 60
 ) -> BinaryInfo:
     """Like :func:`read_binary_info`, but in a child process, so a crash in libQnnSystem is an OracleError."""
-    from q9diff.guard import package_root, python_argv
+    from q9diff.guard import child_env, package_root, private_work, python_argv
 
     args = ["--json", str(Path(path).resolve())] + (["--lib", str(Path(lib).resolve())] if lib else [])
     command = python_argv("q9diff.oracle", args)
     try:
-        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=package_root())
+        with private_work("q9diff-oracle-") as work:
+            child = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                   cwd=package_root(), env=child_env(work))  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         raise OracleError(f"{path}: libQnnSystem did not answer within {timeout} s") from exc
     message = (child.stderr.strip().splitlines() or [""])[-1]

@@ -292,13 +292,16 @@ _INSERTING = re.compile(r"Inserting graph (\S+) as idx (\d+) for AR-(\d+) CL-(\d
 
 
 def _run_child(job: Path, env: dict[str, str], timeout_s: float, ctx_bins: list[Path], bundle: Path) -> dict:
-    from q9diff.guard import python_argv
+    from q9diff.guard import child_env, private_work, python_argv
 
     command = python_argv("q9diff.runners.genie_child", [str(job.resolve())])
     try:
-        child = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=job.parent
-        )
+        # Its own TMPDIR, removed even when the work folder is one the caller keeps.
+        with private_work("q9diff-genie-tmp-") as tmp:
+            child = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout_s, env=child_env(tmp, env),
+                cwd=job.parent,
+            )  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         raise GenieError(f"{bundle}: libGenie did not finish within {timeout_s:g} s") from exc
     log = child.stdout + child.stderr

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from q9diff.guard import python_argv
+from q9diff.guard import child_env, no_telemetry, python_argv
 from q9diff.runners.base import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
-from q9diff.runners.worker import WorkerClient, WorkerSession, child_env
+from q9diff.runners.worker import WorkerClient, WorkerSession
 
 
 def recipe_for(binary: Path):
@@ -104,7 +104,8 @@ class LocalSession(WorkerSession):
         # The worker's folder is made and removed here: a child the emulator kills cannot clean up.
         self._work = Path(tempfile.mkdtemp(prefix="q9diff-worker-"))
         argv = python_argv("q9diff.runners.worker", ["--work", str(self._work)])
-        self._client = WorkerClient(argv, "x86 HTP emulator", child_env(), self.timeout_s)
+        # Its TMPDIR inside that folder, ONNX Runtime's telemetry off: nothing left behind, nothing sent.
+        self._client = WorkerClient(argv, "x86 HTP emulator", child_env(self._work), self.timeout_s)
         reply, _ = self._client.request({"op": "load", "binaries": [str(Path(p).resolve()) for p in paths]})
         return [GraphSpec.from_dict(g) for g in reply["graphs"]]
 
@@ -182,6 +183,7 @@ class CpuSession:
     """The source ONNX models of a recipe on ONNX Runtime's CPU EP: what the binaries should compute."""
 
     def __init__(self, recipe) -> None:
+        no_telemetry()  # this process loads ONNX Runtime here: before it initializes
         import onnxruntime as ort
 
         self.notes = (

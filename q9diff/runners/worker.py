@@ -171,12 +171,6 @@ class WorkerSession:
             self._client = None
 
 
-def child_env() -> dict[str, str]:
-    """The environment for a local worker (started isolated by q9diff.guard.python_argv, which makes this
-    q9diff importable and ignores PYTHONPATH)."""
-    return dict(os.environ)
-
-
 # ---- worker side: runs in the child, imports ONNX Runtime only here ----
 
 _ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7,
@@ -188,6 +182,8 @@ class _Worker:
     def __init__(self, work: Path) -> None:
         import onnxruntime as ort
 
+        if hasattr(ort, "disable_telemetry_events"):  # besides the parent's ORT_DISABLE_TELEMETRY=1
+            ort.disable_telemetry_events()
         ort.set_default_logger_severity(3)
         self.ort = ort
         self.dir = work

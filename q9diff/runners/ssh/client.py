@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from q9diff.guard import ORT_TELEMETRY_OFF
 from q9diff.runners.base import GraphSpec, RunnerError, RunnerUnavailable, graph_specs
 
 Tool = Literal["q9diff", "qnn-net-run"]
@@ -220,7 +221,10 @@ class QairtPaths:
 
 
 def remote_command(argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None) -> str:
-    """One POSIX shell string that runs argv in cwd with env (sshd forwards no environment)."""
+    """One POSIX shell string that runs argv in cwd with env (sshd forwards no environment). A tool run
+    in a folder q9diff made (and removes) gets it as TMPDIR, and ONNX Runtime's telemetry off, as locally."""
+    if cwd:
+        env = {"TMPDIR": cwd, **ORT_TELEMETRY_OFF, **(env or {})}
     words = [shlex.quote(a) for a in argv]
     if env:
         words = ["env", *[shlex.quote(f"{k}={v}") for k, v in env.items()], *words]
