@@ -184,9 +184,9 @@ def test_the_suggestions_q9diff_prints_construct(api, dsp_archs):
 def test_backend_settings_are_qairt_fields(api, dsp_archs):
     """Each recipe setting lands on a field of the class q9diff names, under the JSON key qairt writes."""
     for name, row in HTP_SETTINGS.items():
-        field = api[row.qairt_class].get(row.kwarg)
-        assert field is not None, f"{name}: {row.qairt_class} has no field {row.kwarg}"
-        assert row.json_key == (field.alias or row.kwarg), name
+        field = api[row.qairt_class].get(row.qairt_kwarg)
+        assert field is not None, f"{name}: {row.qairt_class} has no field {row.qairt_kwarg}"
+        assert row.ext_key == (field.alias or row.qairt_kwarg), name
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.parent.name + "/" + p.name)

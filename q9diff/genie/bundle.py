@@ -28,6 +28,7 @@ from q9diff.genie.config import (
     GenieConfig,
     find_config,
     load,
+    lookup,
 )
 from q9diff.genie.layout import split_of
 from q9diff.guard import is_file, load_json, read_text
@@ -126,13 +127,7 @@ class Bundle:
 
     def get(self, *keys: str | int) -> object:
         """The config value at `keys` (dialog first), or None when any step is absent or not a container."""
-        node: object = self.config
-        for k in keys:
-            if isinstance(k, int):
-                node = node[k] if isinstance(node, list) and -len(node) <= k < len(node) else None
-            else:
-                node = node.get(k) if isinstance(node, dict) else None
-        return node
+        return lookup(self.config, *keys)
 
     def engines(self) -> list[tuple[str, dict]]:
         engine = self.get("dialog", "engine")

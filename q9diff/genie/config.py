@@ -72,13 +72,7 @@ class GenieConfig:
 
     def get(self, *keys: str | int) -> object:
         """The value at `keys` (from the top: "dialog", ...), or None when any step is absent."""
-        node: object = self.data
-        for k in keys:
-            if isinstance(k, int):
-                node = node[k] if isinstance(node, list) and -len(node) <= k < len(node) else None
-            else:
-                node = node.get(k) if isinstance(node, dict) else None
-        return node
+        return lookup(self.data, *keys)
 
     def number(self, where: str, default, integer: bool = False):
         """`dialog.<where>` as a number (an integer if asked), `default` when absent; ConfigError naming
@@ -114,6 +108,16 @@ class GenieConfig:
         if ref.path is None:
             raise ConfigError(self.refusal(ref))
         return ref.path
+
+
+def lookup(node: object, *keys: str | int) -> object:
+    """The value at `keys` in a parsed config, or None when any step is absent or not a container."""
+    for k in keys:
+        if isinstance(k, int):
+            node = node[k] if isinstance(node, list) and -len(node) <= k < len(node) else None
+        else:
+            node = node.get(k) if isinstance(node, dict) else None
+    return node
 
 
 def dialog_configs(folder: Path) -> list[Path]:
