@@ -258,6 +258,8 @@ def resolve(cfg: GenieConfig, request: object, where: str, also_inside: tuple[Pa
     ours = next((t for r in also_inside if absolute and (t := inside(posix, r)) is not None), None)
     if ours is not None:
         candidate = ours
+    elif absolute and is_file(posix):  # a path that exists here is a host path: kept to the bundle below
+        candidate = Path(posix)
     elif absolute:
         candidate = base / PurePosixPath(posix).name
         ref.note = f"{request} is a path on the device: read {candidate.name} beside the config"
