@@ -10,6 +10,7 @@ import html
 import json
 import re
 
+from q9diff import verdict as verdicts
 from q9diff.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
@@ -217,14 +218,14 @@ def _verdict(data: dict) -> str:
         out += f'<p class="swap">Arguments swapped? {_e(swapped)}; the known-good build comes second.</p>'
     if identical:
         return out + "<h2>Identical: no difference in any byte.</h2>"
-    line = root_line(causes)
-    note = soc_note(causes)
+    line, note = root_line(causes), soc_note(causes)
+    lead = verdicts.models_line(data.get("different_models", {}).get("evidence"))
     text = (
-        f"Root cause: {line}" + (f" ({note})" if note else "")
+        f"{'Settings that differ' if lead else 'Root cause'}: {line}" + (f" ({note})" if note else "")
         if line
-        else "No setting differs; only effects or data."
+        else "No setting differs" + ("." if lead else "; only effects or data.")
     )
-    return out + f"<h2>{_e(text)}</h2>"
+    return out + (f'<p class="swap">{_e(lead)}</p>' if lead else "") + f"<h2>{_e(text)}</h2>"
 
 
 SIZE_CAUSES = {"vtcm_size", "spill_fill", "const_size"}
@@ -258,8 +259,8 @@ def _causes_table(causes: list[dict]) -> str:
 def _attribution(data: dict) -> str:
     """Every changed byte and byte of size delta in one row (q9diff.attribution); the rows add up."""
     rows = data.get("attribution") or []
-    if not rows:
-        return ""
+    if not rows or "different_models" in data:
+        return f"<p><b>byte attribution: {verdicts.NOT_MEANINGFUL}</b></p>" if rows else ""
     body = "".join(
         f"<tr><td>{_e(r['bucket'])}</td><td class='n'>{_size(r['changed_bytes'])}</td>"
         f"<td class='n'>{_size(r['size_delta'], signed=True)}</td></tr>"
