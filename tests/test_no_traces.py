@@ -29,8 +29,16 @@ COMMANDS = {
     # Qualcomm's config parsers (libQnnHtpNetRunExtensions, libGenie) in their children
     "doctor": ["doctor", str(QWEN / "reference")],
     # libGenie in the Genie child
-    "verify --runner genie": ["verify", str(QWEN / "local"), str(QWEN / "reference"), "--runner", "genie",
-                              "--steps", "2", "--no-cpu"],  # fmt: skip
+    "verify --runner genie": [
+        "verify",
+        str(QWEN / "local"),
+        str(QWEN / "reference"),
+        "--runner",
+        "genie",
+        "--steps",
+        "2",
+        "--no-cpu",
+    ],  # fmt: skip
 }
 
 

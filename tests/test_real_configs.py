@@ -161,8 +161,10 @@ def test_a_real_config_is_edited_right_or_refused_untouched(tmp_path, monkeypatc
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         added = lines_after[j1:j2]
         for line in lines_before[i1:i2] if op != "equal" else []:
-            assert line + "," in added or (listed and _bracketed(line, added)) or (
-                key_of(line) in CHANGED_KEYS and any(key_of(a) == key_of(line) for a in added)
+            assert (
+                line + "," in added
+                or (listed and _bracketed(line, added))
+                or (key_of(line) in CHANGED_KEYS and any(key_of(a) == key_of(line) for a in added))
             ), f"{rel}: line {line!r} changed beyond its value"
 
     # No worse to Qualcomm's own parser.

@@ -94,9 +94,13 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
         if html_out is not None:
             _note(f"wrote the HTML report: {html_out}")
         raise typer.Exit(0 if sd.identical else 1)
-    from q9diff.present.verdict import root_line
+    from q9diff.present.verdict import models_line, root_line
 
-    console.print(_t((f"Root causes over the set: {root_line(data['causes']) or 'none'}", "bold")))
+    lead = models_line(data.get("different_models", {}).get("evidence"))
+    if lead:
+        console.print(_t((lead, "bold")))
+    label = "Settings that differ over the set" if lead else "Root causes over the set"
+    console.print(_t((f"{label}: {root_line(data['causes']) or 'none'}", "bold")))
     console.print(
         f"set: {len(sd.pairs) + len(sd.unpaired_a)} vs {len(sd.pairs) + len(sd.unpaired_b)} parts,"
         f" {data['a_total']} → {data['b_total']} bytes ({data['size_delta']:+d})"
@@ -114,17 +118,23 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
 def _print_diff(res) -> None:
     from rich.table import Table
 
-    from q9diff.present.verdict import root_line, soc_note, warnings
+    from q9diff.compare.models import NOT_MEANINGFUL
+    from q9diff.present.verdict import models_line, root_line, soc_note, warnings
 
     a, b = res.a, res.b
     if res.identical:
         console.print("Identical: no difference in any byte.")
         return
+    lead = models_line(res.different_models)
+    if lead:
+        console.print(_t((lead, "bold")))
     if root_line(res.causes):
         extra = f" ({soc_note(res.causes)})" if soc_note(res.causes) else ""
-        console.print(_t((f"Root cause: {root_line(res.causes)}{extra}", "bold")))
+        label = "Settings that differ" if lead else "Root cause"
+        console.print(_t((f"{label}: {root_line(res.causes)}{extra}", "bold")))
     else:
-        console.print(_t(("No setting differs; only effects or data.", "bold")))
+        none = "No setting differs." if lead else "No setting differs; only effects or data."
+        console.print(_t((none, "bold")))
     for w in warnings(res.causes):
         console.print(_t((w, "bold red")))
     console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
@@ -134,6 +144,11 @@ def _print_diff(res) -> None:
     for side, key in (("candidate ", "a"), ("reference ", "b")):
         _print_packing(side, data[key].get("packing"))
     _print_causes(res.causes)
+    if lead:  # bytes of two models' builds: no setting explains them
+        console.print(_t(("Fix (settings only)", "bold")))
+        _print_suggestions(res.suggestions)
+        console.print(_t(f"byte attribution: {NOT_MEANINGFUL} (`q9diff inspect` maps each file's own bytes)"))
+        return
     _print_attribution(res)
     console.print(_t(("Fix", "bold")))
     _print_suggestions(res.suggestions)

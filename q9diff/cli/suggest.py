@@ -58,13 +58,19 @@ def suggest(
         data = set_to_json(_diff_sets(candidate, reference, quiet=False))
         suggestions, identical, causes = data["suggestions"], data["identical"], data["causes"]
         pairs = [(p["a"], p["b"]) for p in data["parts"]]
+        models = data.get("different_models", {}).get("evidence")
     else:
         res = _open_pair(candidate, reference)
         suggestions, identical, causes = res.suggestions, res.identical, res.causes
         pairs = [(res.a, res.b)]
+        models = res.different_models
     swapped = _swapped(candidate, reference, causes, "suggest ", zip(*pairs))
     if swapped:
         _fail(swapped)
+    from q9diff.present.verdict import models_line
+
+    if models:  # the reference's settings are what can carry over from another model's build
+        console.print(_t((models_line(models) + " Only settings are suggested.", "bold")))
     _print_suggestions(suggestions)
     if not apply:
         raise typer.Exit(0 if identical else 1)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from q9diff import kinds
 from q9diff.compare.attribution import buckets, moved_new, weights_verdict
+from q9diff.compare.models import MODEL_CAUSES, NOT_MEANINGFUL, different_models
 from q9diff.compare.rules import FIX_TARGETS, ROOT_SETTINGS, RULES, qairt_fix
 from q9diff.compare.summary import inspect_summary, target
 from q9diff.format.binary import ContextBinary
@@ -57,6 +58,8 @@ class DiffResult:
     # Every changed byte and byte of size delta in exactly one bucket (q9diff.compare.attribution).
     attribution: list[dict] = field(default_factory=list)
     weights_verdict: str | None = None
+    # Why a and b are builds of different models (compare.models); () for one model's.
+    different_models: tuple[str, ...] = ()
     summary: dict | None = None  # to_json(self), kept when a set diff releases the files' mappings
 
     @property
@@ -218,6 +221,11 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     ]
     setting_roots = [c.name for c in res.causes if c.role == "root" and c.name in ROOT_SETTINGS]
     res.weights_verdict = weights_verdict(res.regions, setting_roots)
+    res.different_models = different_models(a.graphs, b.graphs)
+    if res.different_models:  # settings stay causes; what comes with the model, and every byte count, do not
+        res.causes = [Cause(c.name, "model" if c.name in MODEL_CAUSES else c.role, c.a, c.b, None, c.evidence)
+                      for c in res.causes]  # fmt: skip
+        res.weights_verdict = None
     return res
 
 
@@ -353,7 +361,15 @@ def to_json(res: DiffResult) -> dict:
         "unknown": res.unknown,
         "attribution": res.attribution,
         "weights_verdict": res.weights_verdict,
+        **_models_json(res.different_models),
     }
+
+
+def _models_json(evidence: tuple[str, ...]) -> dict:
+    """Only for builds of different models, so one model's JSON stays as it was."""
+    if not evidence:
+        return {}
+    return {"different_models": {"evidence": list(evidence), "byte_attribution": NOT_MEANINGFUL}}
 
 
 @dataclass
@@ -429,4 +445,5 @@ def set_to_json(sd: SetDiff) -> dict:
         "causes": causes,
         "suggestions": sugg,
         "parts": parts,
+        **_models_json(different_models(*([g for p in parts for g in p[s]["graphs"]] for s in "ab"))),
     }

@@ -10,8 +10,9 @@ import html
 import json
 import re
 
+from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
-from q9diff.present.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
@@ -219,14 +220,14 @@ def _verdict(data: dict) -> str:
         out += f'<p class="swap">Arguments swapped? {_e(swapped)}; the known-good build comes second.</p>'
     if identical:
         return out + "<h2>Identical: no difference in any byte.</h2>"
-    line = root_line(causes)
-    note = soc_note(causes)
+    line, note = root_line(causes), soc_note(causes)
+    lead = models_line(data.get("different_models", {}).get("evidence"))
     text = (
-        f"Root cause: {line}" + (f" ({note})" if note else "")
+        f"{'Settings that differ' if lead else 'Root cause'}: {line}" + (f" ({note})" if note else "")
         if line
-        else "No setting differs; only effects or data."
+        else "No setting differs" + ("." if lead else "; only effects or data.")
     )
-    return out + f"<h2>{_e(text)}</h2>"
+    return out + (f'<p class="swap">{_e(lead)}</p>' if lead else "") + f"<h2>{_e(text)}</h2>"
 
 
 SIZE_CAUSES = {"vtcm_size", "spill_fill", "const_size"}
@@ -260,8 +261,8 @@ def _causes_table(causes: list[dict]) -> str:
 def _attribution(data: dict) -> str:
     """Every changed byte and byte of size delta in one row (q9diff.compare.attribution); the rows add up."""
     rows = data.get("attribution") or []
-    if not rows:
-        return ""
+    if not rows or "different_models" in data:
+        return f"<p><b>byte attribution: {NOT_MEANINGFUL}</b></p>" if rows else ""
     body = "".join(
         f"<tr><td>{_e(r['bucket'])}</td><td class='n'>{_size(r['changed_bytes'])}</td>"
         f"<td class='n'>{_size(r['size_delta'], signed=True)}</td></tr>"

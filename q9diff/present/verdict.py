@@ -87,3 +87,13 @@ def reference_looks_wrong(causes, candidate=(), reference=()) -> str | None:
             " the reference looks like the broken build"
         )
     return None
+
+
+def models_line(evidence) -> str:
+    """The first line of every report on builds of different models; '' for one model's builds."""
+    if not evidence:
+        return ""
+    return (
+        f"Builds of different models: {'; '.join(evidence)}. Their settings are compared; sizes and byte "
+        "attribution between them are not meaningful."
+    )

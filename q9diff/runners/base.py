@@ -1,6 +1,5 @@
 """The runner interface every runner implements: sessions, graph and tensor specs, device encodings."""
 
-
 from __future__ import annotations
 
 import math

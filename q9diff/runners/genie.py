@@ -78,6 +78,7 @@ KV_NEUTRALISER = {"MALLOC_PERTURB_": "255"}
 # Replaces the bundle's sampler: Genie's "greedy" flag alone still samples (see the module docstring).
 GREEDY_SAMPLER = {"version": 1, "type": "basic", "greedy": True, "temp": 0.0, "top-k": 1, "top-p": 1.0}
 
+
 class GenieError(Q9Error, RuntimeError):
     """libGenie refused the bundle, failed, crashed or timed out; the message is one line."""
 

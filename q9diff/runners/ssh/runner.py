@@ -1,6 +1,5 @@
 """The ssh runner itself: one session type per remote tool, chosen by `--remote-tool`."""
 
-
 from __future__ import annotations
 
 import shutil
