@@ -91,21 +91,28 @@ def steps(
     else:
         from rich.table import Table
 
+        from q9diff.units import percent_text
+
         console.print(
-            _t(f"steps from {candidate} to {reference} (changed, moved, new: bytes against the reference)"),
+            _t(
+                f"steps from {candidate} to {reference} (bytes; Δ, changed, moved, new: against the"
+                " reference; %: Δ of the reference's size)"
+            ),
             soft_wrap=True,
         )
         t = Table(box=None, padding=(0, 0, 0, 1), pad_edge=False, header_style="bold")
-        cols = ("#", "settings added", "size", "Δ vs ref", "changed", "moved", "new", "same as")
+        cols = ("#", "settings added", "size", "Δ vs ref", "%", "changed", "moved", "new", "same as")
         for col in cols:
             left = col in ("settings added", "same as")
             t.add_column(col, justify="left" if left else "right", no_wrap=col != "settings added")
         for i, st in enumerate(result):
+            delta = st.delta_vs_reference
             t.add_row(
                 str(i),
                 ("+ " + st.label) if st.label else "candidate's recipe",
                 str(st.size),
-                f"{st.delta_vs_reference:+d}",
+                f"{delta:+d}",
+                percent_text(delta, st.size - delta),
                 str(st.changed_vs_reference),
                 str(st.moved),
                 str(st.new),

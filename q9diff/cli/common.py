@@ -153,9 +153,10 @@ def _wrote(path: Path, what: str) -> None:
     console.print(_t(f"wrote {what}: {path}"), soft_wrap=True)
 
 
-def _flag(decl: str, help: str):
-    """A boolean flag, shown in --help as just the flag (some typer releases show `--json <bool>`)."""
-    return typer.Option(False, decl, help=help, metavar="")
+def _flag(decl: str, help: str, short: str | None = None):
+    """A boolean flag, shown in --help as just the flag (some typer releases show `--json <bool>`);
+    `short` is its one-letter form (`-v`)."""
+    return typer.Option(False, decl, *([short] if short else []), help=help, metavar="")
 
 
 CANDIDATE = typer.Argument(..., metavar="CANDIDATE", help="your build: file, folder of parts or bundle")
@@ -348,6 +349,8 @@ def _build(r, backend: str, out: Path) -> list[Path]:
 
 def _print_suggestions(suggestions: list[dict]) -> None:
     """The fix, one copyable line per tool: never wrapped by us (the terminal may fold it visually)."""
+    from q9diff.units import config_value
+
     if not suggestions:
         console.print("No setting to change.")
     for s in suggestions:
@@ -358,6 +361,7 @@ def _print_suggestions(suggestions: list[dict]) -> None:
         ]
         lines += [f"  ONNX Runtime QNN EP:    {k}={v}" for k, v in t.get("ort_qnn", {}).items()]
         lines.append(f"  qnn-context-binary-generator: {t['qnn_cli']}")
-        console.print(_t((f"{s['setting']} = {s['value']}", "bold")), soft_wrap=True)
+        heading = f"{s['setting']} = {config_value(s['setting'], s['value'])}"
+        console.print(_t((heading, "bold")), soft_wrap=True)
         for line in lines:
             console.print(_t(line), soft_wrap=True)
