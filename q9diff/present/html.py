@@ -435,7 +435,11 @@ def _outputs_figure(outputs):
 
 def render_verify(res) -> str:
     """The verify report: verdict, sides and their notes, tokens, drift per step (or per output)."""
-    verdict = "PASS" if res.passed else "FAIL"
+    from q9diff.verify.verdict import judge
+
+    v = judge(res)
+    verdict = html.escape(v.headline) + "".join(f"<br><small>{html.escape(c)}</small>" for c in v.caveats)
+    verdict += f"<br><small><code>{html.escape(v.next_command)}</code></small>" if v.next_command else ""
     sides = "".join(
         f"<li><b>{html.escape(s.label)}</b>: {html.escape(s.source)} ({html.escape(s.runner)})"
         + "".join(f"<br><i>{html.escape(n)}</i>" for n in s.notes)
