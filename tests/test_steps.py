@@ -25,8 +25,14 @@ def test_steps_from_local_to_reference(tmp_path, monkeypatch):
     steps = data["steps"]
     ref_size = steps[-1]["size"]
     monkeypatch.setenv("COLUMNS", "80")  # the table as a user reads it (builds cached by the run above)
-    lines = q9diff("steps", str(local), str(ref)).stdout.splitlines()
-    table = lines[next(i for i, ln in enumerate(lines) if ln.startswith("# settings added")) :]
+    page = tmp_path / "steps.html"
+    lines = q9diff("steps", str(local), str(ref), "--html", str(page)).stdout.splitlines()
+    assert lines[-1] == f"wrote the HTML page: {page}"
+    html = page.read_text()
+    assert html.count("<tr>") == len(steps) + 1 and "+ optimization_level=3" in html
+    assert all(f'title="{s["delta_vs_reference"]:+,d} bytes"' in html for s in steps)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("# settings added"))
+    table = lines[start : start + len(steps) + 1]
     assert max(map(len, table)) <= 80
     for i, s in enumerate(steps):
         pct = s["delta_vs_reference_percent"]

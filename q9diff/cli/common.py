@@ -50,12 +50,55 @@ class _Group(_HelpFlag, TyperGroup):
 
 app = typer.Typer(  # plain click help: half the start-up of rich panels (scripts/bench.py)
     cls=_Group,
-    add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help=MAIN_HELP,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def embedded_qairt() -> str | None:
+    """`QAIRT 2.51.0 (onnxruntime-qnn 2.7.0)`: the compiler and emulator q9diff runs, read from the
+    package's build info file as text (importing onnxruntime_qnn would load ONNX Runtime), or None."""
+    import ast
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("onnxruntime_qnn")
+        folder = Path(spec.origin).parent if spec and spec.origin else None
+        tree = ast.parse((folder / "build_and_package_info.py").read_text()) if folder else None
+    except (ImportError, OSError, SyntaxError, ValueError):
+        return None
+    values = {
+        t.id: node.value.value
+        for node in (tree.body if tree else [])
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    if "qnn_version" not in values:
+        return None
+    package = f" (onnxruntime-qnn {values['__version__']})" if "__version__" in values else ""
+    return f"QAIRT {values['qnn_version']}{package}"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from q9diff import __version__
+
+        qairt = embedded_qairt()
+        print(f"q9diff {__version__}" + (f"\nembedded compiler and emulator: {qairt}" if qairt else ""))
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_version, metavar="", help="print the version and exit"
+    ),
+) -> None:
+    """The options before a command; --version answers and exits."""
 
 
 class _Console:

@@ -11,10 +11,13 @@ from q9diff.cli.common import (
     _exists,
     _fail,
     _flag,
+    _note,
     _print_json,
     _print_packing,
     _read_errors,
+    _report_path,
     _t,
+    _wrote,
     app,
     console,
 )
@@ -40,6 +43,7 @@ def inspect(
     meta: Path = typer.Option(
         None, "--meta", metavar="FILE", help="a qnn-context-binary-utility JSON as a second metadata source"
     ),
+    html_out: Path = typer.Option(None, "--html", metavar="FILE", help="also write a simple HTML page"),
 ) -> None:
     """Show what a context binary holds: build, target, graphs, settings and every byte's region.
 
@@ -50,6 +54,7 @@ def inspect(
     from q9diff.format.openers import contexts, open_one
 
     _exists(file)
+    _report_path(html_out, [file])
     try:
         # FILE#NAME: one context of a file that holds several (as `inspect FILE` and set diffs list them)
         found = [(file.name, open_one(file))] if not file.exists() else contexts(file)
@@ -78,6 +83,11 @@ def inspect(
     # A dump describes one binary: for a file of several contexts it must describe one of them.
     described = [s["meta"] for s in summaries if "meta" in s and s["meta"]["describes_this_binary"]]
     meta_failed = meta is not None and (not described or any(m["disagreements"] for m in described))
+    if html_out is not None:
+        from q9diff.build.recipe import write_atomic
+        from q9diff.present.pages import render_inspect
+
+        write_atomic(html_out, render_inspect(summaries))
     if as_json:
         data = (
             summaries[0]
@@ -94,6 +104,8 @@ def inspect(
             if i:
                 console.rule()
             _print_inspect(cb, summary, meta)
+    if html_out is not None:
+        _wrote(html_out, "the HTML page") if not as_json else _note(f"wrote the HTML page: {html_out}")
     if meta_failed:
         raise typer.Exit(1)
 
@@ -201,7 +213,8 @@ def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     console.print(t)
     unk = unknown_bytes(cb)
     console.print(
-        f"named: {s['size'] - unk} bytes ({100 * (s['size'] - unk) / s['size']:.1f}%), unknown: {unk}"
+        f"named: {nbytes(s['size'] - unk)} ({100 * (s['size'] - unk) / s['size']:.1f}%),"
+        f" unknown: {nbytes(unk)}"
     )
     for d in s.get("oracle_disagreements", []):
         console.print(_t(("oracle disagrees", "red"), f": {d}"))

@@ -322,7 +322,8 @@ def suggestions(causes: list[Cause], ref: ContextBinary) -> list[dict]:
             "--config_file wrapper -> backend extension JSON"
             f" {t['htp_backend_ext_config']} = {json.dumps(ext_value)}"
         )
-        out.append({"setting": c.name, "value": value, "targets": targets})
+        unit = {"unit": "MiB"} if c.name == "vtcm_size" else {}  # the configs' vtcm_mb: MiB, 2**20 bytes
+        out.append({"setting": c.name, "value": value, **unit, "targets": targets})
     return out
 
 
