@@ -21,11 +21,12 @@ MAIN_HELP = """Forensics for QNN HTP context binaries.
 The main form (short for q9diff diff CANDIDATE REFERENCE):
   q9diff CANDIDATE REFERENCE
 why your build differs from the known-good REFERENCE, and what to change.
-Each is a context binary, a folder of parts, a Genie bundle, an EPContext .onnx or a LiteRT .tflite.
+Each is a context binary, a folder of parts, a Genie bundle, an EPContext
+.onnx or a LiteRT .tflite. -v: also the region tables; -q: only the status.
 
 \b
 Exit status, every command:
-  0  same, nothing to change, verify PASS
+  0  same, nothing to change, verify PASS (where it ran)
   1  different, something to change, verify FAIL
   2  error: one line on stderr naming the file"""
 
