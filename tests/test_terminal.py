@@ -98,3 +98,20 @@ def test_the_brief_form_prints_nothing_and_exits_like_cmp(fixtures_dir, tmp_path
     assert r.returncode == 2 and r.stdout == "" and "missing.bin" in r.stderr
     r = q9diff("-q", str(PART_B), str(PART_A))  # swapped: still said, on stderr
     assert r.returncode == 1 and r.stdout == "" and "looks like the broken build" in r.stderr
+
+
+def test_parts_that_need_different_fixes_get_each_its_own(tmp_path):
+    import shutil
+
+    v = FIXTURES / "variants"
+    for side, second in (("cand", "opt_3.bin"), ("ref", "opt_1.bin")):
+        (tmp_path / side).mkdir()
+        shutil.copy(v / "opt_3.bin", tmp_path / side / "part_1_of_2.bin")
+        shutil.copy(v / second, tmp_path / side / "part_2_of_2.bin")
+    r = q9diff(str(tmp_path / "cand"), str(tmp_path / "ref"), env=COLS)
+    assert r.returncode == 1, r.stderr
+    lines = r.stdout.splitlines()
+    assert "  part_1_of_2.bin: identical" in lines
+    assert "  optimization_level (root): 3 → 1 (in part_2_of_2.bin)" in lines
+    assert "Fix (the same for every part)" not in lines and "Fix for part_2_of_2.bin" in lines
+    assert lines.count("optimization_level = 1") == 1
