@@ -91,7 +91,7 @@ class Setting:
     qairt_kwarg: str
     ext_key: str  # the backend extension JSON key (qairt serialises the keyword to exactly this key)
     check: Callable[[Any], Any]  # the recipe value as the SDKs take it, or ValueError naming it
-    unit: str = ""  # of the suggested value: "MB" for VTCM
+    unit: str = ""  # of the suggested value: "MiB" for VTCM (vtcm_mb 8 records 8388608 bytes)
     qairt_value: str = "{v}"  # how the fix line writes a value, e.g. '"v{v}"' for an arch
     ort_option: str | None = None  # ONNX Runtime QNN EP provider option; None: the EP has none
     ort_convert: Callable[[Any], str] = str
@@ -122,7 +122,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dsp_arch", "dsp_arch", lambda v: f"v{v}", *_DEVICE, "dsp_arch", "dsp_arch", _dsp_arch,
             qairt_value='"v{v}"', ort_option="htp_arch", ort_convert=lambda v: str(v).lower().lstrip("v")),
     Setting("vtcm_mb", "vtcm_size", int, *_GRAPH, "vtcm_size_in_mb", "vtcm_mb",
-            _int_in("vtcm_mb", range(1024)), unit="MB", ort_option="vtcm_mb",
+            _int_in("vtcm_mb", range(1024)), unit="MiB", ort_option="vtcm_mb",
             recorded="vtcm_size", per_unit=2**20),
     Setting("optimization_level", "optimization_level", int, *_GRAPH, "optimization_type", "O",
             _int_in("optimization_level", range(1, 4)),

@@ -213,7 +213,8 @@ def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
         " devices[0].soc_model = 77"
     )
     for columns in (80, 160):
-        r = q9diff(str(a), str(b), env={"COLUMNS": str(columns)})
+        assert fix in q9diff(str(a), str(b), env={"COLUMNS": str(columns)}).stdout.splitlines()
+        r = q9diff(str(a), str(b), "--verbose", env={"COLUMNS": str(columns)})
         assert r.returncode == 1, r.stderr
         lines = r.stdout.splitlines()
         assert fix in lines  # one line, however narrow the terminal
@@ -222,7 +223,8 @@ def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
         assert "22 options differ" in r.stdout
         assert "22 → 22" not in r.stdout
         # every changed region's name whole on its line (graph regions below a PICKLE[i] heading)
-        regions = lines[next(i for i, ln in enumerate(lines) if ln.startswith("region ")) :]
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("region "))
+        regions = lines[start : lines.index("Fix")]
         assert max(len(ln) for ln in regions) <= columns
         data = json.loads(q9diff(str(a), str(b), "--json").stdout)
         changed = [x["name"] for x in data["regions"] if x["changed_bytes"] or x["delta"]]

@@ -209,7 +209,7 @@ def test_the_graph_line_shows_the_arch_read_and_labels_options_that_differ_from_
     r = q9diff("inspect", name)
     assert r.returncode == 0, r.stderr
     assert "dsp_arch v79 (options min_arch=79)" in r.stdout and "arch ?" not in r.stdout
-    assert "vtcm_mb=4 asked, vtcm_size 8388608 recorded" in r.stdout
+    assert "vtcm_mb=4 asked, vtcm_size 8 MiB recorded" in r.stdout
     assert "hvx_threads=6 asked, num_hvx_threads 0 recorded" in r.stdout
     g = json.loads(q9diff("inspect", "--json", name).stdout)["graphs"][0]
     assert {(d["option"], d["asked"], d["recorded"]) for d in g["options_vs_recorded"]} == {

@@ -72,6 +72,36 @@ def test_single_graph_soc_model_pair_and_cpu_reference():
     assert by["cpu"]["metrics"]["cosine"] > 0.999 and by["cpu"]["passed"]
 
 
+EMULATOR_PASS = "PASS on the x86 HTP emulator, which cannot show a wrong target SoC"
+
+
+def test_a_pass_names_its_reach_and_a_generic_candidate_is_never_a_bare_pass(tmp_path, qwen_verdict):
+    """The motivating bug passes on the emulator (it computes soc_model 0 and 77 alike): the verdict says
+    where it ran and, for a generic candidate, that this pass cannot show what is wrong with it, in the
+    terminal (80 columns), the JSON and the HTML headline. Exit 0: the outputs agree where they ran."""
+    soc0, soc77 = str(VARIANTS / "soc_0.bin"), str(VARIANTS / "soc_77.bin")
+    out = tmp_path / "v.html"
+    r = q9diff("verify", soc0, soc77, "--html", str(out), env={"COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert f"{EMULATOR_PASS}: the candidate computes what the reference does." in text
+    assert "PASS:" not in text
+    assert "But the candidate is a generic soc_model 0 build (soc_0.bin)" in text
+    assert f"  q9diff {soc0} {soc77}" in r.stdout.splitlines()  # the command to run next, whole
+    h1 = out.read_text().split("<h1>", 1)[1].split("</h1>", 1)[0]
+    assert h1.startswith(f"q9diff verify: {EMULATOR_PASS}") and "generic soc_model 0 build" in h1
+    # the other way round the candidate is a real SoC's build: a pass with its reach, no caveat
+    code, v = verify_json(soc77, soc0)
+    assert code == 0 and v["verdict"]["headline"].startswith(EMULATOR_PASS) and v["verdict"]["caveats"] == []
+    # the 2-part LLM: both parts generic, said once in the JSON verdict
+    _, v = qwen_verdict
+    verdict = v["verdict"]
+    assert verdict["status"] == "PASS" and verdict["runner"] == "local"
+    assert [Path(p).name for p in verdict["generic_target_parts"]] == ["part_1_of_2.bin", "part_2_of_2.bin"]
+    assert verdict["caveats"][0].startswith("But the candidate is a generic soc_model 0 build (all 2 parts)")
+    assert verdict["next_command"] == f"q9diff {QWEN / 'local'} {QWEN / 'reference'}"
+
+
 def test_wrong_weights_fail_against_the_reference(tmp_path):
     """A candidate built from the same recipe but another model (other weights) must fail."""
     import onnx
@@ -97,7 +127,10 @@ def test_wrong_weights_fail_against_the_reference(tmp_path):
     OrtQnnBackend().compile(other, tmp_path)
     r = q9diff("verify", str(tmp_path / "other.bin"), str(VARIANTS / "soc_77.bin"), "--no-cpu")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "FAIL" in r.stdout and "NO" in r.stdout
+    assert "FAIL on the x86 HTP emulator: the candidate does not compute what the reference does" in " ".join(
+        r.stdout.split()
+    )
+    assert "NO" in r.stdout and "But the candidate" not in r.stdout
 
 
 def test_genie_runtime_equals_the_plain_graph_run(tmp_path):
@@ -191,7 +224,8 @@ def test_tolerances_decide_and_the_verdict_names_what_failed():
     reference, that the candidate left."""
     args = (str(VARIANTS / "opt_1.bin"), str(VARIANTS / "opt_3.bin"))
     r = q9diff("verify", *args, "--min-cosine", "1.0", "--max-rel", "0")
-    assert r.returncode == 1 and "FAIL" in r.stdout and "source model" in r.stdout, r.stdout + r.stderr
+    said = " ".join(r.stdout.split())  # the sentence, however the terminal's width folds it
+    assert r.returncode == 1 and "FAIL" in said and "source model" in said, r.stdout + r.stderr
     assert q9diff("verify", *args).returncode == 0
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from q9diff.errors import FormatError
+from q9diff.units import percent
 
 SCHEMA = "q9diff.steps/1"
 # The stated order: the seed's team went local -> +VTCM -> +soc_model (with its arch) -> the rest.
@@ -127,6 +128,7 @@ def to_json(steps: list[Step], candidate: Path, reference: Path) -> dict:
                 "settings": s.settings,
                 "size": s.size,
                 "delta_vs_reference": s.delta_vs_reference,
+                "delta_vs_reference_percent": percent(s.delta_vs_reference, s.size - s.delta_vs_reference),
                 "changed_vs_reference": s.changed_vs_reference,
                 "moved": s.moved,
                 "new": s.new,

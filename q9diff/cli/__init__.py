@@ -18,12 +18,14 @@ for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor"):
 
 __all__ = ["COMMANDS", "app", "main", "_print_json"]
 
-COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor", "--help", "-h"}
+COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor"}
+# What the program itself answers before any command (anything else first is the main form's CANDIDATE).
+OPTIONS = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
 
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv and argv[0] not in COMMANDS:
+    if argv and argv[0] not in COMMANDS | OPTIONS:
         argv = ["diff", *argv]
     try:
         app(args=argv, prog_name="q9diff")

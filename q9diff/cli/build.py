@@ -16,8 +16,11 @@ from q9diff.cli.common import (
     _fail,
     _flag,
     _inputs,
+    _note,
     _print_json,
+    _report_path,
     _t,
+    _wrote,
     app,
     console,
 )
@@ -63,6 +66,7 @@ def steps(
         None, "--recipe", metavar="FILE", help="the candidate's recipe (default: recipe.json beside it)"
     ),
     as_json: bool = _flag("--json", "print the q9diff.steps/1 JSON (non-finite numbers as null)"),
+    html_out: Path = typer.Option(None, "--html", metavar="FILE", help="also write the table as a page"),
 ) -> None:
     """Rebuild CANDIDATE's recipe with the root-cause settings added one at a time (the seed's table):
     per step the size, the delta and the bytes changed vs REFERENCE (moved / new), and which side it is
@@ -78,6 +82,7 @@ def steps(
     from q9diff.build.steps import run, to_json
     from q9diff.runners.local import cache_root
 
+    _report_path(html_out, [candidate, reference, recipe])
     candidate, reference = _inputs(candidate, reference)
     try:
         with _busy("compiling", quiet=as_json) as say:
@@ -86,26 +91,39 @@ def steps(
         _fail(str(exc))
     except (BackendUnavailable, RuntimeError, OSError) as exc:
         _fail(f"{candidate}: steps: {exc}")
+    data = to_json(result, candidate, reference)
+    if html_out is not None:
+        from q9diff.build.recipe import write_atomic
+        from q9diff.present.pages import render_steps
+
+        write_atomic(html_out, render_steps(data))
     if as_json:
-        _print_json(to_json(result, candidate, reference))
+        _print_json(data)
     else:
         from rich.table import Table
 
+        from q9diff.units import percent_text
+
         console.print(
-            _t(f"steps from {candidate} to {reference} (changed, moved, new: bytes against the reference)"),
+            _t(
+                f"steps from {candidate} to {reference} (bytes; Δ, changed, moved, new: against the"
+                " reference; %: Δ of the reference's size)"
+            ),
             soft_wrap=True,
         )
         t = Table(box=None, padding=(0, 0, 0, 1), pad_edge=False, header_style="bold")
-        cols = ("#", "settings added", "size", "Δ vs ref", "changed", "moved", "new", "same as")
+        cols = ("#", "settings added", "size", "Δ vs ref", "%", "changed", "moved", "new", "same as")
         for col in cols:
             left = col in ("settings added", "same as")
             t.add_column(col, justify="left" if left else "right", no_wrap=col != "settings added")
         for i, st in enumerate(result):
+            delta = st.delta_vs_reference
             t.add_row(
                 str(i),
                 ("+ " + st.label) if st.label else "candidate's recipe",
                 str(st.size),
-                f"{st.delta_vs_reference:+d}",
+                f"{delta:+d}",
+                percent_text(delta, st.size - delta),
                 str(st.changed_vs_reference),
                 str(st.moved),
                 str(st.new),
@@ -113,4 +131,6 @@ def steps(
             )
         console.print(t)
         console.print(_t(f"builds kept in {cache_root() / 'builds'}"))
+    if html_out is not None:
+        _wrote(html_out, "the HTML page") if not as_json else _note(f"wrote the HTML page: {html_out}")
     raise typer.Exit(0 if result and result[-1].identical_to == "reference" else 1)

@@ -20,11 +20,12 @@ MAIN_HELP = """Forensics for QNN HTP context binaries.
 The main form (short for q9diff diff CANDIDATE REFERENCE):
   q9diff CANDIDATE REFERENCE
 why your build differs from the known-good REFERENCE, and what to change.
-Each is a context binary, a folder of parts, a Genie bundle, an EPContext .onnx or a LiteRT .tflite.
+Each is a context binary, a folder of parts, a Genie bundle, an EPContext
+.onnx or a LiteRT .tflite. -v: also the region tables; -q: only the status.
 
 \b
 Exit status, every command:
-  0  same, nothing to change, verify PASS
+  0  same, nothing to change, verify PASS (where it ran)
   1  different, something to change, verify FAIL
   2  error: one line on stderr naming the file"""
 
@@ -49,12 +50,55 @@ class _Group(_HelpFlag, TyperGroup):
 
 app = typer.Typer(  # plain click help: half the start-up of rich panels (scripts/bench.py)
     cls=_Group,
-    add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help=MAIN_HELP,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def embedded_qairt() -> str | None:
+    """`QAIRT 2.51.0 (onnxruntime-qnn 2.7.0)`: the compiler and emulator q9diff runs, read from the
+    package's build info file as text (importing onnxruntime_qnn would load ONNX Runtime), or None."""
+    import ast
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("onnxruntime_qnn")
+        folder = Path(spec.origin).parent if spec and spec.origin else None
+        tree = ast.parse((folder / "build_and_package_info.py").read_text()) if folder else None
+    except (ImportError, OSError, SyntaxError, ValueError):
+        return None
+    values = {
+        t.id: node.value.value
+        for node in (tree.body if tree else [])
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    if "qnn_version" not in values:
+        return None
+    package = f" (onnxruntime-qnn {values['__version__']})" if "__version__" in values else ""
+    return f"QAIRT {values['qnn_version']}{package}"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from q9diff import __version__
+
+        qairt = embedded_qairt()
+        print(f"q9diff {__version__}" + (f"\nembedded compiler and emulator: {qairt}" if qairt else ""))
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_version, metavar="", help="print the version and exit"
+    ),
+) -> None:
+    """The options before a command; --version answers and exits."""
 
 
 class _Console:
@@ -140,9 +184,10 @@ def _wrote(path: Path, what: str) -> None:
     console.print(_t(f"wrote {what}: {path}"), soft_wrap=True)
 
 
-def _flag(decl: str, help: str):
-    """A boolean flag, shown in --help as just the flag (some typer releases show `--json <bool>`)."""
-    return typer.Option(False, decl, help=help, metavar="")
+def _flag(decl: str, help: str, short: str | None = None):
+    """A boolean flag, shown in --help as just the flag (some typer releases show `--json <bool>`);
+    `short` is its one-letter form (`-v`)."""
+    return typer.Option(False, decl, *([short] if short else []), help=help, metavar="")
 
 
 CANDIDATE = typer.Argument(..., metavar="CANDIDATE", help="your build: file, folder of parts or bundle")
@@ -346,6 +391,8 @@ def _build(r, backend: str, out: Path) -> list[Path]:
 
 def _print_suggestions(suggestions: list[dict]) -> None:
     """The fix, one copyable line per tool: never wrapped by us (the terminal may fold it visually)."""
+    from q9diff.units import config_value
+
     if not suggestions:
         console.print("No setting to change.")
     for s in suggestions:
@@ -356,6 +403,7 @@ def _print_suggestions(suggestions: list[dict]) -> None:
         ]
         lines += [f"  ONNX Runtime QNN EP:    {k}={v}" for k, v in t.get("ort_qnn", {}).items()]
         lines.append(f"  qnn-context-binary-generator: {t['qnn_cli']}")
-        console.print(_t((f"{s['setting']} = {s['value']}", "bold")), soft_wrap=True)
+        heading = f"{s['setting']} = {config_value(s['setting'], s['value'])}"
+        console.print(_t((heading, "bold")), soft_wrap=True)
         for line in lines:
             console.print(_t(line), soft_wrap=True)

@@ -34,6 +34,10 @@ from q9diff.cli.common import (
 def diff_cmd(
     candidate: Path = CANDIDATE,
     reference: Path = REFERENCE,
+    verbose: bool = _flag(
+        "--verbose", "also each cause's evidence, where the changed bytes went, every region, each part", "-v"
+    ),
+    brief: bool = _flag("--brief", "print nothing, only the exit status (like cmp -s)", "-q"),
     as_json: bool = _flag("--json", "print the q9diff.diff/1 JSON (strict: NaN/inf written as null)"),
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report to this file"
@@ -41,14 +45,16 @@ def diff_cmd(
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
-    `q9diff A B` is short for `q9diff diff A B`.
+    `q9diff A B` is short for `q9diff diff A B`. By default: the verdict, the sizes, the causes and
+    one fix; --verbose adds the evidence and the region tables, --json has everything.
 
     \b
     Exit status: 0 identical, 1 different, 2 error."""
     _report_path(html_out, [candidate, reference])
     candidate, reference = _inputs(candidate, reference)
+    quiet = as_json or brief
     if _is_set(candidate):
-        _set_diff(candidate, reference, as_json, html_out)
+        _set_diff(candidate, reference, as_json, html_out, verbose, brief)
     res = _open_pair(candidate, reference)
     from q9diff.compare.diff import to_json
 
@@ -59,22 +65,41 @@ def diff_cmd(
         from q9diff.build.recipe import write_atomic
         from q9diff.present.html import render
 
-        with _busy(f"writing {html_out}", as_json):
+        with _busy(f"writing {html_out}", quiet):
             write_atomic(html_out, render(res))
     if as_json:
         _print_json(to_json(res))
-    else:
-        _print_diff(res)
-    if html_out is not None:
-        _wrote(html_out, "the HTML report") if not as_json else _note(f"wrote the HTML report: {html_out}")
+    elif not brief:
+        _print_diff(res, verbose)
+        if not res.identical:
+            _fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix")
+            _more(verbose)
+    _said(html_out, quiet)
     raise typer.Exit(0 if res.identical else 1)
 
 
-def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> None:
+def _said(html_out: Path | None, quiet: bool) -> None:
+    """`wrote the HTML report: PATH`, on stderr when stdout is JSON or silent."""
+    if html_out is not None:
+        _wrote(html_out, "the HTML report") if not quiet else _note(f"wrote the HTML report: {html_out}")
+
+
+def _more(verbose: bool) -> None:
+    if not verbose:
+        console.print("more: --verbose (evidence, where the bytes went, every region), --json (all)")
+
+
+def _fix(suggestions: list[dict], heading: str = "Fix") -> None:
+    console.print(_t((heading, "bold")))
+    _print_suggestions(suggestions)
+
+
+def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None, verbose: bool, brief: bool) -> None:
     from q9diff.compare.diff import set_to_json
 
+    quiet = as_json or brief
     along: dict | None = {} if html_out is not None else None
-    sd = _diff_sets(a, b, quiet=as_json, along=along)
+    sd = _diff_sets(a, b, quiet=quiet, along=along)
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
     data = set_to_json(sd)
@@ -87,39 +112,87 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
         from q9diff.build.recipe import write_atomic
         from q9diff.present.html import render_set
 
-        with _busy(f"writing {html_out}", as_json):
+        with _busy(f"writing {html_out}", quiet):
             write_atomic(html_out, render_set(sd, data, along))
     if as_json:
         _print_json(data)
-        if html_out is not None:
-            _note(f"wrote the HTML report: {html_out}")
-        raise typer.Exit(0 if sd.identical else 1)
-    from q9diff.present.verdict import models_line, root_line
-
-    lead = models_line(data.get("different_models", {}).get("evidence"))
-    if lead:
-        console.print(_t((lead, "bold")))
-    label = "Settings that differ over the set" if lead else "Root causes over the set"
-    console.print(_t((f"{label}: {root_line(data['causes']) or 'none'}", "bold")))
-    console.print(
-        f"set: {len(sd.pairs) + len(sd.unpaired_a)} vs {len(sd.pairs) + len(sd.unpaired_b)} parts,"
-        f" {data['a_total']} → {data['b_total']} bytes ({data['size_delta']:+d})"
-    )
-    for pa, pb, r in sd.pairs:
-        console.rule(_t(f"{pa.name} vs {pb.name}"))
-        _print_diff(r)
-    for p in sd.unpaired_a + sd.unpaired_b:
-        console.print(_t(("unpaired part", "red"), f": {p}"))
-    if html_out is not None:
-        _wrote(html_out, "the HTML report")
+    elif not brief:
+        _print_set(sd, data, verbose)
+    _said(html_out, quiet)
     raise typer.Exit(0 if sd.identical else 1)
 
 
-def _print_diff(res) -> None:
-    from rich.table import Table
+def _print_set(sd, data: dict, verbose: bool) -> None:
+    """The set's verdict, its sizes part by part, its causes and one fix when every part needs the same;
+    with `verbose` each part's own report between the causes and the fix."""
+    from q9diff.present.verdict import models_line, root_line, soc_note, warnings
+    from q9diff.units import sizes
 
+    n_a, n_b = len(sd.pairs) + len(sd.unpaired_a), len(sd.pairs) + len(sd.unpaired_b)
+    if sd.identical:
+        console.print(f"Identical: no difference in any byte of the {n_a} parts.")
+        return
+    lead = models_line(data.get("different_models", {}).get("evidence"))
+    if lead:
+        console.print(_t((lead, "bold")))
+    line = root_line(data["causes"])
+    note = f" ({soc_note(data['causes'])})" if soc_note(data["causes"]) else ""
+    label = "Settings that differ over the set" if lead else "Root causes over the set"
+    console.print(_t((f"{label}: {line}{note}" if line else "No setting differs.", "bold")))
+    for w in warnings(data["causes"]):
+        console.print(_t((w, "bold red")))
+    console.print(f"set: {n_a} vs {n_b} parts, {sizes(data['a_total'], data['b_total'])}")
+    for pa, pb, r in sd.pairs:
+        name = pa.name if pa.name == pb.name else f"{pa.name} vs {pb.name}"
+        console.print(_t(f"  {name}: ", sizes(r.a.size, r.b.size) if not r.identical else "identical"))
+    for p in sd.unpaired_a + sd.unpaired_b:
+        console.print(_t(("  unpaired part", "red"), f": {p}"))
+    _set_causes(sd, data)
+    # The same settings and values in every part: one fix, its per-graph lines naming every part's graphs.
+    parts = [[(s["setting"], s["value"]) for s in part["suggestions"]] for part in data["parts"]]
+    agree = all(s == parts[0] for s in parts)
+    if verbose:
+        for pa, pb, r in sd.pairs:
+            console.rule(_t(f"{pa.name} vs {pb.name}"))
+            _print_diff(r, verbose=True)
+            if not agree:
+                _fix(r.suggestions, f"Fix for {pa.name}")
+    if agree:
+        _fix(data["suggestions"], "Fix (the same for every part)" if len(parts) > 1 else "Fix")
+    elif not verbose:
+        console.print(_t(("Fix: the parts need different changes, each its own", "bold")))
+        for (pa, _, _r), part in zip(sd.pairs, data["parts"]):
+            if part["suggestions"]:
+                _fix(part["suggestions"], f"Fix for {pa.name}")
+    _more(verbose)
+
+
+def _set_causes(sd, data: dict) -> None:
+    """The set's root causes with the parts they are found in, and the names of their effects."""
+    from q9diff.present.verdict import change
+
+    names = [part["part"] for part in data["parts"]]
+    console.print(_t(("causes", "bold")))
+    for c in data["causes"]:
+        if c["role"] != "root":
+            continue
+        found = [p["part"] for p in data["parts"] if any(_same(c, x) for x in p["causes"])]
+        where = "" if c["name"] == "split" or found == names else f" (in {', '.join(found)})"
+        console.print(_t("  ", (c["name"], "bold"), f" (root): {change(c).split(' ', 1)[1]}{where}"))
+    effects = list(dict.fromkeys(c["name"] for c in data["causes"] if c["role"] != "root"))
+    if effects:
+        console.print(_t(f"  effects: {', '.join(effects)}"))
+
+
+def _same(a: dict, b: dict) -> bool:
+    return (a["name"], a["a"], a["b"]) == (b["name"], b["a"], b["b"])
+
+
+def _print_diff(res, verbose: bool = False) -> None:
+    """One pair's verdict, size and causes; `verbose` adds evidence, the attribution and region tables."""
     from q9diff.compare.models import NOT_MEANINGFUL
     from q9diff.present.verdict import models_line, root_line, soc_note, warnings
+    from q9diff.units import sizes
 
     a, b = res.a, res.b
     if res.identical:
@@ -137,21 +210,30 @@ def _print_diff(res) -> None:
         console.print(_t((none, "bold")))
     for w in warnings(res.causes):
         console.print(_t((w, "bold red")))
-    console.print(f"size: {a.size} → {b.size} bytes ({b.size - a.size:+d})")
+    console.print(f"size: {sizes(a.size, b.size)}")
     from q9diff.compare.diff import to_json
 
     data = to_json(res)  # computed while both files were mapped (a set releases them once compared)
     for side, key in (("candidate ", "a"), ("reference ", "b")):
         _print_packing(side, data[key].get("packing"))
-    _print_causes(res.causes)
+    _print_causes(res.causes, verbose)
+    if res.weights_verdict:
+        console.print(_t((res.weights_verdict, "bold")))
     if lead:  # bytes of two models' builds: no setting explains them
-        console.print(_t(("Fix (settings only)", "bold")))
-        _print_suggestions(res.suggestions)
         console.print(_t(f"byte attribution: {NOT_MEANINGFUL} (`q9diff inspect` maps each file's own bytes)"))
+        if verbose:
+            _print_regions(res)
         return
-    _print_attribution(res)
-    console.print(_t(("Fix", "bold")))
-    _print_suggestions(res.suggestions)
+    if verbose:
+        _print_attribution(res)
+        _print_regions(res)
+
+
+def _print_regions(res) -> None:
+    """Every changed region of both files (bloaty-style: the rows add up to the totals), in bytes."""
+    from rich.table import Table
+
+    a, b = res.a, res.b
     graphs = [g.name for g in a.graphs]
     if any(r["name"].startswith("PICKLE[") for r in res.regions if r["delta"] or r["changed_bytes"]):
         named = ", ".join(f"PICKLE[{i}] is graph {n}" for i, n in enumerate(graphs))
@@ -201,41 +283,54 @@ def _print_attribution(res) -> None:
     """Every changed byte and byte of size delta in one row; the rows add up to the totals."""
     from rich.table import Table
 
-    if res.weights_verdict:
-        console.print(_t((res.weights_verdict, "bold")))
     at = Table(title="where the changed bytes went (rows add up)")
     for col in ("effect", "changed bytes", "size delta"):
         at.add_column(col, justify="left" if col == "effect" else "right")
     for row in res.attribution:
-        at.add_row(_t(row["bucket"]), str(row["changed_bytes"]), f"{row['size_delta']:+d}")
+        at.add_row(_t(row["bucket"]), f"{row['changed_bytes']:,d}", f"{row['size_delta']:+,d}")
     at.add_row(
         "total",
-        str(sum(r["changed_bytes"] for r in res.attribution)),
-        f"{sum(r['size_delta'] for r in res.attribution):+d}",
+        f"{sum(r['changed_bytes'] for r in res.attribution):,d}",
+        f"{sum(r['size_delta'] for r in res.attribution):+,d}",
     )
     console.print(at)
 
 
 def _cause_values(c) -> tuple[str, str]:
-    if c.name == "compiler_options":  # a and b are both the count of options that differ
-        return f"{c.a} options differ", ""
-    return _cell(c.a), _cell(c.b)
+    from q9diff.units import value
+
+    if c.name == "compiler_options":  # a and b: each side's value of every option that differs
+        return f"{len(set(c.a) | set(c.b))} options differ", ""
+    return _cell(value(c.name, c.a)), _cell(value(c.name, c.b))
 
 
-def _print_causes(causes) -> None:
-    """A table on a wide terminal; on a narrow one, each cause on a line and its evidence below it,
-    wrapped at word boundaries (a table's evidence column would be a few characters wide)."""
+def _row_bytes(c) -> str:
+    """An effect's two numbers, named as the attribution table names them (one number, one name)."""
+    from q9diff.compare.diff import EFFECT_BUCKETS
+
+    if c.size_delta is None:
+        return f"{c.bytes:,d} bytes"
+    row = EFFECT_BUCKETS.get(c.name, c.name)
+    return f"{row} row: {c.bytes:,d} changed bytes, {c.size_delta:+,d} size delta"
+
+
+def _print_causes(causes, verbose: bool = False) -> None:
+    """Each cause on a line; `verbose` adds its evidence: below it, wrapped at word boundaries, on a
+    narrow terminal, in a table's column on a wide one."""
     import textwrap
 
     from rich.table import Table
 
-    if console.width < 120:
+    if not verbose or console.width < 120:
         console.print(_t(("causes", "bold")))
         for c in causes:
             ca, cb = _cause_values(c)
             change = ca if c.name == "compiler_options" else f"{ca} → {cb}"
-            nbytes = "" if c.bytes is None else f", {c.bytes} bytes"
-            console.print(_t("  ", (c.name, "bold"), f" ({c.role}): {change}{nbytes}"))
+            console.print(_t("  ", (c.name, "bold"), f" ({c.role}): {change}"))
+            if c.bytes is not None:
+                console.print(_t(f"      {_row_bytes(c)}"))
+            if not verbose:
+                continue
             evidence = _clip("; ".join(c.evidence), 400)
             for line in textwrap.wrap(
                 evidence, console.width - 6, break_long_words=False, break_on_hyphens=False
@@ -247,12 +342,15 @@ def _print_causes(causes) -> None:
     t.add_column("role", no_wrap=True)
     t.add_column("candidate", overflow="fold")
     t.add_column("reference", overflow="fold")
-    t.add_column("bytes", justify="right", no_wrap=True)
+    t.add_column("changed bytes", justify="right", no_wrap=True)
+    t.add_column("size delta", justify="right", no_wrap=True)
     t.add_column("evidence", ratio=1)
     for c in causes:
         ca, cb = _cause_values(c)
-        nbytes = "" if c.bytes is None else str(c.bytes)
-        t.add_row(_t(c.name), _t(c.role), _t(ca), _t(cb), nbytes, _t(_clip("; ".join(c.evidence), 400)))
+        changed = "" if c.bytes is None else f"{c.bytes:,d}"
+        delta = "" if c.size_delta is None else f"{c.size_delta:+,d}"
+        evidence = _t(_clip("; ".join(c.evidence), 400))
+        t.add_row(_t(c.name), _t(c.role), _t(ca), _t(cb), changed, delta, evidence)
     console.print(t)
 
 

@@ -25,7 +25,12 @@ def doctor(
     bundle: Path = typer.Argument(
         ..., metavar="BUNDLE", help="a Genie bundle: its folder or its genie_config.json"
     ),
-    reference: Path = typer.Option(None, "--reference", metavar="REF_BUNDLE", help="the known-good bundle"),
+    reference: Path = typer.Argument(
+        None, metavar="[REFERENCE]", help="the known-good bundle, as diff and verify take it"
+    ),
+    reference_opt: Path = typer.Option(
+        None, "--reference", metavar="REF_BUNDLE", help="the known-good bundle (the same as REFERENCE)"
+    ),
     as_json: bool = _flag("--json", "print the q9diff.doctor/1 JSON (non-finite numbers as null)"),
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="also write a self-contained HTML report"
@@ -41,6 +46,9 @@ def doctor(
     from q9diff.doctor.run import print_report, render_html, run
     from q9diff.genie.bundle import BundleError
 
+    if reference is not None and reference_opt is not None and reference != reference_opt:
+        _fail(f"two references, {reference} and --reference {reference_opt}: give one")
+    reference = reference or reference_opt
     # A config given under any name names files beside it: its whole folder is input, as a folder is.
     given = [bundle, reference]
     _report_path(html_out, given + [p.parent for p in given if p is not None and p.is_file()])

@@ -11,10 +11,13 @@ from q9diff.cli.common import (
     _exists,
     _fail,
     _flag,
+    _note,
     _print_json,
     _print_packing,
     _read_errors,
+    _report_path,
     _t,
+    _wrote,
     app,
     console,
 )
@@ -32,14 +35,6 @@ def _arch_read(dsp_arch: int | None, options: dict[str, str]) -> str:
     return f"dsp_arch {_arch(dsp_arch)}" + (f" (options {key}={options[key]})" if key else "")
 
 
-def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 @app.command(cls=_Command, short_help="What a context binary holds, every byte's region.")
 def inspect(
     file: Path = typer.Argument(..., metavar="FILE", help="a context binary or an EPContext .onnx"),
@@ -48,6 +43,7 @@ def inspect(
     meta: Path = typer.Option(
         None, "--meta", metavar="FILE", help="a qnn-context-binary-utility JSON as a second metadata source"
     ),
+    html_out: Path = typer.Option(None, "--html", metavar="FILE", help="also write a simple HTML page"),
 ) -> None:
     """Show what a context binary holds: build, target, graphs, settings and every byte's region.
 
@@ -58,6 +54,7 @@ def inspect(
     from q9diff.format.openers import contexts, open_one
 
     _exists(file)
+    _report_path(html_out, [file])
     try:
         # FILE#NAME: one context of a file that holds several (as `inspect FILE` and set diffs list them)
         found = [(file.name, open_one(file))] if not file.exists() else contexts(file)
@@ -86,6 +83,11 @@ def inspect(
     # A dump describes one binary: for a file of several contexts it must describe one of them.
     described = [s["meta"] for s in summaries if "meta" in s and s["meta"]["describes_this_binary"]]
     meta_failed = meta is not None and (not described or any(m["disagreements"] for m in described))
+    if html_out is not None:
+        from q9diff.build.recipe import write_atomic
+        from q9diff.present.pages import render_inspect
+
+        write_atomic(html_out, render_inspect(summaries))
     if as_json:
         data = (
             summaries[0]
@@ -102,17 +104,10 @@ def inspect(
             if i:
                 console.rule()
             _print_inspect(cb, summary, meta)
+    if html_out is not None:
+        _wrote(html_out, "the HTML page") if not as_json else _note(f"wrote the HTML page: {html_out}")
     if meta_failed:
         raise typer.Exit(1)
-
-
-def _opt_level(recorded: int | None, option: str | None) -> str:
-    """The metadata's optimizationLevel (0 = not set) beside the mode the compiler ran (options O)."""
-    if recorded is None:
-        return f"optimization_level unknown (options O={option or '?'})"
-    if recorded == 0:
-        return f"optimization_level not set (0), compiler ran O={option or '?'}"
-    return f"optimization_level {recorded} (options O={option or '?'})"
 
 
 def _print_meta(meta: Path, m: dict, lines: list[str]) -> None:
@@ -138,8 +133,9 @@ def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
 
     from q9diff.compare.summary import unknown_bytes
     from q9diff.format.tables import soc_name
+    from q9diff.units import human, nbytes, opt_level, value, vtcm
 
-    console.print(_t((s["path"], "bold"), f" {_human(s['size'])} ({s['size']} bytes)"), soft_wrap=True)
+    console.print(_t((s["path"], "bold"), f" {human(s['size'])} ({nbytes(s['size'])})"), soft_wrap=True)
     console.print(
         _t(
             f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"
@@ -170,24 +166,27 @@ def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
         def v(key: str, value) -> str:
             return "unknown" if value is None else str(value)
 
+        def b(value) -> str:
+            return "unknown" if value is None else nbytes(value)
+
         console.print(
             _t(
                 f"  soc_type {o.get('soc_type', '?')} · {_arch_read(s['dsp_arch'], o)}"
-                f" · vtcm_size {v('vtcm_size', g['vtcm_size'])}"
-                f" · {_opt_level(g['optimization_level'], o.get('O'))}"
+                f" · vtcm_size {vtcm(g['vtcm_size'])}"
+                f" · optimization_level {opt_level(g['optimization_level'], o.get('O'))}"
                 f" · hvx_threads {v('h', g['num_hvx_threads'])} · dlbc {v('d', g['htp_dlbc'])}"
             )
         )
         console.print(
             _t(
-                f"  spill_fill {v('s', g['spill_fill_buffer_size'])} · const {v('c', g['const_size'])}"
-                f" · shared weights {v('w', g['shared_weights_size'])} · io {v('i', g['io_tensor_size'])}"
-                f" · op data {v('o', g['op_data_size'])}"
+                f"  spill_fill {b(g['spill_fill_buffer_size'])} · const {b(g['const_size'])}"
+                f" · shared weights {b(g['shared_weights_size'])} · io {b(g['io_tensor_size'])}"
+                f" · op data {b(g['op_data_size'])}"
             )
         )
         if g["options_vs_recorded"]:
             asked = "; ".join(
-                f"{d['option']}={d['asked']} asked, {d['field']} {d['recorded']} recorded"
+                f"{d['option']}={d['asked']} asked, {d['field']} {value(d['field'], d['recorded'])} recorded"
                 for d in g["options_vs_recorded"]
             )
             console.print(
@@ -214,7 +213,8 @@ def _print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     console.print(t)
     unk = unknown_bytes(cb)
     console.print(
-        f"named: {s['size'] - unk} bytes ({100 * (s['size'] - unk) / s['size']:.1f}%), unknown: {unk}"
+        f"named: {nbytes(s['size'] - unk)} ({100 * (s['size'] - unk) / s['size']:.1f}%),"
+        f" unknown: {nbytes(unk)}"
     )
     for d in s.get("oracle_disagreements", []):
         console.print(_t(("oracle disagrees", "red"), f": {d}"))

@@ -19,6 +19,7 @@ from q9diff.cli.common import (
     _inputs,
     _is_set,
     _open_pair,
+    _print_json,
     _print_suggestions,
     _swapped,
     _t,
@@ -38,6 +39,7 @@ def suggest(
     dry_run: bool = _flag("--dry-run", "show the edits, write nothing"),
     recompile_: bool = _flag("--recompile", "rebuild from the fixed recipe and re-diff"),
     out: Path = typer.Option(None, "--out", metavar="DIR", help="where --recompile writes the new binaries"),
+    as_json: bool = _flag("--json", "print the q9diff.suggest/1 JSON: the fixes, edits and rebuild"),
 ) -> None:
     """Print (and with --apply, make) the config changes that make CANDIDATE's build match REFERENCE's.
 
@@ -55,7 +57,7 @@ def suggest(
     if _is_set(candidate):
         from q9diff.compare.diff import set_to_json
 
-        data = set_to_json(_diff_sets(candidate, reference, quiet=False))
+        data = set_to_json(_diff_sets(candidate, reference, quiet=as_json))
         suggestions, identical, causes = data["suggestions"], data["identical"], data["causes"]
         pairs = [(p["a"], p["b"]) for p in data["parts"]]
         models = data.get("different_models", {}).get("evidence")
@@ -67,13 +69,24 @@ def suggest(
     swapped = _swapped(candidate, reference, causes, "suggest ", zip(*pairs))
     if swapped:
         _fail(swapped)
-    from q9diff.present.verdict import models_line
+    report = {
+        "schema": "q9diff.suggest/1",
+        "candidate": str(candidate),
+        "reference": str(reference),
+        "identical": identical,
+        "suggestions": suggestions,
+        "edits": [],
+        "dry_run": dry_run,
+        "recompile": None,
+    }
+    if not as_json:
+        from q9diff.present.verdict import models_line
 
-    if models:  # the reference's settings are what can carry over from another model's build
-        console.print(_t((models_line(models) + " Only settings are suggested.", "bold")))
-    _print_suggestions(suggestions)
+        if models:  # the reference's settings are what can carry over from another model's build
+            console.print(_t((models_line(models) + " Only settings are suggested.", "bold")))
+        _print_suggestions(suggestions)
     if not apply:
-        raise typer.Exit(0 if identical else 1)
+        _done(report, as_json, 0 if identical else 1)
     from q9diff.fix.apply import ApplyError, BuildFacts, plan, write_all
 
     facts = BuildFacts.of([a for a, _ in pairs], [b for _, b in pairs])
@@ -85,28 +98,46 @@ def suggest(
             _fail(str(exc))
     from rich.text import Text
 
-    for e in edits:
+    report["edits"] = [
+        {"path": str(e.path), "diff": e.unified, "advice_only": e.advice_only, "backup": None} for e in edits
+    ]
+    for e in [] if as_json else edits:
         block = _clean(e.unified, keep="\n\t") if e.unified else _clean(f"{e.path}: already matches")
         console.print(Text(block), soft_wrap=True)  # a patch: never wrapped, so it can be copied
     if not dry_run:
         try:
-            for path, backup in write_all(edits):
-                _wrote(path, f"the fixed config (the original is kept as {backup})")
+            written = write_all(edits)
         except ApplyError as exc:
             _fail(str(exc))
+        backups = {str(path): str(backup) for path, backup in written}
+        for row in report["edits"]:
+            row["backup"] = backups.get(row["path"])
+        for path, backup in [] if as_json else written:
+            _wrote(path, f"the fixed config (the original is kept as {backup})")
     if dry_run:
-        console.print("--dry-run: nothing written")
-        raise typer.Exit(1)
+        if not as_json:
+            console.print("--dry-run: nothing written")
+        _done(report, as_json, 1)
     if recompile_:
         from q9diff.build.recipe import is_recipe_text
 
         recipes = [e.path for e in edits if is_recipe_text(e.after)]
         if not recipes:
             _fail("--recompile needs a q9diff recipe among the --apply files")
-        _recompile_and_check(recipes[0], out or Path("q9diff-out"), reference)
+        report["recompile"] = _recompile_and_check(recipes[0], out or Path("q9diff-out"), reference, as_json)
+        _done(report, as_json, 0 if report["recompile"]["identical"] else 1)
+    _done(report, as_json, None)
 
 
-def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
+def _done(report: dict, as_json: bool, status: int | None) -> None:
+    """Print the JSON when asked, and leave with `status` (None: the command's plain end, exit 0)."""
+    if as_json:
+        _print_json(report)
+    if status is not None:
+        raise typer.Exit(status)
+
+
+def _recompile_and_check(recipe_path: Path, out: Path, reference: Path, quiet: bool) -> dict:
     from q9diff.backends.base import BackendUnavailable
     from q9diff.build.recipe import load
     from q9diff.compare.diff import SetDiff, diff, set_to_json
@@ -114,26 +145,39 @@ def _recompile_and_check(recipe_path: Path, out: Path, reference: Path) -> None:
 
     r = load(recipe_path)
     try:
-        with _busy(f"compiling {recipe_path} with {r.backend} into {out}"):
+        with _busy(f"compiling {recipe_path} with {r.backend} into {out}", quiet):
             built = _build(r, r.backend, out)
     except (BackendUnavailable, RuntimeError) as exc:
         _fail(f"{recipe_path}: recompile failed: {exc}")
-    console.print(
-        _t(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})"), soft_wrap=True
-    )
     if reference.is_dir() or len(built) != 1:
         data = set_to_json(
-            _diff_sets(out, reference if reference.is_dir() else reference.parent, quiet=False)
+            _diff_sets(out, reference if reference.is_dir() else reference.parent, quiet=quiet)
         )
     else:  # one reference binary: compare the one rebuilt part with it, not with its whole folder
         pair = (built[0], reference, diff(open_binary(built[0]), open_binary(reference)))
         data = set_to_json(SetDiff([pair], [], []))
     roots = [c["name"] for c in data["causes"] if c["role"] == "root"]
-    console.print(f"new vs reference: {data['a_total']} vs {data['b_total']} bytes")
+    result = {
+        "out": str(out),
+        "recipe": str(out / "recipe.json"),
+        "built": [str(b) for b in built],
+        "a_total": data["a_total"],
+        "b_total": data["b_total"],
+        "identical": data["identical"],
+        "roots_left": roots,
+    }
+    if quiet:
+        return result
+    console.print(
+        _t(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})"), soft_wrap=True
+    )
+    from q9diff.units import sizes
+
+    console.print(f"new vs reference: {sizes(data['a_total'], data['b_total'])}")
     if data["identical"]:
         console.print(
             _t(("Gap closed: the rebuilt binaries are byte-identical to the reference.", "bold green"))
         )
-        raise typer.Exit(0)
-    console.print(_t(f"Gap not closed; root causes left: {', '.join(roots) or 'none (data only)'}"))
-    raise typer.Exit(1)
+    else:
+        console.print(_t(f"Gap not closed; root causes left: {', '.join(roots) or 'none (data only)'}"))
+    return result

@@ -86,10 +86,13 @@ def verify(
 ) -> None:
     """Run CANDIDATE (and REFERENCE, and the CPU reference) on the same inputs and compare what they compute.
 
+    The verdict names where it ran: the x86 HTP emulator cannot show a wrong target SoC, so a
+    candidate built for the generic soc_model 0 passes there with a caveat (q9diff diff exits 1 on it).
+
     \b
     Exit status:
       0  PASS: the candidate computes what the reference does
-         (or, without one, the CPU reference)
+         (or, without one, the CPU reference) where it ran
       1  FAIL
       2  error"""
     from q9diff.build.recipe import RecipeError
@@ -136,7 +139,12 @@ def verify(
                 )  # fmt: skip
     except (RunnerError, FormatError, RecipeError, RuntimeError) as exc:
         _fail(str(exc))
+    from dataclasses import replace
+
     from q9diff.verify.run import to_json
+    from q9diff.verify.verdict import read_targets
+
+    res = replace(res, targets=read_targets(candidate))
 
     if html_out is not None:
         from q9diff.build.recipe import write_atomic
@@ -163,16 +171,6 @@ def _runner(spec, known_hosts, identity, remote_tool, remote_python, qairt_root)
         spec, tool=remote_tool, known_hosts=known_hosts, identity=identity, remote_python=remote_python,
         qairt_root=qairt_root,
     )  # fmt: skip
-
-
-# What each runner can and cannot catch, said with every verdict (measured: docs/README "verify").
-RUNNER_REACH = {
-    "local": "x86 HTP emulator: catches quantization, structure and recipe mistakes; computes soc_model 0 and"
-    " 77 builds bit-identically, so a fault only Hexagon hardware shows needs --runner ssh://user@evk",
-    "genie": "Genie on the x86 HTP emulator: the device's dialog loop (tokenizer, KV handling, sampling) on"
-    " emulated HTP; like local, it cannot show a fault only Hexagon hardware shows",
-    "ssh": "the device itself: the only runner that shows a fault of the target SoC (e.g. soc_model 0)",
-}
 
 
 def _fmt(m) -> str:
@@ -249,18 +247,12 @@ def _print_verdict(res) -> None:
                     )
                 )
             )
-    runner = next((s.runner for s in res.sides if s.label == "candidate"), "local")
-    console.print(_t(f"reach: {RUNNER_REACH['ssh' if runner.startswith('ssh') else runner]}"))
-    names = {
-        "reference": "the reference",
-        "emulator": "q9diff's own run of the same ctx-bins",
-        "cpu": "its source model (the CPU reference)",
-    }
-    labels = {s.label for s in res.sides}
-    judge = next(k for k in ("reference", "emulator", "cpu") if k in labels or k == "cpu")
-    failed = {o.against for o in res.outputs if not o.passed}
-    if res.passed:
-        console.print(_t((f"PASS: the candidate computes what {names[judge]} does.", "bold green")))
-    else:
-        what = names["reference"] if "reference" in failed else names["cpu"] if failed else names[judge]
-        console.print(_t((f"FAIL: the candidate does not compute what {what} does.", "bold red")))
+    from q9diff.verify.verdict import judge
+
+    v = judge(res)
+    console.print(_t(f"reach: {v.reach}"))
+    console.print(_t((v.headline, "bold green" if v.passed else "bold red")))
+    for caveat in v.caveats:
+        console.print(_t((caveat, "bold red")))
+    if v.next_command:
+        console.print(_t(f"  {v.next_command}"), soft_wrap=True)  # a line to copy: never wrapped

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from q9diff.units import nbytes
+
 BLOCK = 128
 _MULT = np.array(
     [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93] * (BLOCK // 32),
@@ -158,23 +160,20 @@ def buckets(rows: list[dict]) -> list[dict]:
 
 
 def weights_verdict(rows: list[dict], roots: list[str]) -> str | None:
-    """One sentence on the weights: identical but re-laid out, or new content."""
+    """One sentence on the weights: identical but re-laid out, or new content. Its numbers are bytes, as
+    in the attribution table: the weights' moved bytes are part of the `re_tiling` row, which also holds
+    what moved elsewhere (padding, tails), so both are named where they differ."""
     w = [r for r in rows if bucket_of(r["name"]) == "weights"]
     changed = sum(r["changed_bytes"] for r in w)
     if not changed:
         return None
     moved, new = sum(r["moved_bytes"] for r in w), sum(r["new_bytes"] for r in w)
+    all_moved = sum(r["moved_bytes"] for r in rows)
+    of = f", within {MOVED_BUCKET}'s {nbytes(all_moved)}"
+    of = f", all of {MOVED_BUCKET}" if all_moved == moved else of
     by = f": an effect of {', '.join(roots)}" if roots else ""
     if new == 0:
-        return f"weights identical, re-laid out ({_human(moved)} moved, 0 new){by}"
+        return f"weights identical, re-laid out ({nbytes(moved)} moved{of}; 0 new){by}"
     if new < changed // 20:
-        return f"weights re-laid out ({_human(moved)} moved) with {_human(new)} of new constant data{by}"
-    return f"weights differ: {_human(new)} new content ({_human(moved)} moved)"
-
-
-def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+        return f"weights re-laid out ({nbytes(moved)} moved{of}) with {nbytes(new)} of new constant data{by}"
+    return f"weights differ: {nbytes(new)} new content ({nbytes(moved)} moved{of if moved else ''})"

@@ -14,6 +14,8 @@ from q9diff.compare.rules import FIX_TARGETS, ROOT_SETTINGS, RULES, qairt_fix
 from q9diff.compare.summary import inspect_summary, target
 from q9diff.format.binary import ContextBinary
 from q9diff.format.tables import requested_soc_model
+from q9diff.settings import BY_CAUSE
+from q9diff.units import percent, value
 
 SCHEMA = "q9diff.diff/1"
 BULKY = ("op_kinds", "other_options", "io_signature", "io_names")
@@ -38,12 +40,16 @@ PACKING_OPTIONS = ("compress_weights", "native_hmx_a16w4")
 
 @dataclass(frozen=True)
 class Cause:
+    """A setting or effect that differs. An effect's `bytes` and `size_delta` are its attribution row's
+    (EFFECT_BUCKETS), the same two numbers the table of where the changed bytes went shows."""
+
     name: str
     role: str
     a: object
     b: object
     bytes: int | None
     evidence: tuple[str, ...]
+    size_delta: int | None = None
 
 
 @dataclass
@@ -172,7 +178,7 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
         if rule.name == "graph_structure" and "quantization" in roots:
             continue
         va, vb = oa[rule.getter], ob[rule.getter]
-        evidence = [f"{rule.getter}: {_short(va)} -> {_short(vb)}"]
+        evidence = [f"{rule.getter}: {_short(rule.getter, va)} -> {_short(rule.getter, vb)}"]
         if rule.getter == "io_signature":
             evidence = [f"{rule.getter} differs ({len(va)} vs {len(vb)} entries)"]
         nbytes = None
@@ -182,9 +188,9 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
             nbytes = _region_bytes(res.regions, "const_pool", "WEIGHTS/")
         if rule.name in ("schedule", "compiler_options", "soc_type"):
             role = "effect"
-        if rule.name == "compiler_options":
+        if rule.name == "compiler_options":  # a and b: each side's value of every option that differs
             keys = sorted({k for ga, gb in zip(va, vb) for k, _ in set(ga) ^ set(gb)})
-            va, vb = len(keys), len(keys)
+            va, vb = _options_apart(va, vb), _options_apart(vb, va)
             evidence = [f"options that differ: {', '.join(keys[:12])}" + (" ..." if len(keys) > 12 else "")]
         if rule.name == "schedule":
             nbytes = _region_bytes(res.regions, "op_list", "allocator")
@@ -212,10 +218,11 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                 break
     res.suggestions = suggestions(res.causes, a, b)
     res.attribution = buckets(res.regions)
-    by_bucket = {row["bucket"]: row["changed_bytes"] + abs(row["size_delta"]) for row in res.attribution}
+    by_bucket = {row["bucket"]: row for row in res.attribution}
+    empty = {"changed_bytes": 0, "size_delta": 0}
     res.causes = [
-        Cause(c.name, c.role, c.a, c.b, by_bucket.get(EFFECT_BUCKETS[c.name], 0), c.evidence)
-        if c.name in EFFECT_BUCKETS
+        Cause(c.name, c.role, c.a, c.b, row["changed_bytes"], c.evidence, row["size_delta"])
+        if c.name in EFFECT_BUCKETS and (row := by_bucket.get(EFFECT_BUCKETS[c.name], empty))
         else c
         for c in res.causes
     ]
@@ -259,6 +266,16 @@ def _optimization_ran(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) ->
     return True
 
 
+def _options_apart(side: tuple, other: tuple) -> dict:
+    """The options of `side` (per graph, (key, value) pairs) that the other side's graph at the same
+    position lacks or sets otherwise: {key: value}, or {key: [values]} where graphs disagree. An option
+    a side does not write is absent from its dict, never null."""
+    values: dict[str, list[str]] = {}
+    for k, v in sorted({kv for g, o in zip(side, other) for kv in set(g) - set(o)}):
+        values.setdefault(k, []).append(v)
+    return {k: vs[0] if len(vs) == 1 else vs for k, vs in values.items()}
+
+
 def _has_unknown(v) -> bool:
     return v is None or (isinstance(v, tuple) and any(_has_unknown(x) for x in v))
 
@@ -282,8 +299,10 @@ def _op_list_change(a: tuple[str, ...], b: tuple[str, ...]) -> str:
     return f"{len(a)} -> {len(b)} ops: {added} added, {removed} removed (by kind)"
 
 
-def _short(v) -> str:
-    s = repr(v)
+def _short(name: str, v) -> str:
+    """A value in evidence: in its unit (units.value), strings quoted, cut at 80 characters."""
+    worded = isinstance(v, int) or (isinstance(v, (list, tuple)) and all(isinstance(x, int) for x in v))
+    s = value(name, v) if worded else repr(v)
     return s if len(s) < 80 else s[:77] + "..."
 
 
@@ -301,8 +320,8 @@ def suggestions(causes: list[Cause], cand: ContextBinary, ref: ContextBinary) ->
         if c.role != "root" or c.name not in FIX_TARGETS or _has_unknown(c.b):
             continue
         value = c.b
-        if c.name == "vtcm_size" and isinstance(value, int):
-            value = value // (1024 * 1024)
+        if isinstance(value, int) and BY_CAUSE[c.name].per_unit > 1:  # bytes recorded, MiB configured
+            value = value // BY_CAUSE[c.name].per_unit
         t = FIX_TARGETS[c.name]
         graphs = tuple(g.name for g in cand.graphs)
         targets = {"qairt": qairt_fix(c.name, value, graphs, ref.dsp_arch)}
@@ -315,8 +334,9 @@ def suggestions(causes: list[Cause], cand: ContextBinary, ref: ContextBinary) ->
             f" {t['htp_backend_ext_config']} = {json.dumps(ext_value)}"
         )
         per_graph = "{name}" in t["qairt"]
-        out.append({"setting": c.name, "value": value, **({"graphs": list(graphs)} if per_graph else {}),
-                    "targets": targets})  # fmt: skip
+        extra = {"unit": BY_CAUSE[c.name].unit} if BY_CAUSE[c.name].unit else {}
+        extra.update({"graphs": list(graphs)} if per_graph else {})
+        out.append({"setting": c.name, "value": value, **extra, "targets": targets})
     return out
 
 
@@ -345,6 +365,7 @@ def to_json(res: DiffResult) -> dict:
         "b": inspect_summary(res.b),
         "identical": res.identical,
         "size_delta": res.b.size - res.a.size,
+        "size_delta_percent": percent(res.b.size - res.a.size, res.a.size),
         "regions": res.regions,
         "causes": [
             {
@@ -353,6 +374,7 @@ def to_json(res: DiffResult) -> dict:
                 "a": c.a,
                 "b": c.b,
                 "bytes": c.bytes,
+                **({} if c.size_delta is None else {"size_delta": c.size_delta}),
                 "evidence": list(c.evidence),
             }
             for c in res.causes
@@ -440,6 +462,7 @@ def set_to_json(sd: SetDiff) -> dict:
         "a_total": a_total,
         "b_total": b_total,
         "size_delta": b_total - a_total,
+        "size_delta_percent": percent(b_total - a_total, a_total),
         "unpaired_a": [str(p) for p in sd.unpaired_a],
         "unpaired_b": [str(p) for p in sd.unpaired_b],
         "causes": causes,

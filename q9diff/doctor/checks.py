@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from q9diff.genie.bundle import Bundle, Part
+from q9diff.units import human
 
 KV_INPUT = re.compile(r"^past_(key|value)_(\d+)_in$")
 
@@ -102,9 +103,8 @@ def _ids(value: object) -> list[int]:
 
 
 def _mb(n: int | None) -> str:
-    if n is None:
-        return "unknown"
-    return f"{n // 2**20} MB" if n % 2**20 == 0 else f"{n / 2**20:.2f} MB"
+    """Bytes in the binary units every presenter uses (q9diff.units): VTCM 8388608 is '8 MiB'."""
+    return "unknown" if n is None else human(n)
 
 
 def check_paths(ctx: Context) -> Iterator[Hit | Note]:

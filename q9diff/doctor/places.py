@@ -241,7 +241,8 @@ def check_spill_fill(ctx: Context) -> Iterator[Hit | Note]:
 
 
 # libGenie's own QnnHtp schema (read from libGenie.so, QAIRT 2.51) describes mmap-budget in MB, 0 meaning
-# unset/unlimited, and spill-fill-bufsize in bytes, 0 disabling the shared spill-fill buffer.
+# unset/unlimited, and spill-fill-bufsize in bytes, 0 disabling the shared spill-fill buffer. Its MB is
+# 2**20 bytes, written MiB here as every size q9diff shows (q9diff.units).
 MMAP_BUDGET_UNIT = 2**20
 
 
@@ -257,12 +258,12 @@ def check_mmap(ctx: Context) -> Iterator[Hit | Note]:
     if htp["use-mmap"] is True and _int(budget) and budget * MMAP_BUDGET_UNIT < largest:
         yield Hit(
             where,
-            f"use-mmap true with mmap-budget {budget} MB; {label} alone is {_mb(largest)}",
-            f"raise mmap-budget to at least {-(-largest // MMAP_BUDGET_UNIT)} (MB), or 0 for no limit",
+            f"use-mmap true with mmap-budget {budget} MiB; {label} alone is {_mb(largest)}",
+            f"raise mmap-budget to at least {-(-largest // MMAP_BUDGET_UNIT)} (MiB), or 0 for no limit",
         )
     else:
         yield Note(
             where,
-            f"use-mmap {_js(htp['use-mmap'])}, mmap-budget {_js(budget)} (MB, 0 = no limit); ctx-bins "
+            f"use-mmap {_js(htp['use-mmap'])}, mmap-budget {_js(budget)} (MiB, 0 = no limit); ctx-bins "
             f"{_mb(sum(s for s, _ in sizes))} in all, the largest {_mb(largest)}",
         )

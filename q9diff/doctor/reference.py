@@ -12,6 +12,7 @@ from q9diff.doctor.checks import Context, Hit, Note, _encoding, _mb, _parts_text
 from q9diff.doctor.places import _ext_devices, _ext_soc
 from q9diff.format.tables import SOCS, soc_name
 from q9diff.genie.bundle import Bundle, Part
+from q9diff.units import opt_level
 
 FP16_KERNEL = ".fp16."  # float kernels in the op list (fixtures/variants/precision_fp16.bin)
 
@@ -194,8 +195,7 @@ def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
         c, s = info[key]
         a, b = (c.a, c.b) if c.name != "vtcm_size" else (_mb(c.a), _mb(c.b))
         if c.name == "optimization_level":
-            a = f"{a} (compiler options O={_option(parts[0], 'O')})"
-            b = f"{b} (O={_option(pairs[id(parts[0])], 'O')})"
+            a, b = opt_level(a, _option(parts[0], "O")), opt_level(b, _option(pairs[id(parts[0])], "O"))
         evidence = f"{c.name} {a}; the reference {b}" + (
             f" ({'; '.join(c.evidence[1:])})" if len(c.evidence) > 1 else ""
         )
@@ -262,7 +262,7 @@ def check_vtcm(ctx: Context) -> Iterator[Hit | Note]:
         if soc and soc.vtcm_mb and sizes and max(s or 0 for s in sizes) < soc.vtcm_mb * 2**20:
             yield Note(
                 p.label,
-                f"VTCM {', '.join(_mb(s) for s in sizes)} of {soc.name}'s {soc.vtcm_mb} MB: slower, "
+                f"VTCM {', '.join(_mb(s) for s in sizes)} of {soc.name}'s {soc.vtcm_mb} MiB: slower, "
                 "not wrong; a reference would say what was intended",
                 False,
             )

@@ -30,7 +30,7 @@ HYPOTHESES: dict[int, str] = {
     3: "n-vocab does not match the model",
     4: "embedding (Gather) encodings dropped",
     5: "float fallback",
-    6: "VTCM 4 vs 8 MB",
+    6: "VTCM 4 vs 8 MiB",
     7: "reference quantized with --quantize_full_type w8a16 --quantize_io",
     8: "weights not packed",
     9: "soc_model 0 (generic target)",

@@ -13,23 +13,13 @@ import re
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.units import config_value, human
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
 span[title]{border-bottom:1px dotted #888}</style>"""
-
-
-def human(n: int) -> str:
-    """4194304 -> '4 MiB', 28672 -> '28 KiB'; signed deltas keep their sign."""
-    sign, v = ("-" if n < 0 else ""), abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if v < 1024 or unit == "GiB":
-            text = f"{v:d}" if unit == "B" else f"{v:.1f}".removesuffix(".0")
-            return f"{sign}{text} {unit}"
-        v /= 1024
-    return f"{n} B"
 
 
 def _size(n: int, signed: bool = False) -> str:
@@ -234,8 +224,8 @@ SIZE_CAUSES = {"vtcm_size", "spill_fill", "const_size"}
 
 
 def _cause_value(c: dict, side: str) -> str:
-    if c["name"] == "compiler_options":  # a and b are both the count of options that differ
-        return f"{c['a']} options differ" if side == "a" else ""
+    if c["name"] == "compiler_options":  # a and b: each side's value of every option that differs
+        return f"{len(set(c['a']) | set(c['b']))} options differ" if side == "a" else ""
     if c["name"] in SIZE_CAUSES and isinstance(c[side], int):
         return _size(c[side])
     if c["name"] in SIZE_CAUSES and isinstance(c[side], list) and all(isinstance(v, int) for v in c[side]):
@@ -280,7 +270,7 @@ def _attribution(data: dict) -> str:
 
 def _fixes(suggestions: list[dict]) -> str:
     items = "".join(
-        f"<li><b>{_e(s['setting'])} = {_e(s['value'])}</b>: "
+        f"<li><b>{_e(s['setting'])} = {_e(config_value(s['setting'], s['value']))}</b>: "
         f"<code>{_e(s['targets']['qairt'])}</code>, "
         f"<code>{_e(json.dumps(s['targets']['htp_backend_ext_config']))}</code></li>"
         for s in suggestions
@@ -448,7 +438,11 @@ def _outputs_figure(outputs):
 
 def render_verify(res) -> str:
     """The verify report: verdict, sides and their notes, tokens, drift per step (or per output)."""
-    verdict = "PASS" if res.passed else "FAIL"
+    from q9diff.verify.verdict import judge
+
+    v = judge(res)
+    verdict = html.escape(v.headline) + "".join(f"<br><small>{html.escape(c)}</small>" for c in v.caveats)
+    verdict += f"<br><small><code>{html.escape(v.next_command)}</code></small>" if v.next_command else ""
     sides = "".join(
         f"<li><b>{_e(s.label)}</b>: {_e(s.source)} ({_e(s.runner)})"
         + "".join(f"<br><i>{_e(n)}</i>" for n in s.notes)

@@ -7,6 +7,7 @@ diff engine, so the command line can use it without loading numpy or deepdiff.
 from __future__ import annotations
 
 from q9diff.format.tables import soc_name
+from q9diff.units import value
 
 GENERIC_SOC = (
     "The candidate targets a generic SoC (soc_model 0): it loads without error and can still compute"
@@ -23,8 +24,14 @@ def roots(causes) -> list:
 
 
 def root_line(causes) -> str:
-    """`soc_model 0 → 77, vtcm_size 4194304 → 8388608`, or '' when no setting differs."""
-    return ", ".join(f"{_get(c, 'name')} {_get(c, 'a')} → {_get(c, 'b')}" for c in roots(causes))
+    """`soc_model 0 → 77, vtcm_size 4 MiB → 8 MiB`, or '' when no setting differs (units.value)."""
+    return ", ".join(change(c) for c in roots(causes))
+
+
+def change(cause) -> str:
+    """`vtcm_size 4 MiB → 8 MiB`: a cause's name and both values in the units a person reads."""
+    name = _get(cause, "name")
+    return f"{name} {value(name, _get(cause, 'a'))} → {value(name, _get(cause, 'b'))}"
 
 
 def soc_note(causes) -> str:

@@ -21,6 +21,7 @@ from q9diff.genie import config as genie_config
 from q9diff.guard import contained
 from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, to_device
 from q9diff.verify import llm
+from q9diff.verify.verdict import judge
 
 if TYPE_CHECKING:
     pass
@@ -100,10 +101,14 @@ class LlmCheck:
 
 @dataclass(frozen=True)
 class VerifyResult:
+    """What ran and how it compared; `targets` the candidate's files with the soc_model their builds
+    asked for (q9diff.verify.verdict.read_targets), which the verdict needs beside the numbers."""
+
     sides: tuple[Side, ...]
     outputs: tuple[OutputCheck, ...] = ()
     llm: LlmCheck | None = None
     notes: tuple[str, ...] = field(default=())
+    targets: tuple[tuple[str, int | None], ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -241,6 +246,7 @@ def to_json(res: VerifyResult) -> dict:
     data = {
         "schema": "q9diff.verify/1",
         "passed": res.passed,
+        "verdict": judge(res).to_json(),
         "sides": [asdict(s) for s in res.sides],
         "notes": list(res.notes),
         "outputs": [asdict(c) for c in res.outputs],
