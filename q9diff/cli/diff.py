@@ -8,7 +8,9 @@ import typer
 
 from q9diff.cli.common import (
     CANDIDATE,
+    MARKDOWN,
     REFERENCE,
+    _as_saved,
     _busy,
     _Command,
     _diff_sets,
@@ -24,9 +26,11 @@ from q9diff.cli.common import (
     _report_path,
     _swapped,
     _t,
-    _wrote,
     app,
     console,
+    said,
+    stdout_once,
+    write_reports,
 )
 
 
@@ -38,43 +42,44 @@ def diff_cmd(
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report to this file"
     ),
+    md_out: Path = MARKDOWN,
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
-    `q9diff A B` is short for `q9diff diff A B`.
+    `q9diff A B` is short for `q9diff diff A B`; `q9diff report` shows a saved --json again.
 
     \b
     Exit status: 0 identical, 1 different, 2 error."""
     _report_path(html_out, [candidate, reference])
+    if md_out is not None and str(md_out) != "-":
+        _report_path(md_out, [candidate, reference], "--markdown")
+    stdout_once(as_json, md_out)
     candidate, reference = _inputs(candidate, reference)
     if _is_set(candidate):
-        _set_diff(candidate, reference, as_json, html_out)
+        _set_diff(candidate, reference, as_json, html_out, md_out)
     res = _open_pair(candidate, reference)
     from q9diff.compare.diff import to_json
 
     swapped = _swapped(candidate, reference, res.causes, "", ([res.a], [res.b]))
     if swapped:
         _note(f"warning: {swapped}")
-    if html_out is not None:
-        from q9diff.build.recipe import write_atomic
-        from q9diff.present.html import render
-
-        with _busy(f"writing {html_out}", as_json):
-            write_atomic(html_out, render(res))
+    data = to_json(res)
+    with _busy(f"writing {html_out or md_out}", as_json or html_out is None):
+        write_reports(_as_saved(data), html_out, md_out)
     if as_json:
-        _print_json(to_json(res))
-    else:
+        _print_json(data)
+    elif md_out is None or str(md_out) != "-":
         _print_diff(res)
-    if html_out is not None:
-        _wrote(html_out, "the HTML report") if not as_json else _note(f"wrote the HTML report: {html_out}")
+    said(html_out, md_out, as_json or (md_out is not None and str(md_out) == "-"))
     raise typer.Exit(0 if res.identical else 1)
 
 
-def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> None:
+def _set_diff(
+    a: Path, b: Path, as_json: bool, html_out: Path | None = None, md_out: Path | None = None
+) -> None:
     from q9diff.compare.diff import set_to_json
 
-    along: dict | None = {} if html_out is not None else None
-    sd = _diff_sets(a, b, quiet=as_json, along=along)
+    sd = _diff_sets(a, b, quiet=as_json)
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
     data = set_to_json(sd)
@@ -83,17 +88,19 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
     swapped = _swapped(a, b, data["causes"], "", sides(data))
     if swapped:
         _note(f"warning: {swapped}")
-    if html_out is not None:
-        from q9diff.build.recipe import write_atomic
-        from q9diff.present.html import render_set
-
-        with _busy(f"writing {html_out}", as_json):
-            write_atomic(html_out, render_set(sd, data, along))
+    with _busy(f"writing {html_out or md_out}", as_json or html_out is None):
+        write_reports(_as_saved(data), html_out, md_out)
+    to_stdout = as_json or (md_out is not None and str(md_out) == "-")
     if as_json:
         _print_json(data)
-        if html_out is not None:
-            _note(f"wrote the HTML report: {html_out}")
-        raise typer.Exit(0 if sd.identical else 1)
+    elif not to_stdout:
+        _print_set(sd, data)
+    said(html_out, md_out, to_stdout)
+    raise typer.Exit(0 if sd.identical else 1)
+
+
+def _print_set(sd, data: dict) -> None:
+    """A set's terminal view: the verdict over the set, its totals, then each part as a diff."""
     from q9diff.present.verdict import root_line
 
     console.print(_t((f"Root causes over the set: {root_line(data['causes']) or 'none'}", "bold")))
@@ -106,9 +113,6 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
         _print_diff(r)
     for p in sd.unpaired_a + sd.unpaired_b:
         console.print(_t(("unpaired part", "red"), f": {p}"))
-    if html_out is not None:
-        _wrote(html_out, "the HTML report")
-    raise typer.Exit(0 if sd.identical else 1)
 
 
 def _print_diff(res) -> None:

@@ -27,7 +27,7 @@ def doctor(
       0  no finding is an error
       1  a finding is an error
       2  the bundle cannot be read"""
-    from q9diff.doctor.run import print_report, render_html, run
+    from q9diff.doctor.run import print_report, run
     from q9diff.genie.bundle import BundleError
 
     _report_path(html_out, [bundle, reference])
@@ -35,17 +35,19 @@ def doctor(
         report = run(bundle, reference)
     except BundleError as exc:
         _fail(str(exc))
+    result = report.result()
     if html_out is not None:
         from q9diff.build.recipe import write_atomic
+        from q9diff.present.doctor import render_doctor
 
         try:
-            write_atomic(html_out, render_html(report))
+            write_atomic(html_out, render_doctor(result))
         except OSError as exc:
             _fail(f"{html_out}: cannot write the HTML report ({exc.strerror})")
     if as_json:
-        _print_json(report.to_json())
+        _print_json(result.to_json())
     else:
-        print_report(report, console)
+        print_report(result, console)
     if html_out is not None:
         _wrote(html_out, "the HTML report") if not as_json else _note(f"wrote the HTML report: {html_out}")
-    raise typer.Exit(report.exit_code)
+    raise typer.Exit(result.exit_code)

@@ -105,6 +105,7 @@ class VerifyResult:
     outputs: tuple[OutputCheck, ...] = ()
     llm: LlmCheck | None = None
     notes: tuple[str, ...] = field(default=())
+    tolerance: Tolerance | None = None  # the one given (--min-cosine, --max-rel); None: the defaults
 
     @property
     def passed(self) -> bool:
@@ -246,6 +247,7 @@ def to_json(res: VerifyResult) -> dict:
         "notes": list(res.notes),
         "outputs": [asdict(c) for c in res.outputs],
         "llm": asdict(res.llm) if res.llm is not None else None,
+        "tolerance": asdict(res.tolerance) if res.tolerance is not None else None,
     }
     return clean(json.loads(json.dumps(data, default=float)))
 
@@ -376,7 +378,11 @@ def verify(
             if not others:
                 raise RunnerError("nothing to compare the candidate with: give a reference or a recipe")
             return VerifyResult(
-                tuple(sides), tuple(check_graphs(cand, others, seed, inputs, tolerance)), None, tuple(notes)
+                tuple(sides),
+                tuple(check_graphs(cand, others, seed, inputs, tolerance)),
+                None,
+                tuple(notes),
+                tolerance,
             )
         dialog = DialogConfig.of(candidate)
         if dialog == DialogConfig() and reference is not None:
