@@ -401,7 +401,7 @@ def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> Non
     from q9diff.build.recipe import write_atomic
 
     draw_html, draw_md = _renderers(data["schema"], data)
-    for out, draw in ((html_out, draw_html), (md_out, draw_md)):
+    for out, draw, what in ((html_out, draw_html, "HTML"), (md_out, draw_md, "Markdown")):
         if out is None:
             continue
         if str(out) == "-":
@@ -410,7 +410,7 @@ def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> Non
         try:
             write_atomic(out, draw())
         except OSError as exc:
-            _fail(f"{out}: cannot write the report ({exc.strerror})")
+            _fail(f"{out}: cannot write the {what} report ({exc.strerror})")
 
 
 def said(html_out: Path | None, md_out: Path | None, to_stderr: bool) -> None:

@@ -6,7 +6,19 @@ from pathlib import Path
 
 import typer
 
-from q9diff.cli.common import _Command, _fail, _flag, _note, _print_json, _report_path, _wrote, app, console
+from q9diff.cli.common import (
+    _as_saved,
+    _Command,
+    _fail,
+    _flag,
+    _note,
+    _print_json,
+    _report_path,
+    _wrote,
+    app,
+    console,
+    write_reports,
+)
 
 
 @app.command(cls=_Command, short_help="Check a whole Genie bundle: the nine hypotheses, the two places.")
@@ -36,14 +48,8 @@ def doctor(
     except BundleError as exc:
         _fail(str(exc))
     result = report.result()
-    if html_out is not None:
-        from q9diff.build.recipe import write_atomic
-        from q9diff.present.doctor import render_doctor
-
-        try:
-            write_atomic(html_out, render_doctor(result))
-        except OSError as exc:
-            _fail(f"{html_out}: cannot write the HTML report ({exc.strerror})")
+    # drawn from the saved result, as `report` does
+    write_reports(_as_saved(result.to_json()), html_out, None)
     if as_json:
         _print_json(result.to_json())
     else:

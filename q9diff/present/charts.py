@@ -190,21 +190,21 @@ def where_changed(data: dict):
     for reg in data["b"]["regions"]:
         span = bands.setdefault(group_of(reg["name"]), [reg["offset"], reg["offset"]])
         span[0], span[1] = min(span[0], reg["offset"]), max(span[1], reg["offset"] + reg["size"])
-    size = max(1, data["b"]["size"])
+    size, free_from = max(1, data["b"]["size"]), 0.0
     for i, (g, (lo, hi)) in enumerate(sorted(bands.items(), key=lambda kv: kv[1][0])):
         fig.add_vrect(
             x0=lo, x1=hi, fillcolor="#888" if i % 2 else "#ccc", opacity=0.12, line_width=0, layer="below"
         )
-        if (hi - lo) / size > 0.12:  # a label over a narrower band would cover its neighbours'
+        label = graph_label(g, graphs)
+        # A label only where it fits its band and clears the one before (7 px a letter, ~1000 px wide).
+        half = len(label) * 0.0035
+        mid = (lo + hi) / 2 / size
+        if (hi - lo) / size >= 2 * half and mid - half >= free_from:
             fig.add_annotation(
-                x=(lo + hi) / 2,
-                y=1.0,
-                yref="paper",
-                yanchor="bottom",
-                showarrow=False,
-                text=graph_label(g, graphs),
+                x=(lo + hi) / 2, y=1.0, yref="paper", yanchor="bottom", showarrow=False, text=label,
                 font={"size": 11},
-            )
+            )  # fmt: skip
+            free_from = mid + half
     only_a = sum(r["a_size"] for r in data["regions"] if r["b_size"] == 0)
     note = f"; {human(only_a)} of regions only the candidate has are not drawn" if only_a else ""
     fig.update_layout(
@@ -284,8 +284,8 @@ def set_effects(data: dict):
         title="Across the set: changed bytes per part, by effect",
         barmode="stack",
         xaxis_title="changed bytes",
-        height=180 + 40 * len(parts),
-        legend={"orientation": "h", "y": -0.25},
+        height=200 + 40 * len(parts),
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )
     return fig
 
@@ -332,6 +332,6 @@ def settings(data: dict):
     )
     fig.update_layout(
         title=f"Settings: {sum(differs)} of {len(keys)} differ (marked ≠, bold, dark)",
-        height=150 + 30 * len(keys),
+        height=200 + 30 * len(keys),
     )
     return fig
