@@ -73,7 +73,7 @@ def _value(c: dict, side: str) -> str:
     return md(s if len(s) <= 80 else s[:79] + "…")
 
 
-def _causes(causes: list[dict]) -> str:
+def _causes(causes: list[dict], level: str = "###") -> str:
     if not causes:
         return ""
     rows = [
@@ -87,7 +87,9 @@ def _causes(causes: list[dict]) -> str:
         ]
         for c in causes
     ]
-    return "\n### Causes\n\n" + _table(["cause", "role", "candidate", "reference", "bytes", "evidence"], rows)
+    return f"\n{level} Causes\n\n" + _table(
+        ["cause", "role", "candidate", "reference", "bytes", "evidence"], rows
+    )
 
 
 def _fixes(suggestions: list[dict]) -> str:
@@ -167,7 +169,9 @@ def render_set(data: dict) -> str:
             md(root_line(data["causes"])),
         ]
     )
-    parts = "".join(f"\n#### {md(p['part'])}\n" + _verdict(p) + _causes(p["causes"]) for p in data["parts"])
+    parts = "".join(
+        f"\n#### {md(p['part'])}\n" + _verdict(p) + _causes(p["causes"], "#####") for p in data["parts"]
+    )
     return (
         "## q9diff set diff\n\n"
         + _verdict(data, over_set=True)
