@@ -21,7 +21,7 @@ from q9diff.present.verdict import reference_looks_wrong, root_line, sides, soc_
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
-div.scroll{overflow-x:auto;max-width:100%}
+div.scroll{overflow-x:auto;max-width:100%}td.ev{min-width:18em}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
 span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
@@ -86,7 +86,7 @@ def _causes_table(causes: list[dict]) -> str:
         f"<tr><td>{_e(c['name'])}</td><td>{_e(c['role'])}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
         f"<td class='n'>{'' if c.get('bytes') is None else _size(c['bytes'])}</td>"
-        f"<td>{_e('; '.join(c['evidence']))}</td></tr>"
+        f"<td class='ev'>{_e('; '.join(c['evidence']))}</td></tr>"
         for c in causes
     )
     return _table(
