@@ -99,8 +99,10 @@ class Cases:
         from rich.console import Console
 
         out = io.StringIO()
-        doctor.print_report(report, Console(file=out, width=100, markup=False, highlight=False))
-        for shown, what in ((out.getvalue(), "terminal"), (doctor.render_html(report), "HTML")):
+        doctor.print_report(report.result(), Console(file=out, width=100, markup=False, highlight=False))
+        from q9diff.present.doctor import render_doctor
+
+        for shown, what in ((out.getvalue(), "terminal"), (render_doctor(report.result()), "HTML")):
             raw = RAW.search(shown)
             if raw:
                 raise AssertionError(f"doctor {what}: a raw control character {raw.group()!r} from a file")

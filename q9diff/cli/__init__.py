@@ -1,5 +1,5 @@
 """The command line: the only layer that prints and exits. A module per command (`inspect`, `diff`,
-`suggest`, `build` for recompile and steps, `verify`, `doctor`) over what they share (`common`).
+`suggest`, `build` for recompile and steps, `verify`, `doctor`, `report`) over what they share (`common`).
 
 Imports are lazy: `--help` and `inspect` must not pay for plotly, numpy work or the compile backends.
 """
@@ -13,12 +13,12 @@ from q9diff.cli.common import _clean, _print_json, app
 from q9diff.errors import Q9Error
 
 # Each command registers itself on `app` when imported, in this order, the order `--help` lists them.
-for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor"):
+for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor", "report"):
     importlib.import_module(f"q9diff.cli.{_module}")
 
 __all__ = ["COMMANDS", "app", "main", "_print_json"]
 
-COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor"}
+COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor", "report"}
 # What the program itself answers before any command (anything else first is the main form's CANDIDATE).
 OPTIONS = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
 

@@ -144,13 +144,22 @@ def _json_safe(v):
     return v
 
 
-def _print_json(data: dict) -> None:
-    """Print strict JSON (RFC 8259): non-finite numbers are written as null, never NaN/Infinity."""
+def _json_text(data: dict) -> str:
+    """Strict JSON (RFC 8259): non-finite numbers are written as null, never NaN/Infinity."""
     try:
-        text = json.dumps(data, indent=2, default=str, allow_nan=False)
+        return json.dumps(data, indent=2, default=str, allow_nan=False)
     except ValueError:  # a NaN or infinity somewhere: rare, so only then walk the tree
-        text = json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False)
-    print(text)
+        return json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False)
+
+
+def _print_json(data: dict) -> None:
+    print(_json_text(data))
+
+
+def _as_saved(data: dict) -> dict:
+    """A result as `--json` saves it and `q9diff report` reads it back: a report written now and one
+    drawn later from the saved JSON are then drawn from the same values."""
+    return json.loads(_json_text(data))
 
 
 def _fail(msg: str) -> None:
@@ -196,7 +205,7 @@ CANDIDATE = typer.Argument(..., metavar="CANDIDATE", help="your build: file, fol
 REFERENCE = typer.Argument(..., metavar="REFERENCE", help="the known-good build, the same kind")
 
 
-def _report_path(out: Path | None, inputs: list[Path | None]) -> None:
+def _report_path(out: Path | None, inputs: list[Path | None], flag: str = "--html") -> None:
     """Refuse a --html path before any work when writing there would change an input: the input file
     itself, or a file that already exists inside an input folder (a part, a config, a tokenizer; a
     config's folder counts, since the config names files beside it). A new file beside the parts is
@@ -205,7 +214,7 @@ def _report_path(out: Path | None, inputs: list[Path | None]) -> None:
         return
     target = out.resolve()
     if target.is_dir():
-        _fail(f"--html {out} is a folder: name the report's file, e.g. {out / 'report.html'}")
+        _fail(f"{flag} {out} is a folder: name the report's file, e.g. {out / 'report.html'}")
     for given in inputs:
         if given is None:
             continue
@@ -216,7 +225,7 @@ def _report_path(out: Path | None, inputs: list[Path | None]) -> None:
         folder = src.parent if src.suffix == ".json" else src
         if target == src or (folder.is_dir() and folder in target.parents and target.exists()):
             what = given if target == src else target
-            _fail(f"--html {out} would overwrite {what}, an input: choose another file")
+            _fail(f"{flag} {out} would overwrite {what}, an input: choose another file")
 
 
 def _report_not_read(out: Path | None, read: list[Path]) -> None:
@@ -348,19 +357,14 @@ def _open_pair(a: Path, b: Path):
         _fail(f"{a} / {b}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
 
 
-def _diff_sets(a: Path, b: Path, quiet: bool, along: dict | None = None):
-    """Diff two sets part by part, showing which part is compared; with `along` (for the HTML report),
-    each part's where-bytes-changed chart is drawn while its files are still mapped."""
+def _diff_sets(a: Path, b: Path, quiet: bool):
+    """Diff two sets part by part, showing which part is compared."""
     from q9diff.compare.diff import diff_sets
 
     with _busy(f"comparing the parts of {a.name} and {b.name}", quiet) as say:
 
         def on_part(pa: Path, pb: Path, r) -> None:
             say(f"compared {pa.name} with {pb.name}")
-            if along is not None:
-                from q9diff.present.html import changes_along
-
-                along[pa] = changes_along(r)
 
         try:
             return diff_sets(a, b, on_part=on_part)
@@ -407,3 +411,61 @@ def _print_suggestions(suggestions: list[dict]) -> None:
         console.print(_t((heading, "bold")), soft_wrap=True)
         for line in lines:
             console.print(_t(line), soft_wrap=True)
+
+
+MARKDOWN = typer.Option(
+    None,
+    "--markdown",
+    metavar="FILE",
+    help="write the report as Markdown (CI summaries, PR comments); - for stdout",
+)
+
+
+def _renderers(schema: str, data: dict):
+    """(html, markdown) of a checked saved result."""
+    from q9diff.present import html, markdown
+    from q9diff.present import saved as s
+
+    if schema == s.DIFF:
+        return (lambda: html.render(data)), (lambda: markdown.render(data))
+    if schema == s.SET:
+        return (lambda: html.render_set(data)), (lambda: markdown.render_set(data))
+    if schema == s.VERIFY:
+        res = s.verify_result(data)
+        return (lambda: html.render_verify(res)), (lambda: markdown.render_verify(res))
+    from q9diff.doctor.run import DoctorResult
+    from q9diff.present.doctor import render_doctor
+
+    result = DoctorResult.from_json(data)
+    return (lambda: render_doctor(result)), (lambda: markdown.render_doctor(result))
+
+
+def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> None:
+    """Write the HTML and Markdown of a result as `--json` gives it (`_as_saved`); `md_out` '-' is stdout."""
+    if html_out is None and md_out is None:
+        return
+    from q9diff.build.recipe import write_atomic
+
+    draw_html, draw_md = _renderers(data["schema"], data)
+    for out, draw, what in ((html_out, draw_html, "HTML"), (md_out, draw_md, "Markdown")):
+        if out is None:
+            continue
+        if str(out) == "-":
+            sys.stdout.write(draw())
+            continue
+        try:
+            write_atomic(out, draw())
+        except OSError as exc:
+            _fail(f"{out}: cannot write the {what} report ({exc.strerror})")
+
+
+def said(html_out: Path | None, md_out: Path | None, to_stderr: bool) -> None:
+    """Say which report files were written (on stderr when stdout carries JSON or Markdown)."""
+    for out, what in ((html_out, "the HTML report"), (md_out, "the Markdown report")):
+        if out is not None and str(out) != "-":
+            _note(f"wrote {what}: {out}") if to_stderr else _wrote(out, what)
+
+
+def stdout_once(as_json: bool, md_out: Path | None) -> None:
+    if as_json and md_out is not None and str(md_out) == "-":
+        _fail("--json and --markdown - both write to stdout: give --markdown a file")

@@ -8,7 +8,9 @@ import typer
 
 from q9diff.cli.common import (
     CANDIDATE,
+    MARKDOWN,
     REFERENCE,
+    _as_saved,
     _busy,
     _Command,
     _diff_sets,
@@ -24,9 +26,11 @@ from q9diff.cli.common import (
     _report_path,
     _swapped,
     _t,
-    _wrote,
     app,
     console,
+    said,
+    stdout_once,
+    write_reports,
 )
 
 
@@ -42,46 +46,52 @@ def diff_cmd(
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report to this file"
     ),
+    md_out: Path = MARKDOWN,
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
     `q9diff A B` is short for `q9diff diff A B`. By default: the verdict, the sizes, the causes and
-    one fix; --verbose adds the evidence and the region tables, --json has everything.
+    one fix; --verbose adds the evidence and the region tables, --json has everything; `q9diff report`
+    shows a saved --json again.
 
     \b
     Exit status: 0 identical, 1 different, 2 error."""
     _report_path(html_out, [candidate, reference])
+    if md_out is not None and str(md_out) != "-":
+        _report_path(md_out, [candidate, reference], "--markdown")
+    stdout_once(as_json, md_out)
     candidate, reference = _inputs(candidate, reference)
     quiet = as_json or brief
     if _is_set(candidate):
-        _set_diff(candidate, reference, as_json, html_out, verbose, brief)
+        _set_diff(candidate, reference, as_json, html_out, md_out, verbose, brief)
     res = _open_pair(candidate, reference)
     from q9diff.compare.diff import to_json
 
     swapped = _swapped(candidate, reference, res.causes, "", ([res.a], [res.b]))
     if swapped:
         _note(f"warning: {swapped}")
-    if html_out is not None:
-        from q9diff.build.recipe import write_atomic
-        from q9diff.present.html import render
-
-        with _busy(f"writing {html_out}", quiet):
-            write_atomic(html_out, render(res))
+    data = to_json(res)
+    with _busy(f"writing {html_out or md_out}", quiet or html_out is None):
+        write_reports(_as_saved(data), html_out, md_out)
+    to_stdout = as_json or _md_stdout(md_out)
     if as_json:
-        _print_json(to_json(res))
-    elif not brief:
-        _print_diff(res, verbose)
-        if not res.identical:
-            _fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix")
-            _more(verbose)
-    _said(html_out, quiet)
+        _print_json(data)
+    elif not brief and not to_stdout:
+        show_pair(res, verbose)
+    said(html_out, md_out, to_stdout or brief)
     raise typer.Exit(0 if res.identical else 1)
 
 
-def _said(html_out: Path | None, quiet: bool) -> None:
-    """`wrote the HTML report: PATH`, on stderr when stdout is JSON or silent."""
-    if html_out is not None:
-        _wrote(html_out, "the HTML report") if not quiet else _note(f"wrote the HTML report: {html_out}")
+def show_pair(res, verbose: bool = False) -> None:
+    """One pair's terminal view: verdict, sizes, causes, the fix (also `q9diff report` of a saved diff)."""
+    _print_diff(res, verbose)
+    if not res.identical:
+        _fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix")
+        _more(verbose)
+
+
+def _md_stdout(md_out: Path | None) -> bool:
+    return md_out is not None and str(md_out) == "-"
 
 
 def _more(verbose: bool) -> None:
@@ -94,12 +104,13 @@ def _fix(suggestions: list[dict], heading: str = "Fix") -> None:
     _print_suggestions(suggestions)
 
 
-def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None, verbose: bool, brief: bool) -> None:
+def _set_diff(
+    a: Path, b: Path, as_json: bool, html_out: Path | None, md_out: Path | None, verbose: bool, brief: bool
+) -> None:
     from q9diff.compare.diff import set_to_json
 
     quiet = as_json or brief
-    along: dict | None = {} if html_out is not None else None
-    sd = _diff_sets(a, b, quiet=quiet, along=along)
+    sd = _diff_sets(a, b, quiet=quiet)
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
     data = set_to_json(sd)
@@ -108,21 +119,18 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None, verbose: b
     swapped = _swapped(a, b, data["causes"], "", sides(data))
     if swapped:
         _note(f"warning: {swapped}")
-    if html_out is not None:
-        from q9diff.build.recipe import write_atomic
-        from q9diff.present.html import render_set
-
-        with _busy(f"writing {html_out}", quiet):
-            write_atomic(html_out, render_set(sd, data, along))
+    with _busy(f"writing {html_out or md_out}", quiet or html_out is None):
+        write_reports(_as_saved(data), html_out, md_out)
+    to_stdout = as_json or _md_stdout(md_out)
     if as_json:
         _print_json(data)
-    elif not brief:
-        _print_set(sd, data, verbose)
-    _said(html_out, quiet)
+    elif not brief and not to_stdout:
+        print_set(sd, data, verbose)
+    said(html_out, md_out, to_stdout or brief)
     raise typer.Exit(0 if sd.identical else 1)
 
 
-def _print_set(sd, data: dict, verbose: bool) -> None:
+def print_set(sd, data: dict, verbose: bool = False) -> None:
     """The set's verdict, its sizes part by part, its causes and one fix when every part needs the same;
     with `verbose` each part's own report between the causes and the fix."""
     from q9diff.present.verdict import models_line, root_line, soc_note, warnings

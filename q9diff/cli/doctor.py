@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from q9diff.cli.common import (
+    _as_saved,
     _Command,
     _fail,
     _flag,
@@ -17,6 +18,7 @@ from q9diff.cli.common import (
     _wrote,
     app,
     console,
+    write_reports,
 )
 
 
@@ -43,7 +45,7 @@ def doctor(
       0  no finding is an error
       1  a finding is an error
       2  the bundle cannot be read"""
-    from q9diff.doctor.run import print_report, render_html, run
+    from q9diff.doctor.run import print_report, run
     from q9diff.genie.bundle import BundleError
 
     if reference is not None and reference_opt is not None and reference != reference_opt:
@@ -57,17 +59,13 @@ def doctor(
     except BundleError as exc:
         _fail(str(exc))
     _report_not_read(html_out, report.files())
-    if html_out is not None:
-        from q9diff.build.recipe import write_atomic
-
-        try:
-            write_atomic(html_out, render_html(report))
-        except OSError as exc:
-            _fail(f"{html_out}: cannot write the HTML report ({exc.strerror})")
+    result = report.result()
+    # drawn from the saved result, as `report` does
+    write_reports(_as_saved(result.to_json()), html_out, None)
     if as_json:
-        _print_json(report.to_json())
+        _print_json(result.to_json())
     else:
-        print_report(report, console)
+        print_report(result, console)
     if html_out is not None:
         _wrote(html_out, "the HTML report") if not as_json else _note(f"wrote the HTML report: {html_out}")
-    raise typer.Exit(report.exit_code)
+    raise typer.Exit(result.exit_code)

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from q9diff.cli.common import (
+    _as_saved,
     _busy,
     _Command,
     _exists,
@@ -19,6 +20,7 @@ from q9diff.cli.common import (
     _wrote,
     app,
     console,
+    write_reports,
 )
 from q9diff.errors import FormatError
 
@@ -146,11 +148,7 @@ def verify(
 
     res = replace(res, targets=read_targets(candidate))
 
-    if html_out is not None:
-        from q9diff.build.recipe import write_atomic
-        from q9diff.present.html import render_verify
-
-        write_atomic(html_out, render_verify(res))
+    write_reports(_as_saved(to_json(res)), html_out, None)  # drawn from the saved result, as `report` does
     if as_json:
         _print_json(to_json(res))
     else:

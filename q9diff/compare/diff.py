@@ -19,6 +19,7 @@ from q9diff.units import percent, value
 
 SCHEMA = "q9diff.diff/1"
 BULKY = ("op_kinds", "other_options", "io_signature", "io_names")
+SHOWN_APART = ("op_kinds", "other_options", "io_signature")  # ops: their own chart; options: a cause
 FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
 # The attribution bucket (q9diff.compare.attribution) whose bytes an effect cause carries.
 EFFECT_BUCKETS = {"schedule": "schedule", "compiler_options": "compiler_options", "const_size": "weights"}
@@ -66,6 +67,9 @@ class DiffResult:
     weights_verdict: str | None = None
     # Why a and b are builds of different models (compare.models); () for one model's.
     different_models: tuple[str, ...] = ()
+    # Each side's observed settings (observe() less the bulky lists), as the report's settings table
+    # shows them: the saved result carries them, so no presenter needs the files.
+    settings: dict = field(default_factory=dict)
     summary: dict | None = None  # to_json(self), kept when a set diff releases the files' mappings
 
     @property
@@ -148,6 +152,8 @@ def _region_bytes(rows: list[dict], *needles: str) -> int:
 def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     res = DiffResult(a, b, regions=_region_rows(a, b))
     oa, ob = observe(a), observe(b)
+    res.settings = {side: {k: _jsonable(v) for k, v in o.items() if k not in SHOWN_APART}
+                    for side, o in (("a", oa), ("b", ob))}  # fmt: skip
     ran_o = _optimization_ran(a, b, oa, ob)
     # "differs or not" per observation is all the rules need: plain equality (ints, strings, tuples).
     # deepdiff did the same for the settings and cost 150 ms of every diff's start-up, just to import.
@@ -384,6 +390,7 @@ def to_json(res: DiffResult) -> dict:
         "attribution": res.attribution,
         "weights_verdict": res.weights_verdict,
         **_models_json(res.different_models),
+        "settings": res.settings,
     }
 
 
@@ -465,6 +472,11 @@ def set_to_json(sd: SetDiff) -> dict:
         "size_delta_percent": percent(b_total - a_total, a_total),
         "unpaired_a": [str(p) for p in sd.unpaired_a],
         "unpaired_b": [str(p) for p in sd.unpaired_b],
+        # The unpaired parts' sizes, so a saved result draws the set's table without the files.
+        "unpaired_sizes": {
+            "a": [p.stat().st_size for p in sd.unpaired_a],
+            "b": [p.stat().st_size for p in sd.unpaired_b],
+        },
         "causes": causes,
         "suggestions": sugg,
         "parts": parts,

@@ -8,7 +8,6 @@ knows no check by name. Presenters (terminal, JSON, HTML) read the same `Report`
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,11 +122,15 @@ def _missing(rule: Rule, ctx: Context) -> str | None:
     return None
 
 
-@dataclass
-class Report:
-    bundle: Bundle
-    reference: Bundle | None
-    findings: list[Finding] = field(default_factory=list)
+@dataclass(frozen=True)
+class DoctorResult:
+    """What every presenter of doctor reads (terminal, JSON, HTML), with no bundle open: a report
+    saved with --json gives it back (`from_json`)."""
+
+    bundle: str
+    reference: str | None
+    notes: tuple[str, ...]
+    findings: tuple[Finding, ...]
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity and not f.ruled_out)
@@ -151,19 +154,56 @@ class Report:
             out[n] = {"title": title, "status": status, "why": why}
         return out
 
-    def files(self) -> list[Path]:
-        """Every file the report was read from, the reference bundle's too: what --html must not be."""
-        return [f for b in (self.bundle, self.reference) if b is not None for f in b.files()]
-
     def to_json(self) -> dict:
         return {
             "schema": SCHEMA,
-            "bundle": _label(self.bundle),
-            "reference": None if self.reference is None else _label(self.reference),
+            "bundle": self.bundle,
+            "reference": self.reference,
             "findings": [f.to_json() for f in self.findings],
             "hypotheses": {str(k): v for k, v in self.hypotheses().items()},
-            "notes": self.bundle.notes,
+            "notes": list(self.notes),
+            "passed": [i for i, f in enumerate(self.findings) if f.ruled_out],  # the checks that passed
         }
+
+    @classmethod
+    def from_json(cls, data: dict) -> DoctorResult:
+        """From a saved report whose shape was checked (q9diff.present.saved)."""
+        passed = set(data.get("passed", []))
+        findings = tuple(
+            Finding(
+                f["check"], f["severity"], f["hypothesis"], f["where"], f["evidence"], f["fix"], i in passed
+            )
+            for i, f in enumerate(data["findings"])
+        )
+        return cls(data["bundle"], data["reference"], tuple(data["notes"]), findings)
+
+
+@dataclass
+class Report:
+    bundle: Bundle
+    reference: Bundle | None
+    findings: list[Finding] = field(default_factory=list)
+
+    def result(self) -> DoctorResult:
+        ref = None if self.reference is None else _label(self.reference)
+        return DoctorResult(_label(self.bundle), ref, tuple(self.bundle.notes), tuple(self.findings))
+
+    def count(self, severity: str) -> int:
+        return self.result().count(severity)
+
+    @property
+    def exit_code(self) -> int:
+        return self.result().exit_code
+
+    def hypotheses(self) -> dict[int, dict]:
+        return self.result().hypotheses()
+
+    def to_json(self) -> dict:
+        return self.result().to_json()
+
+    def files(self) -> list[Path]:
+        """Every file the report was read from, the reference bundle's too: what --html must not be."""
+        return [f for b in (self.bundle, self.reference) if b is not None for f in b.files()]
 
 
 def _guarded(rule: Rule, ctx: Context) -> list[Hit | Note]:
@@ -219,17 +259,16 @@ def _text(*parts: str | tuple[str, str]):
     return out
 
 
-def print_report(report: Report, console) -> None:
+def print_report(report: DoctorResult, console) -> None:
     """Summary first, then the hypotheses, then problems; strings from files are escaped rich Text,
     never markup."""
-    b, ref = report.bundle, report.reference
-    against = (" vs reference ", _label(ref)) if ref is not None else ()
-    console.print(_text(("q9diff doctor ", "bold"), _label(b), *against))
+    against = (" vs reference ", report.reference) if report.reference is not None else ()
+    console.print(_text(("q9diff doctor ", "bold"), report.bundle, *against))
     e, w = report.count("error"), report.count("warning")
     passed = sum(1 for f in report.findings if f.ruled_out)
     style = "bold red" if e else ("yellow" if w else "bold green")
     console.print(_text((f"{e} error(s), {w} warning(s)", style), f", {passed} checks passed"))
-    for note in b.notes:
+    for note in report.notes:
         console.print(_text((note, "dim")))
     console.print(_text(("Hypotheses", "bold")))
     for n, h in report.hypotheses().items():
@@ -254,39 +293,3 @@ def print_report(report: Report, console) -> None:
     for evidence, fs in notes.items():
         checks = ", ".join(dict.fromkeys(f.check for f in fs))
         console.print(_text(("  " + checks, "yellow"), ": " + evidence))
-
-
-def render_html(report: Report) -> str:
-    """One self-contained page over the same findings; every string is escaped, for HTML and, as in
-    the terminal, of its control characters (q9diff.errors.printable)."""
-
-    def esc(text: str) -> str:
-        return html.escape(printable(text))
-
-    rows = []
-    for f in report.findings:
-        cls = f"{f.severity}{' ok' if f.ruled_out else ''}"
-        cells = (f.severity, f.check, f.hypothesis or "", f.where, f.evidence, f.fix or "")
-        rows.append(f"<tr class='{cls}'>" + "".join(f"<td>{esc(str(x))}</td>" for x in cells) + "</tr>")
-    hyps = []
-    for n, h in report.hypotheses().items():
-        cls = h["status"].replace(" ", "-")
-        hyps.append(
-            f"<tr><td>{n}</td><td>{esc(h['title'])}</td><td class='{cls}'>{esc(h['status'])}</td>"
-            f"<td>{esc('; '.join(h['why']))}</td></tr>"
-        )
-    title = esc(_label(report.bundle))
-    against = f" vs reference {esc(_label(report.reference))}" if report.reference else ""
-    head = "".join(f"<th>{x}</th>" for x in ("severity", "check", "hyp.", "where", "evidence", "fix"))
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>q9diff doctor {title}</title>
-<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;width:100%}}
-td,th{{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}}
-.error td:first-child,.implicated{{color:#b00;font-weight:bold}} .warning td:first-child,.open{{color:#a60}}
-.ok{{color:#666}} .ruled-out{{color:#070}}</style></head><body>
-<h1>q9diff doctor</h1><p>{title}{against}</p>
-<p><b>{report.count("error")} error(s), {report.count("warning")} warning(s)</b></p>
-<h2>Hypotheses</h2><table><tr><th>#</th><th>hypothesis</th><th>status</th><th>why</th></tr>
-{"".join(hyps)}</table>
-<h2>Findings</h2><table><tr>{head}</tr>
-{"".join(rows)}</table></body></html>
-"""

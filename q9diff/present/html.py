@@ -1,25 +1,33 @@
-"""The HTML report: one self-contained file (plotly.js inlined) over the same diff tree as the terminal.
+"""The HTML report: one self-contained, offline file (plotly.js inlined once) drawn from a saved result.
 
-The verdict comes first, in the terminal's words (`q9diff.present.verdict`); sizes are shown in human
-units with the exact byte count on hover; regions are named after their graph where the file names it.
+Every page reads only the command's result as its JSON gives it (`q9diff.diff/1`, `q9diff.setdiff/1`,
+`q9diff.verify/1`), so `q9diff report RESULT.json --html FILE` draws the same page as the command itself,
+with the binaries gone. The verdict comes first, in the terminal's words (`q9diff.present.verdict`);
+sizes are shown in human units with the exact byte count on hover; every string from a file or a saved
+result is escaped (`_e`), and the charts get them escaped too (plotly reads tags in its labels).
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
 import html
 import json
-import re
 
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
+from q9diff.present import charts
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import config_value, human
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
+div.scroll{overflow-x:auto;max-width:100%}td.ev{min-width:18em}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
-span[title]{border-bottom:1px dotted #888}</style>"""
+span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
+@media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}}</style>"""
 
 
 def _size(n: int, signed: bool = False) -> str:
@@ -37,167 +45,9 @@ def _e(v) -> str:
     return html.escape(printable(v))
 
 
-_PICKLE = re.compile(r"^PICKLE\[(\d+)\]")
-
-
-def _graph_names(summary: dict) -> list[str]:
-    return [g["name"] for g in summary.get("graphs", [])]
-
-
-def _short(name: str, n: int = 28) -> str:
-    return name if len(name) <= n else "…" + name[-(n - 1) :]
-
-
-def _label(region: str, graphs: list[str]) -> str:
-    """`PICKLE[0]/inner/const_pool` -> `graph <name>/inner/const_pool` where graph 0's name is known."""
-    m = _PICKLE.match(region)
-    if m and int(m.group(1)) < len(graphs) and graphs[int(m.group(1))]:
-        return f"graph {_short(graphs[int(m.group(1))], 20)}" + region[m.end() :]
-    return region
-
-
-def _group(name: str) -> str:
-    parts = name.split("/")
-    return "/".join(parts[:2]) if parts[0].startswith(("PICKLE", "WEIGHTS")) else parts[0]
-
-
-def _waterfall(data: dict, title: str = "Size change by region, candidate → reference"):
-    """Only the deltas, from zero: a +28 KB change on 1 MB is as tall as it is, not a sliver on a tower."""
-    import plotly.graph_objects as go
-
-    graphs = _graph_names(data["a"])
-    deltas: dict[str, int] = {}
-    for r in data["regions"]:
-        if r["delta"]:
-            key = _group(r["name"])
-            deltas[key] = deltas.get(key, 0) + r["delta"]
-    names = [_label(k, graphs) for k in deltas] + ["net change"]
-    values = [*deltas.values(), data["size_delta"]]
-    fig = go.Figure(
-        go.Waterfall(
-            x=names,
-            y=[*deltas.values(), 0],
-            measure=[*["relative"] * len(deltas), "total"],
-            text=[("+" if v > 0 else "") + human(v) for v in values],
-            customdata=[f"{v:+,d} bytes" for v in values],
-            hovertext=list(deltas) + ["net change"],
-            hovertemplate="%{x}<br>%{customdata}<br>%{hovertext}<extra></extra>",
-            textposition="outside",
-        )
-    )
-    a, b = data["a"]["size"], data["b"]["size"]
-    fig.update_layout(
-        title=f"{title}: {human(a)} → {human(b)} ({'+' if b >= a else ''}{human(b - a)})",
-        yaxis_title="bytes changed",
-        height=380,
-    )
-    return fig
-
-
-def _treemap(summary: dict, title: str):
-    import plotly.graph_objects as go
-
-    graphs = _graph_names(summary)
-    ids, labels, parents, values = [], [], [], []
-    groups: dict[str, int] = {}
-    for r in summary["regions"]:
-        groups[_group(r["name"])] = groups.get(_group(r["name"]), 0) + r["size"]
-    for g, v in groups.items():
-        ids.append(g), labels.append(_label(g, graphs)), parents.append(""), values.append(v)
-    leaf_sizes: dict[str, int] = {}
-    for r in summary["regions"]:
-        leaf_sizes[r["name"]] = leaf_sizes.get(r["name"], 0) + r["size"]
-    for name, v in leaf_sizes.items():
-        if _group(name) != name:
-            (
-                ids.append(name),
-                labels.append(name.split("/")[-1]),
-                parents.append(_group(name)),
-                values.append(v),
-            )
-    return go.Treemap(
-        ids=ids,
-        labels=labels,
-        parents=parents,
-        values=values,
-        branchvalues="remainder",
-        name=title,
-        customdata=[f"{human(v)} ({v:,d} bytes)" for v in values],
-        hovertemplate="%{label}<br>%{customdata}<extra></extra>",
-    )
-
-
-def _maps(data: dict):
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        specs=[[{"type": "domain"}, {"type": "domain"}]],
-        subplot_titles=("candidate", "reference"),
-    )
-    fig.add_trace(_treemap(data["a"], "candidate"), 1, 1)
-    fig.add_trace(_treemap(data["b"], "reference"), 1, 2)
-    fig.update_layout(title="Region maps (every byte)", height=480)
-    return fig
-
-
-def changes_along(res, bins: int = 200):
-    """Where bytes differ along the file, in equal-width bins of the shorter file."""
-    import numpy as np
-    import plotly.graph_objects as go
-
-    n = min(res.a.size, res.b.size)
-    step = max(1, -(-n // bins))
-    counts = []
-    for s in range(0, n, step):
-        k = min(step, n - s)
-        xa = np.frombuffer(res.a._buf, dtype=np.uint8, count=k, offset=s)
-        xb = np.frombuffer(res.b._buf, dtype=np.uint8, count=k, offset=s)
-        counts.append(int(np.count_nonzero(xa != xb)))
-    fig = go.Figure(go.Bar(x=[s for s in range(0, n, step)], y=counts, name="changed bytes"))
-    fig.update_layout(title=f"Where bytes changed (bins of {human(step)})", xaxis_title="offset", height=320)
-    return fig
-
-
-def _settings_table(res):
-    import plotly.graph_objects as go
-
-    from q9diff.compare.diff import observe
-
-    oa, ob = observe(res.a), observe(res.b)
-    keys = [k for k in oa if k not in ("op_kinds", "other_options", "io_signature")]
-
-    def short(v):
-        s = str(v)
-        return s if len(s) < 60 else s[:59] + "…"
-
-    colors = ["#ffd6d6" if oa[k] != ob[k] else "white" for k in keys]
-    fig = go.Figure(
-        go.Table(
-            header={"values": ["setting", "candidate", "reference"]},
-            cells={
-                "values": [keys, [short(oa[k]) for k in keys], [short(ob[k]) for k in keys]],
-                "fill_color": [colors] * 3,
-            },
-        )
-    )
-    fig.update_layout(title="Settings (differences highlighted)", height=80 + 28 * len(keys))
-    return fig
-
-
-def _ops_figure(res):
-    from collections import Counter
-
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for label, cb in (("candidate", res.a), ("reference", res.b)):
-        c = Counter(op.kind for i in range(len(cb.graphs)) for op in cb.ops(i))
-        kinds = sorted(c)
-        fig.add_trace(go.Bar(x=kinds, y=[c[k] for k in kinds], name=label))
-    fig.update_layout(title="Op-list diff: ops per kind, all graphs", barmode="group", height=420)
-    return fig
+def _table(inner: str) -> str:
+    """A table that scrolls sideways on a narrow screen instead of widening the page."""
+    return f"<div class='scroll'><table class='c'>{inner}</table></div>"
 
 
 def _verdict(data: dict) -> str:
@@ -239,12 +89,12 @@ def _causes_table(causes: list[dict]) -> str:
         f"<tr><td>{_e(c['name'])}</td><td>{_e(c['role'])}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
         f"<td class='n'>{'' if c.get('bytes') is None else _size(c['bytes'])}</td>"
-        f"<td>{_e('; '.join(c['evidence']))}</td></tr>"
+        f"<td class='ev'>{_e('; '.join(c['evidence']))}</td></tr>"
         for c in causes
     )
-    return (
-        "<table class='c'><tr><th>cause</th><th>role</th><th>candidate</th><th>reference</th><th>bytes</th>"
-        f"<th>evidence</th></tr>{rows}</table>"
+    return _table(
+        "<tr><th>cause</th><th>role</th><th>candidate</th><th>reference</th><th>bytes</th>"
+        f"<th>evidence</th></tr>{rows}"
     )
 
 
@@ -261,10 +111,10 @@ def _attribution(data: dict) -> str:
     changed = sum(r["changed_bytes"] for r in rows)
     delta = sum(r["size_delta"] for r in rows)
     verdict = f"<p><b>{_e(data['weights_verdict'])}</b></p>" if data.get("weights_verdict") else ""
-    return (
-        f"{verdict}<h3>Where the changed bytes went (rows add up)</h3><table class='c'><tr><th>effect</th>"
-        f"<th>changed bytes</th><th>size delta</th></tr>{body}<tr><th>total</th>"
-        f"<th class='n'>{_size(changed)}</th><th class='n'>{_size(delta, signed=True)}</th></tr></table>"
+    return f"{verdict}<h3>Where the changed bytes went (rows add up)</h3>" + _table(
+        "<tr><th>effect</th><th>changed bytes</th><th>size delta</th></tr>"
+        f"{body}<tr><th>total</th><th class='n'>{_size(changed)}</th>"
+        f"<th class='n'>{_size(delta, signed=True)}</th></tr>"
     )
 
 
@@ -279,7 +129,9 @@ def _fixes(suggestions: list[dict]) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{_e(title)}</title>
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
 {STYLE}
 </head><body>
 {body}
@@ -287,115 +139,230 @@ def _page(title: str, body: str) -> str:
 """
 
 
-def _charts(figs, first: bool) -> str:
-    import plotly.io as pio
+# plotly.js (4.8 MB in plotly 6's package, which ships no partial bundle) goes in gzipped and base64'd
+# (2 MB), unpacked by the browser's DecompressionStream (Chrome 80, Firefox 113, Safari 16.4): the page
+# stays one offline file at less than half the size. Each chart is its figure's JSON beside an empty div.
+_LOADER = """<script>(async () => {
+  const charts = () => document.querySelectorAll("script[data-chart]");
+  const say = (text) => charts().forEach((el) => {
+    document.getElementById(el.dataset.chart).textContent = text; });
+  if (typeof DecompressionStream === "undefined") {
+    say("This browser cannot unpack the charts (it has no DecompressionStream); the tables say it all.");
+    return;
+  }
+  const text = atob(document.getElementById("plotly-gz").textContent);
+  const packed = Uint8Array.from(text, (c) => c.charCodeAt(0));
+  const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
+  const code = document.createElement("script");
+  code.textContent = await new Response(stream).text();
+  document.head.appendChild(code);
+  if (document.readyState === "loading") {
+    await new Promise((done) => document.addEventListener("DOMContentLoaded", done));
+  }
+  for (const el of charts()) {
+    const fig = JSON.parse(el.textContent);
+    Plotly.newPlot(el.dataset.chart, fig.data, fig.layout, {responsive: true, displaylogo: false});
+  }
+})();</script>"""
 
-    return "".join(
-        pio.to_html(f, full_html=False, include_plotlyjs=first and i == 0) for i, f in enumerate(figs)
+
+@functools.cache
+def _plotly_packed() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), 6, mtime=0)).decode("ascii")
+
+
+class _Charts:
+    """Charts of one page: plotly.js inlined once, before the first; div ids numbered, not random, so
+    the same result always gives the same page."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, figs) -> str:
+        import plotly.io as pio
+
+        out = []
+        if self.n == 0 and figs:
+            out.append(f'<script type="text/plain" id="plotly-gz">{_plotly_packed()}</script>{_LOADER}')
+        for f in figs:
+            # JSON has "<" only inside strings, where \u003c reads the same: no "</script>" can end it.
+            text = pio.to_json(f, validate=False).replace("<", "\\u003c")
+            height = f.layout.height or 450
+            out.append(
+                f'<div id="chart-{self.n}" class="plotly-graph-div"'
+                f' style="height:{height}px;width:100%"></div>'
+                f'<script type="application/json" data-chart="chart-{self.n}">{text}</script>'
+            )
+            self.n += 1
+        return "".join(out)
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _figures(data: dict) -> list:
+    """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops."""
+    figs = [
+        charts.waterfall(_escaped(data)),
+        charts.maps(_escaped(data)),
+        charts.where_changed(_escaped(data)),
+    ]
+    if data.get("settings"):  # a result saved before settings were recorded has none
+        figs.append(charts.settings(data))
+    return figs + [charts.ops(_escaped(data))]
+
+
+def _escaped(v):
+    """A result with every string escaped for plotly, which reads tags (<b>, <a href>) in its labels."""
+    if isinstance(v, str):
+        return _e(v)
+    if isinstance(v, dict):
+        return {k: _escaped(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_escaped(x) for x in v]
+    return v
+
+
+def _sizes(data: dict) -> str:
+    return (
+        f"<p>size {_size(data['a']['size'])} → {_size(data['b']['size'])}"
+        f" ({_size(data['size_delta'], signed=True)})</p>"
     )
 
 
-def render(res) -> str:
-    """The report for two files."""
-    from q9diff.compare.diff import to_json
-
-    data = to_json(res)
-    figs = [_waterfall(data), _maps(data), changes_along(res), _settings_table(res), _ops_figure(res)]
+def render(data: dict) -> str:
+    """The report for two files, from the diff's JSON (`q9diff.diff/1`)."""
+    a, b = data["a"]["path"], data["b"]["path"]
     body = (
         _verdict(data)
-        + f"<p>q9diff: candidate {_e(res.a.path)} vs reference {_e(res.b.path)}</p>"
-        + f"<p>size {_size(data['a']['size'])} → {_size(data['b']['size'])}"
-        + f" ({_size(data['size_delta'], signed=True)})</p>"
+        + f"<p>q9diff: candidate {_e(a)} vs reference {_e(b)}</p>"
+        + _sizes(data)
         + _causes_table(data["causes"])
         + _attribution(data)
         + _fixes(data["suggestions"])
-        + _charts(figs, first=True)
+        + _Charts()(_figures(data))
     )
-    return _page("q9diff report", body)
+    return _page(f"q9diff diff {_name(a)} vs {_name(b)}", body)
 
 
-def render_set(sd, data: dict, along: dict | None = None) -> str:
-    """The report for two sets of parts: the verdict over the set, the set's totals part by part,
-    then each part's verdict, causes, fix and size change. The parts' files are no longer mapped
-    (`diff_sets` releases them), so where bytes changed comes drawn already: `along[part path]`."""
-    along = along or {}
+def render_set(data: dict) -> str:
+    """The report for two sets of parts, from the set's JSON (`q9diff.setdiff/1`): the verdict over
+    the set, the set's totals part by part and a chart across the set, then each part as a diff of two
+    files is shown (verdict, causes, fix, every chart)."""
 
     def row(cells, tag="td") -> str:
         return "<tr>" + "".join(f"<{tag}{' class=n' if n else ''}>{c}</{tag}>" for c, n in cells) + "</tr>"
 
-    def size(p) -> str:
-        return _size(p.stat().st_size)
-
     rows = []
-    for (pa, pb, r), part in zip(sd.pairs, data["parts"]):
+    for part in data["parts"]:
         causes = root_line(part["causes"]) or ("identical" if part["identical"] else "data only")
-        rows.append(row([(_e(pa.name), 0), (_e(pb.name), 0), (_size(r.a.size), 1), (_size(r.b.size), 1),
-                         (_size(r.b.size - r.a.size, signed=True), 1), (_e(causes), 0)]))  # fmt: skip
-    for p in sd.unpaired_a:
-        rows.append(row([(_e(p.name), 0), ("(none)", 0), (size(p), 1), ("", 1), ("", 1), ("unpaired", 0)]))
-    for p in sd.unpaired_b:
-        rows.append(row([("(none)", 0), (_e(p.name), 0), ("", 1), (size(p), 1), ("", 1), ("unpaired", 0)]))
+        a, b = part["a"]["size"], part["b"]["size"]
+        rows.append(
+            row(
+                [
+                    (_e(part["part"]), 0),
+                    (_e(_name(part["b"]["path"])), 0),
+                    (_size(a), 1),
+                    (_size(b), 1),
+                    (_size(b - a, signed=True), 1),
+                    (_e(causes), 0),
+                ]
+            )
+        )
+    sizes = data.get("unpaired_sizes") or {"a": [], "b": []}
+    for p, n in zip(data["unpaired_a"], sizes["a"]):
+        rows.append(row([(_e(_name(p)), 0), ("(none)", 0), (_size(n), 1), ("", 1), ("", 1), ("unpaired", 0)]))
+    for p, n in zip(data["unpaired_b"], sizes["b"]):
+        rows.append(row([("(none)", 0), (_e(_name(p)), 0), ("", 1), (_size(n), 1), ("", 1), ("unpaired", 0)]))
     delta = _size(data["size_delta"], signed=True)
-    rows.append(row([("set total", 0), ("", 0), (_size(data["a_total"]), 1), (_size(data["b_total"]), 1),
-                     (delta, 1), (_e(root_line(data["causes"])), 0)], "th"))  # fmt: skip
-    totals = (
-        "<h3>The set, part by part</h3><table class='c'><tr><th>candidate part</th><th>reference part</th>"
-        f"<th>candidate</th><th>reference</th><th>change</th><th>root causes</th></tr>{''.join(rows)}</table>"
+    rows.append(
+        row(
+            [
+                ("set total", 0),
+                ("", 0),
+                (_size(data["a_total"]), 1),
+                (_size(data["b_total"]), 1),
+                (delta, 1),
+                (_e(root_line(data["causes"])), 0),
+            ],
+            "th",
+        )
     )
+    totals = "<h3>The set, part by part</h3>" + _table(
+        "<tr><th>candidate part</th><th>reference part</th><th>candidate</th><th>reference</th>"
+        f"<th>change</th><th>root causes</th></tr>{''.join(rows)}"
+    )
+    draw = _Charts()
+    across = draw([charts.set_effects(_escaped(data))]) if data["parts"] else ""
     sections = []
-    for i, ((pa, pb, r), part) in enumerate(zip(sd.pairs, data["parts"])):
-        figs = [_waterfall(part, f"{pa.name}: size change by region")] + ([along[pa]] if pa in along else [])
+    for part in data["parts"]:
+        pa, pb = part["part"], _name(part["b"]["path"])
         sections.append(
-            f"<hr><h2>{_e(pa.name)} vs {_e(pb.name)}</h2>"
+            f"<hr><h2>{_e(pa)} vs {_e(pb)}</h2>"
             + _verdict(part).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
-            + f"<p>{_e(r.a.path)} vs {_e(r.b.path)}: {_size(r.a.size)} → {_size(r.b.size)}"
-            + f" ({_size(r.b.size - r.a.size, signed=True)})</p>"
+            + f"<p>{_e(part['a']['path'])} vs {_e(part['b']['path'])}: {_size(part['a']['size'])} →"
+            + f" {_size(part['b']['size'])} ({_size(part['b']['size'] - part['a']['size'], signed=True)})</p>"
             + _causes_table(part["causes"])
             + _attribution(part)
             + _fixes(part["suggestions"])
-            + _charts(figs, first=i == 0)
+            + draw(_figures(part))
         )
-    head = f"<p>q9diff: candidate {_e(sd_root(sd, 'a'))} vs reference {_e(sd_root(sd, 'b'))}</p>"
+    ra, rb = set_root(data, "a"), set_root(data, "b")
+    na, nb = len(data["parts"]) + len(data["unpaired_a"]), len(data["parts"]) + len(data["unpaired_b"])
     body = (
         _verdict(data).replace("Root cause:", "Root causes over the set:")
-        + head
-        + f"<p>{len(sd.pairs) + len(sd.unpaired_a)} vs {len(sd.pairs) + len(sd.unpaired_b)} parts,"
-        + f" {_size(data['a_total'])} → {_size(data['b_total'])} ({delta})</p>"
+        + f"<p>q9diff: candidate {_e(ra)} vs reference {_e(rb)}</p>"
+        + f"<p>{na} vs {nb} parts, {_size(data['a_total'])} → {_size(data['b_total'])} ({delta})</p>"
         + totals
         + _fixes(data["suggestions"])
+        + across
         + "".join(sections)
     )
-    return _page("q9diff set report", body)
+    return _page(f"q9diff set diff {_name(ra)} vs {_name(rb)}", body)
 
 
-def sd_root(sd, side: str) -> str:
+def set_root(data: dict, side: str) -> str:
     """The folder a side's parts come from (the common parent), for the title."""
-    paths = [pa if side == "a" else pb for pa, pb, _ in sd.pairs] + (
-        sd.unpaired_a if side == "a" else sd.unpaired_b
-    )
-    parents = {str(p.parent) for p in paths}
+    paths = [p[side]["path"] for p in data["parts"]] + data[f"unpaired_{side}"]
+    parents = {p.rpartition("/")[0] or "." for p in paths}
     return parents.pop() if len(parents) == 1 else ", ".join(sorted(parents))
 
 
 # ---- q9diff verify ----
 
+# Each pair its colour, its dash and its marker, so a line hidden under another still shows.
 _PAIRS = {
-    ("candidate", "cpu"): "#d62728",
-    ("reference", "cpu"): "#1f77b4",
-    ("candidate", "reference"): "#2ca02c",
+    ("candidate", "cpu"): ("#d62728", "solid", "circle"),
+    ("reference", "cpu"): ("#1f77b4", "dash", "square-open"),
+    ("candidate", "reference"): ("#2ca02c", "dot", "diamond-open"),
 }
 
 
-def _drift_figure(llm):
-    """Per-step logit drift (teacher-forced, so every side saw the same tokens), with token divergence."""
+def _tolerances(res) -> dict[str, float]:
+    """The cosine at which each comparison passes: the one given (--min-cosine) or the defaults."""
+    from q9diff.verify.run import BINARY_TOLERANCE, CPU_TOLERANCE
+
+    given = getattr(res, "tolerance", None)
+    if given is not None:
+        return {"reference": given.min_cosine, "cpu": given.min_cosine}
+    return {"reference": BINARY_TOLERANCE.min_cosine, "cpu": CPU_TOLERANCE.min_cosine}
+
+
+def _drift_figure(res):
+    """Per-step logit drift (teacher-forced, so every side saw the same tokens), with token divergence
+    and the cosine tolerances of a single-graph comparison as lines."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    llm = res.llm
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, subplot_titles=("max |Δ logit| per step", "cosine per step")
     )
     steps = [d.step for d in llm.steps]
-    for (a, b), color in _PAIRS.items():
+    for (a, b), (color, dash, symbol) in _PAIRS.items():
         if b == "cpu":
             series = [d.vs_cpu.get(a) for d in llm.steps]
         else:
@@ -403,35 +370,66 @@ def _drift_figure(llm):
         if not any(m is not None for m in series):
             continue
         name = f"{a} vs {b}"
-        for row, values in ((1, [m.max_abs if m else None for m in series]),
-                            (2, [m.cosine if m else None for m in series])):  # fmt: skip
-            style = {"color": color, "dash": "dot" if a == "reference" else "solid"}
+        for row, values in (
+            (1, [m.max_abs if m else None for m in series]),
+            (2, [m.cosine if m else None for m in series]),
+        ):
             line = go.Scatter(
-                x=steps, y=values, name=name, mode="lines+markers", legendgroup=name, line=style
+                x=steps,
+                y=values,
+                name=name,
+                mode="lines+markers",
+                legendgroup=name,
+                line={"color": color, "dash": dash, "width": 2},
+                marker={"symbol": symbol, "size": 9},
             )
             fig.add_trace(line.update(showlegend=row == 1), row=row, col=1)
+    for against, cosine in sorted(_tolerances(res).items()):
+        fig.add_hline(
+            y=cosine,
+            line_dash="longdash",
+            line_color="#555",
+            row=2,
+            col=1,
+            annotation_text=f"tolerance vs {against}: cosine {cosine}",
+            annotation_position="bottom left",
+        )
     at: dict[int, list[str]] = {}
     for pair, step in llm.first_divergence.items():
         if step is not None:
             at.setdefault(step, []).append(pair)
     for step, pairs in at.items():
-        text = ", ".join(pairs) + ": tokens diverge"
+        text = html.escape(", ".join(pairs)) + ": tokens diverge"
         fig.add_vline(x=step, line_dash="dash", annotation_text=text, row=1, col=1)
+    fig.update_xaxes(tick0=0, dtick=1, tickformat="d")
     fig.update_xaxes(title_text="step (generated token)", row=2, col=1)
-    fig.update_layout(title="Drift per step: the first token right, then garbage?", height=560)
+    fig.update_layout(title="Drift per step: the first token right, then garbage?", height=580)
     return fig
 
 
-def _outputs_figure(outputs):
+def _outputs_figure(res):
     import plotly.graph_objects as go
 
+    outputs = res.outputs
     fig = go.Figure()
     for against in sorted({o.against for o in outputs}):
         rows = [o for o in outputs if o.against == against]
-        labels = [f"{o.graph[-24:]}:{o.output}" for o in rows]
+        labels = [html.escape(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
         fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=f"candidate vs {against}"))
+    for against, cosine in sorted(_tolerances(res).items()):
+        if any(o.against == against for o in outputs):
+            fig.add_hline(
+                y=cosine,
+                line_dash="longdash",
+                line_color="#555",
+                annotation_text=f"tolerance vs {against}: {cosine}",
+            )
     fig.update_layout(
-        title="Cosine similarity per output", barmode="group", height=420, yaxis_range=[0, 1.01]
+        title="Cosine similarity per output",
+        barmode="group",
+        height=420,
+        yaxis_range=[0, 1.01],
+        yaxis_title="cosine (1 = same)",
     )
     return fig
 
@@ -453,37 +451,38 @@ def render_verify(res) -> str:
     body, fig = "", None
     if res.llm is not None:
         rows = "".join(
-            f"<tr><td>{_e(k)}</td><td>{' '.join(map(str, v))}</td></tr>" for k, v in res.llm.tokens.items()
+            f"<tr><td>{_e(k)}</td><td>{_e(' '.join(map(str, v)))}</td></tr>"
+            for k, v in res.llm.tokens.items()
         )
         div = "".join(
-            f"<li>{_e(k)}: " + ("same tokens at every step" if v is None else f"diverge at step {v}")
+            f"<li>{_e(k)}: " + ("same tokens at every step" if v is None else f"diverge at step {_e(str(v))}")
             for k, v in res.llm.first_divergence.items()
         )
         body = (
-            f"<p>prompt {list(res.llm.prompt)}</p><table class='c'><tr><th>side</th><th>tokens</th></tr>"
-            f"{rows}</table><ul>{div}</ul>"
+            f"<p>prompt {_e(str(list(res.llm.prompt)))}</p>"
+            + _table(f"<tr><th>side</th><th>tokens</th></tr>{rows}")
+            + f"<ul>{div}</ul>"
         )
-        fig = _drift_figure(res.llm) if res.llm.steps else None
+        fig = _drift_figure(res) if res.llm.steps else None
     elif res.outputs:
         rows = "".join(
-            f"<tr><td>{_e(o.graph)}</td><td>{_e(o.output)}</td><td>{o.against}</td>"
+            f"<tr><td>{_e(o.graph)}</td><td>{_e(o.output)}</td><td>{_e(o.against)}</td>"
             f"<td>{o.metrics.max_abs:.4g}</td><td>{o.metrics.rel:.4g}</td><td>{o.metrics.cosine:.6f}</td>"
             f"<td>{'yes' if o.passed else 'NO'}</td></tr>"
             for o in res.outputs
         )
-        body = (
-            "<table class='c'><tr><th>graph</th><th>output</th><th>against</th><th>max|Δ|</th><th>rel</th>"
-            f"<th>cosine</th><th>ok</th></tr>{rows}</table>"
+        body = _table(
+            "<tr><th>graph</th><th>output</th><th>against</th><th>max|Δ|</th><th>rel</th>"
+            f"<th>cosine</th><th>ok</th></tr>{rows}"
         )
-        fig = _outputs_figure(res.outputs)
-    chart = _charts([fig], first=True) if fig is not None else ""
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>q9diff verify</title>
-<style>body{{font-family:sans-serif;margin:1.5em}}
-table.c td,table.c th{{border:1px solid #ccc;padding:3px}}</style>
-</head><body>
-<h1>q9diff verify: {verdict}</h1>
+        fig = _outputs_figure(res)
+    chart = _Charts()([fig]) if fig is not None else ""
+    cand = next((s.source for s in res.sides if s.label == "candidate"), "")
+    ref = next((s.source for s in res.sides if s.label == "reference"), "")
+    status = "PASS" if v.passed else "FAIL"  # the tab's title: the word; the page: the whole verdict
+    title = f"q9diff verify {_name(cand)}" + (f" vs {_name(ref)}" if ref else "") + f": {status}"
+    page = f"""<h1>q9diff verify: {verdict}</h1>
 <ul>{sides}</ul>{f"<ul>{notes}</ul>" if notes else ""}
 {body}
-{chart}
-</body></html>
-"""
+{chart}"""
+    return _page(title, page)

@@ -109,6 +109,7 @@ class VerifyResult:
     llm: LlmCheck | None = None
     notes: tuple[str, ...] = field(default=())
     targets: tuple[tuple[str, int | None], ...] = ()
+    tolerance: Tolerance | None = None  # the one given (--min-cosine, --max-rel); None: the defaults
 
     @property
     def passed(self) -> bool:
@@ -251,6 +252,9 @@ def to_json(res: VerifyResult) -> dict:
         "notes": list(res.notes),
         "outputs": [asdict(c) for c in res.outputs],
         "llm": asdict(res.llm) if res.llm is not None else None,
+        "tolerance": asdict(res.tolerance) if res.tolerance is not None else None,
+        # each candidate part and the soc_model it was built for (null: not read), the verdict's caveat
+        "targets": [{"part": path, "soc_model": soc} for path, soc in res.targets],
     }
     return clean(json.loads(json.dumps(data, default=float)))
 
@@ -381,7 +385,11 @@ def verify(
             if not others:
                 raise RunnerError("nothing to compare the candidate with: give a reference or a recipe")
             return VerifyResult(
-                tuple(sides), tuple(check_graphs(cand, others, seed, inputs, tolerance)), None, tuple(notes)
+                tuple(sides),
+                tuple(check_graphs(cand, others, seed, inputs, tolerance)),
+                None,
+                tuple(notes),
+                tolerance,
             )
         dialog = DialogConfig.of(candidate)
         if dialog == DialogConfig() and reference is not None:

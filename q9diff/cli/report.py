@@ -1,0 +1,100 @@
+"""`q9diff report RESULT.json`: the terminal view, the HTML report or the Markdown of a saved result.
+
+Every command that saves a result (`--json` of diff, a set diff, verify, doctor) draws its HTML and
+Markdown from that same JSON (`common.write_reports`), so a report drawn later from the saved file is the same
+page, with the binaries and bundles gone, as diffoscope renders from its saved JSON.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from q9diff.cli.common import (
+    MARKDOWN,
+    _Command,
+    _fail,
+    _note,
+    _report_path,
+    _swapped,
+    app,
+    console,
+    said,
+    write_reports,
+)
+
+
+@app.command(cls=_Command, short_help="Show or render a saved --json result (HTML, Markdown).")
+def report(
+    result: Path = typer.Argument(..., metavar="RESULT", help="a saved --json of diff, verify or doctor"),
+    html_out: Path = typer.Option(None, "--html", metavar="FILE", help="write the HTML report to this file"),
+    md_out: Path = MARKDOWN,
+) -> None:
+    """Show a saved result (the --json of diff, a set diff, verify or doctor) as the command showed it,
+    or write its HTML or Markdown report, with no binary or bundle needed.
+
+    \b
+    Exit status: the saved command's (0 same or PASS, 1 different or FAIL), 2 error."""
+    from q9diff.present import saved as s
+
+    if not result.is_file():
+        _fail(f"{result}: no such file" if not result.exists() else f"{result}: not a file")
+    for out, flag in ((html_out, "--html"), (md_out, "--markdown")):
+        if out is not None and str(out) != "-":
+            _report_path(out, [result], flag)
+    try:
+        saved = s.load(result)
+    except s.ResultError as exc:
+        _fail(str(exc))
+    data = saved.data
+    write_reports(data, html_out, md_out)
+    code = _exit_code(saved)
+    if md_out is not None and str(md_out) == "-":
+        said(html_out, None, True)
+        raise typer.Exit(code)
+    _terminal(saved)
+    said(html_out, md_out, False)
+    raise typer.Exit(code)
+
+
+def _exit_code(saved) -> int:
+    from q9diff.present import saved as s
+
+    if saved.schema in (s.DIFF, s.SET):
+        return 0 if saved.data["identical"] else 1
+    if saved.schema == s.VERIFY:
+        return 0 if s.verify_result(saved.data).passed else 1
+    from q9diff.doctor.run import DoctorResult
+
+    return DoctorResult.from_json(saved.data).exit_code
+
+
+def _terminal(saved) -> None:
+    """The command's own terminal view, read from the saved result."""
+    from q9diff.present import saved as s
+    from q9diff.present.verdict import sides
+
+    data = saved.data
+    if saved.schema in (s.DIFF, s.SET):
+        from q9diff.cli.diff import print_set, show_pair
+        from q9diff.compare.result import saved_diff, saved_set
+        from q9diff.present.html import set_root
+
+        a, b = (
+            (data["a"]["path"], data["b"]["path"])
+            if saved.schema == s.DIFF
+            else (set_root(data, "a"), set_root(data, "b"))
+        )
+        swapped = _swapped(Path(a), Path(b), data["causes"], "", sides(data))
+        if swapped:
+            _note(f"warning: {swapped}")
+        show_pair(saved_diff(data)) if saved.schema == s.DIFF else print_set(saved_set(data), data)
+    elif saved.schema == s.VERIFY:
+        from q9diff.cli.verify import _print_verify
+
+        _print_verify(s.verify_result(data))
+    else:
+        from q9diff.doctor.run import DoctorResult, print_report
+
+        print_report(DoctorResult.from_json(data), console)

@@ -1,0 +1,67 @@
+"""doctor's HTML report, from its result (`DoctorResult`, as `q9diff.doctor/1` saves it).
+
+The headline names the implicated hypotheses first, apart from the open and the ruled-out ones, so the
+cause is read before the checks that passed. Every string is escaped.
+"""
+
+from __future__ import annotations
+
+from q9diff.present.html import STYLE, _page, _table
+from q9diff.present.html import _e as esc  # HTML and control characters, as everywhere
+
+DOCTOR_STYLE = STYLE.replace(
+    "</style>",
+    ".error td:first-child,.implicated{color:#b00;font-weight:bold}"
+    " .warning td:first-child,.open{color:#a60} .ok{color:#666} .ruled-out{color:#070}"
+    " td{vertical-align:top;font-size:13px} ul.implicated li{margin:.2em 0}</style>",
+)
+
+
+def _headline(hyps: dict[int, dict]) -> str:
+    by: dict[str, list[str]] = {}
+    for n, h in hyps.items():
+        by.setdefault(h["status"], []).append(f"{n} {esc(h['title'])}")
+    out = ""
+    if by.get("implicated"):
+        items = "".join(f"<li>{x}</li>" for x in by["implicated"])
+        out += f"<h2>Implicated</h2><ul class='implicated'>{items}</ul>"
+    else:
+        out += "<h2>No hypothesis implicated</h2>"
+    for status in ("open", "ruled out"):
+        if by.get(status):
+            cls, items = status.replace(" ", "-"), "; ".join(by[status])
+            out += f"<p class='{cls}'><b>{status.capitalize()}:</b> {items}</p>"
+    return out
+
+
+def render_doctor(report) -> str:
+    """One self-contained page over the same findings as the terminal."""
+    rows = []
+    for f in report.findings:
+        cls = f"{f.severity}{' ok' if f.ruled_out else ''}"
+        cells = (f.severity, f.check, f.hypothesis or "", f.where, f.evidence, f.fix or "")
+        rows.append(f"<tr class='{cls}'>" + "".join(f"<td>{esc(str(x))}</td>" for x in cells) + "</tr>")
+    hyps = report.hypotheses()
+    table = []
+    for n, h in hyps.items():
+        cls = h["status"].replace(" ", "-")
+        table.append(
+            f"<tr><td>{n}</td><td>{esc(h['title'])}</td><td class='{cls}'>{esc(h['status'])}</td>"
+            f"<td>{esc('; '.join(h['why']))}</td></tr>"
+        )
+    against = f" vs reference {esc(report.reference)}" if report.reference else ""
+    head = "".join(f"<th>{x}</th>" for x in ("severity", "check", "hyp.", "where", "evidence", "fix"))
+    passed = sum(1 for f in report.findings if f.ruled_out)
+    body = (
+        f"<h1>q9diff doctor</h1><p>{esc(report.bundle)}{against}</p>"
+        f"<p><b>{report.count('error')} error(s), {report.count('warning')} warning(s)</b>,"
+        f" {passed} checks passed</p>"
+        + _headline(hyps)
+        + "<h2>Hypotheses</h2>"
+        + _table(f"<tr><th>#</th><th>hypothesis</th><th>status</th><th>why</th></tr>{''.join(table)}")
+        + "<h2>Findings</h2>"
+        + _table(f"<tr>{head}</tr>{''.join(rows)}")
+    )
+    name = report.bundle.rstrip("/").rsplit("/", 2)
+    short = "/".join(name[-2:]) if name[-1] == "genie_config.json" else name[-1]
+    return _page(f"q9diff doctor {short}", body).replace(STYLE, DOCTOR_STYLE)

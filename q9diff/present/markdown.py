@@ -1,0 +1,232 @@
+"""The Markdown report, for CI job summaries and pull-request comments: the verdict, the root causes with
+both values, the fix lines (one code block per setting, copyable), and the sizes.
+
+It reads the same saved result as the HTML report (the command's JSON). Every string from a file or a
+saved result is escaped for Markdown (and for the HTML that Markdown lets through); a code block's fence
+is longer than any run of backticks inside it, so no value can close it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+from q9diff.present.charts import human
+from q9diff.present.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
+
+_SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
+
+
+def md(v) -> str:
+    """Text safe in a Markdown paragraph or table cell: tags shown, not run; no line break; no markup."""
+    s = re.sub(r"[\x00-\x1f\x7f]+", " ", str(v))
+    return _SPECIAL.sub(r"\\\1", html.escape(s, quote=False))
+
+
+def code_block(lines: list[str], lang: str = "text") -> str:
+    body = "\n".join(re.sub(r"[\x00-\x09\x0b-\x1f\x7f]", " ", x) for x in lines)
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{body}\n{fence}\n"
+
+
+def size_change(a: int, b: int) -> str:
+    """`+24,576 B (+2.1%)`: the exact bytes and the share of the candidate's size."""
+    d = b - a
+    pct = f" ({d / a:+.1%})" if a else ""
+    return f"{d:+,d} B{pct}"
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,d} B ({human(n)})" if abs(n) >= 1024 else f"{n:,d} B"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def _verdict(data: dict, over_set: bool = False) -> str:
+    causes = data["causes"]
+    out = "".join(f"> **{md(w)}**\n\n" for w in warnings(causes))
+    swapped = reference_looks_wrong(causes, *sides(data))
+    if swapped:
+        out += f"> **Arguments swapped?** {md(swapped)}; the known-good build comes second.\n\n"
+    if data["identical"]:
+        return out + "**Identical: no difference in any byte.**\n"
+    line, note = root_line(causes), soc_note(causes)
+    head = "Root causes over the set" if over_set else "Root cause"
+    text = (
+        f"{head}: {line}" + (f" ({note})" if note else "")
+        if line
+        else "No setting differs; only effects or data."
+    )
+    return out + f"**{md(text)}**\n"
+
+
+def _value(c: dict, side: str) -> str:
+    if c["name"] == "compiler_options":  # a and b are both the count of options that differ
+        return f"{md(c['a'])} options differ" if side == "a" else ""
+    s = json.dumps(c[side], default=str) if not isinstance(c[side], str) else c[side]
+    return md(s if len(s) <= 80 else s[:79] + "…")
+
+
+def _causes(causes: list[dict], level: str = "###") -> str:
+    if not causes:
+        return ""
+    rows = [
+        [
+            md(c["name"]),
+            md(c["role"]),
+            _value(c, "a"),
+            _value(c, "b"),
+            "" if c["bytes"] is None else _bytes(c["bytes"]),
+            md("; ".join(c["evidence"])[:300]),
+        ]
+        for c in causes
+    ]
+    return f"\n{level} Causes\n\n" + _table(
+        ["cause", "role", "candidate", "reference", "bytes", "evidence"], rows
+    )
+
+
+def _fixes(suggestions: list[dict]) -> str:
+    if not suggestions:
+        return "\n### Fix\n\nNo setting to change.\n"
+    out = "\n### Fix\n"
+    for s in suggestions:
+        t = s["targets"]
+        lines = [f"qairt:                  {t['qairt']}"]
+        lines += [
+            f"htp_backend_ext_config: {k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items()
+        ]
+        lines += [f"ONNX Runtime QNN EP:    {k}={v}" for k, v in (t.get("ort_qnn") or {}).items()]
+        lines.append(f"qnn-context-binary-generator: {t['qnn_cli']}")
+        out += f"\n**{md(s['setting'])} = {md(s['value'])}**\n\n" + code_block(lines)
+    return out
+
+
+def _sizes(data: dict) -> str:
+    a, b = data["a"]["size"], data["b"]["size"]
+    rows = [["file", _bytes(a), _bytes(b), size_change(a, b)]]
+    out = "\n### Sizes\n\n" + _table(["", "candidate", "reference", "change"], rows)
+    at = data.get("attribution") or []
+    if at:
+        rows = [[md(r["bucket"]), _bytes(r["changed_bytes"]), f"{r['size_delta']:+,d} B"] for r in at]
+        rows.append(
+            [
+                "**total**",
+                _bytes(sum(r["changed_bytes"] for r in at)),
+                f"{sum(r['size_delta'] for r in at):+,d} B",
+            ]
+        )
+        verdict = f"{md(data['weights_verdict'])}\n\n" if data.get("weights_verdict") else ""
+        out += "\nWhere the changed bytes went (rows add up):\n\n" + verdict
+        out += _table(["effect", "changed bytes", "size delta"], rows)
+    return out
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def render(data: dict) -> str:
+    """Two files (`q9diff.diff/1`)."""
+    a, b = data["a"]["path"], data["b"]["path"]
+    return (
+        f"## q9diff diff: {md(_name(a))} vs {md(_name(b))}\n\n"
+        + _verdict(data)
+        + f"\ncandidate {md(a)} vs reference {md(b)}\n"
+        + _causes(data["causes"])
+        + _fixes(data["suggestions"])
+        + _sizes(data)
+    )
+
+
+def render_set(data: dict) -> str:
+    """Two sets of parts (`q9diff.setdiff/1`): the set's verdict and fix, the parts' sizes, each part's
+    causes."""
+    rows = []
+    for p in data["parts"]:
+        a, b = p["a"]["size"], p["b"]["size"]
+        line = root_line(p["causes"]) or ("identical" if p["identical"] else "data only")
+        rows.append(
+            [md(p["part"]), md(_name(p["b"]["path"])), _bytes(a), _bytes(b), size_change(a, b), md(line)]
+        )
+    for side, paths in (("a", data["unpaired_a"]), ("b", data["unpaired_b"])):
+        for p in paths:
+            pair = [md(_name(p)), "(none)"] if side == "a" else ["(none)", md(_name(p))]
+            rows.append([*pair, "", "", "", "unpaired"])
+    rows.append(
+        [
+            "**set total**",
+            "",
+            _bytes(data["a_total"]),
+            _bytes(data["b_total"]),
+            size_change(data["a_total"], data["b_total"]),
+            md(root_line(data["causes"])),
+        ]
+    )
+    parts = "".join(
+        f"\n#### {md(p['part'])}\n" + _verdict(p) + _causes(p["causes"], "#####") for p in data["parts"]
+    )
+    return (
+        "## q9diff set diff\n\n"
+        + _verdict(data, over_set=True)
+        + _fixes(data["suggestions"])
+        + "\n### Sizes, part by part\n\n"
+        + _table(
+            ["candidate part", "reference part", "candidate", "reference", "change", "root causes"], rows
+        )
+        + parts
+    )
+
+
+def render_verify(res) -> str:
+    """verify (`VerifyResult`): the verdict, the sides, what differed."""
+    verdict = "PASS" if res.passed else "FAIL"
+    out = f"## q9diff verify: {verdict}\n\n"
+    out += "".join(f"- **{md(s.label)}**: {md(s.source)} ({md(s.runner)})\n" for s in res.sides)
+    out += "".join(f"- note: {md(n)}\n" for n in res.notes)
+    if res.llm is not None:
+        rows = [[md(k), md(" ".join(map(str, v)))] for k, v in res.llm.tokens.items()]
+        out += "\n" + _table(["side", "tokens"], rows)
+        out += "".join(
+            f"- {md(k)}: " + ("same tokens at every step\n" if v is None else f"diverge at step {md(v)}\n")
+            for k, v in res.llm.first_divergence.items()
+        )
+    elif res.outputs:
+        rows = [
+            [
+                md(o.graph),
+                md(o.output),
+                md(o.against),
+                f"{o.metrics.max_abs:.4g}",
+                f"{o.metrics.rel:.4g}",
+                f"{o.metrics.cosine:.6f}",
+                "yes" if o.passed else "**NO**",
+            ]
+            for o in res.outputs
+        ]
+        out += "\n" + _table(["graph", "output", "against", "max abs", "rel", "cosine", "ok"], rows)
+    return out
+
+
+def render_doctor(report) -> str:
+    """doctor (`DoctorResult`): counts, implicated hypotheses, then every error and warning with its fix."""
+    e, w = report.count("error"), report.count("warning")
+    out = f"## q9diff doctor: {e} error(s), {w} warning(s)\n\n{md(report.bundle)}"
+    out += f" vs reference {md(report.reference)}\n" if report.reference else "\n"
+    hyps = report.hypotheses()
+    implicated = [f"{n} {md(h['title'])}" for n, h in hyps.items() if h["status"] == "implicated"]
+    out += "\n**Implicated:** " + ("; ".join(implicated) if implicated else "none") + "\n"
+    rows = [
+        [md(f.severity), md(f.check), md(f.where), md(f.evidence), md(f.fix or "")]
+        for f in report.findings
+        if f.severity in ("error", "warning")
+    ]
+    if rows:
+        out += "\n" + _table(["severity", "check", "where", "evidence", "fix"], rows)
+    return out

@@ -1,0 +1,254 @@
+"""Read a saved result (`--json` of diff, a set diff, verify or doctor) back for `q9diff report`.
+
+A saved result is input like any other, and may come from anyone: it is checked against the shape its
+schema declares before a presenter reads it, and anything else (not JSON, another schema, a field of
+the wrong type, a number too large to show) is one `ResultError` naming the file and the field. The
+shapes below list only what the presenters read; other fields are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from q9diff.errors import Q9Error
+
+DIFF, SET, VERIFY, DOCTOR = "q9diff.diff/1", "q9diff.setdiff/1", "q9diff.verify/1", "q9diff.doctor/1"
+NON_FINITE = ("inf", "-inf", "nan")
+LIMIT = 1 << 62  # sizes and counts beyond this are no file's: refused, not drawn
+
+
+class ResultError(Q9Error):
+    pass
+
+
+OPT = object()  # marks a key that may be absent (a result saved by an earlier q9diff)
+
+
+class Maybe:
+    """A value of `spec`, or null."""
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+
+
+ANY = object()
+INT, NUM = "integer", "number"
+MAYBE_INT = Maybe(INT)
+
+_SIDE = {
+    "path": str,
+    "size": INT,
+    "dsp_arch": MAYBE_INT,
+    "target": {"soc_model_requested": MAYBE_INT},
+    "graphs": [{"name": str, "ops": [str]}],
+    "regions": [{"name": str, "offset": INT, "size": INT}],
+    "packing": (OPT, Maybe({"message": str})),
+}
+_CAUSE = {
+    "name": str,
+    "role": str,
+    "a": ANY,
+    "b": ANY,
+    "bytes": MAYBE_INT,
+    "evidence": [str],
+    "size_delta": (OPT, MAYBE_INT),
+}
+_MODELS = (OPT, {"evidence": [str], "byte_attribution": str})
+_SUGGESTION = {
+    "setting": str,
+    "value": ANY,
+    "targets": {"qairt": str, "htp_backend_ext_config": dict, "qnn_cli": str, "ort_qnn": (OPT, dict)},
+}
+_DIFF = {
+    "a": _SIDE,
+    "b": _SIDE,
+    "identical": bool,
+    "size_delta": INT,
+    "regions": [
+        {k: INT for k in ("a_size", "b_size", "delta", "changed_bytes", "moved_bytes", "new_bytes")}
+        | {"name": str}
+    ],
+    "causes": [_CAUSE],
+    "suggestions": [_SUGGESTION],
+    "unknown": list,
+    "attribution": [{"bucket": str, "changed_bytes": INT, "size_delta": INT}],
+    "weights_verdict": Maybe(str),
+    "settings": (OPT, {"a": dict, "b": dict}),
+    "different_models": _MODELS,
+}
+_SET = {
+    "identical": bool,
+    "a_total": INT,
+    "b_total": INT,
+    "size_delta": INT,
+    "unpaired_a": [str],
+    "unpaired_b": [str],
+    "unpaired_sizes": (OPT, {"a": [INT], "b": [INT]}),
+    "causes": [_CAUSE],
+    "suggestions": [_SUGGESTION],
+    "parts": [_DIFF | {"part": str}],
+    "different_models": _MODELS,
+}
+_METRICS = Maybe({"max_abs": NUM, "rel": NUM, "cosine": NUM})
+_VERIFY = {
+    "passed": bool,
+    "sides": [{"label": str, "source": str, "runner": str, "notes": [str]}],
+    "notes": [str],
+    "outputs": [{"graph": str, "output": str, "against": str, "metrics": _METRICS, "passed": bool}],
+    "llm": Maybe(
+        {
+            "prompt": [INT],
+            "tokens": {str: [INT]},
+            "first_divergence": {str: MAYBE_INT},
+            "steps": [
+                {"step": INT, "tokens": {str: INT}, "vs_cpu": {str: _METRICS}, "vs_reference": _METRICS}
+            ],
+            "passed": bool,
+            "texts": (OPT, {str: str}),
+        }
+    ),
+    "tolerance": (OPT, Maybe({"min_cosine": NUM, "max_rel": NUM})),
+    "targets": (OPT, [{"part": str, "soc_model": MAYBE_INT}]),
+}
+_DOCTOR = {
+    "bundle": str,
+    "reference": Maybe(str),
+    "findings": [
+        {
+            "check": str,
+            "severity": str,
+            "hypothesis": MAYBE_INT,
+            "where": str,
+            "evidence": str,
+            "fix": Maybe(str),
+        }
+    ],
+    "hypotheses": {str: {"title": str, "status": str, "why": [str]}},
+    "notes": [str],
+    "passed": (OPT, [INT]),
+}
+SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR}
+
+
+def _check(v, spec, where: str) -> None:
+    """Raise ValueError('WHERE: expected WHAT') unless `v` has the shape `spec`."""
+    if spec is ANY:
+        return
+    if isinstance(spec, Maybe):
+        if v is not None:
+            _check(v, spec.spec, where)
+        return
+    if spec == NUM and v in NON_FINITE:  # verify writes a non-finite metric as a string
+        return
+    if spec in (INT, NUM):
+        ok = isinstance(v, int) if spec == INT else isinstance(v, (int, float))
+        if not ok or isinstance(v, bool) or abs(v) > LIMIT:
+            what = "an integer (at most 2^62)" if spec == INT else "a number"
+            raise ValueError(f"{where}: expected {what}")
+        return
+    if isinstance(spec, type):
+        if not isinstance(v, spec) or (spec is int and isinstance(v, bool)):
+            raise ValueError(f"{where}: expected {_NAMES.get(spec, spec.__name__)}")
+        return
+    if isinstance(spec, list):
+        if not isinstance(v, list):
+            raise ValueError(f"{where}: expected a list")
+        for i, x in enumerate(v):
+            _check(x, spec[0], f"{where}[{i}]")
+        return
+    if not isinstance(v, dict):
+        raise ValueError(f"{where}: expected an object")
+    if str in spec:  # a mapping: any keys, each value of one shape
+        for k, x in v.items():
+            _check(x, spec[str], f"{where}.{k}")
+        return
+    for k, sub in spec.items():
+        optional = isinstance(sub, tuple) and sub[0] is OPT
+        sub = sub[1] if optional else sub
+        if k not in v:
+            if optional:
+                continue
+            raise ValueError(f"{where}: no {k!r}")
+        _check(v[k], sub, f"{where}.{k}" if where else k)
+
+
+_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "a list"}
+
+
+@dataclass(frozen=True)
+class Saved:
+    schema: str
+    data: dict
+
+
+def load(path: Path) -> Saved:
+    """The result saved in `path`, its shape checked; ResultError (one line naming the file) otherwise."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ResultError(f"{path}: cannot read the saved result ({reason})") from None
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ResultError(
+            f"{path}: not JSON{where}: expected the --json output of a q9diff command"
+        ) from None
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema not in SHAPES:
+        names = ", ".join(SHAPES)
+        raise ResultError(
+            f'{path}: not a q9diff result: expected "schema" one of {names}, got {_quote(schema)}'
+        )
+    try:
+        _check(data, SHAPES[schema], "")
+    except ValueError as exc:
+        raise ResultError(f"{path}: a {schema} result q9diff cannot read: {exc}") from None
+    except RecursionError:
+        raise ResultError(f"{path}: a {schema} result q9diff cannot read: nested too deep") from None
+    return Saved(schema, data)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _quote(v) -> str:
+    s = json.dumps(v)[:40] if not isinstance(v, (dict, list)) else type(v).__name__
+    return s
+
+
+def verify_result(data: dict):
+    """A `VerifyResult` from its JSON (infinite metrics, written as strings, come back as floats)."""
+    from q9diff.verify.run import LlmCheck, Metrics, OutputCheck, Side, StepDrift, Tolerance, VerifyResult
+
+    def m(x):
+        return None if x is None else Metrics(float(x["max_abs"]), float(x["rel"]), float(x["cosine"]))
+
+    llm = data["llm"]
+    check = None
+    if llm is not None:
+        steps = tuple(
+            StepDrift(s["step"], s["tokens"], {k: m(v) for k, v in s["vs_cpu"].items()}, m(s["vs_reference"]))
+            for s in llm["steps"]
+        )
+        check = LlmCheck(
+            tuple(llm["prompt"]),
+            {k: tuple(v) for k, v in llm["tokens"].items()},
+            llm["first_divergence"],
+            steps,
+            llm["passed"],
+            llm.get("texts", {}),
+        )
+    outputs = tuple(
+        OutputCheck(o["graph"], o["output"], o["against"], m(o["metrics"]), o["passed"])
+        for o in data["outputs"]
+    )
+    sides = tuple(Side(s["label"], s["source"], s["runner"], tuple(s["notes"])) for s in data["sides"])
+    tol = data.get("tolerance")
+    tolerance = None if tol is None else Tolerance(float(tol["min_cosine"]), float(tol["max_rel"]))
+    targets = tuple((x["part"], x["soc_model"]) for x in data.get("targets", []))
+    return VerifyResult(sides, outputs, check, tuple(data["notes"]), targets=targets, tolerance=tolerance)
