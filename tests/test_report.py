@@ -264,7 +264,7 @@ def test_markdown_renders_tables_and_code_blocks(single, tmp_path):
     cells = " ".join(html.text["td"])
     assert "soc_model" in cells and "+24,576 B (+2.1%)" in cells
     code = " ".join(html.text["code"])
-    assert "HtpDeviceConfig(soc_model=77, dsp_arch=\"v73\")" in code and "devices[0].soc_model = 77" in code
+    assert 'HtpDeviceConfig(soc_model=77, dsp_arch="v73")' in code and "devices[0].soc_model = 77" in code
     assert html.tags.count("pre") == 3  # one copyable block per setting
     assert "Root cause: soc_model 0 → 77" in " ".join(html.text["strong"])
 
