@@ -8,7 +8,6 @@ import typer
 
 from q9diff.cli.common import (
     CANDIDATE,
-    REFERENCE,
     _busy,
     _Command,
     _diff_sets,
@@ -28,6 +27,11 @@ from q9diff.cli.common import (
     app,
     console,
 )
+from q9diff.cli.target import TARGET
+
+REFERENCE = typer.Argument(
+    None, metavar="REFERENCE", help="the known-good build, the same kind (or name the device with --target)"
+)
 
 
 @app.command("diff", cls=_Command, short_help="Why CANDIDATE differs from REFERENCE (the main form).")
@@ -38,15 +42,38 @@ def diff_cmd(
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report to this file"
     ),
+    target: str = TARGET,
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
-    `q9diff A B` is short for `q9diff diff A B`.
+    `q9diff A B` is short for `q9diff diff A B`. Without a reference, `q9diff A --target DEVICE` judges
+    every setting the device determines against what AI Hub's builds for it use.
 
     \b
-    Exit status: 0 identical, 1 different, 2 error."""
+    Exit status: 0 identical (with --target alone: every setting as the target's), 1 different
+    (also: a reference built for another device than --target), 2 error."""
+    from q9diff.cli import target as tg
+
+    device = tg.device_or_fail(target) if target is not None else None
+    if reference is None:
+        tg.no_reference(candidate, reference, device)
+        if html_out is not None:
+            _fail("--html needs a REFERENCE: with --target alone there are no byte regions to draw")
+        data = tg.judged(candidate, device)
+        _print_json(data) if as_json else tg.print_target(data)
+        raise typer.Exit(0 if data["matches"] else 1)
     _report_path(html_out, [candidate, reference])
     candidate, reference = _inputs(candidate, reference)
+    findings = tg.reference_findings(reference, device) if device is not None else []
+    for f in findings:
+        _note(f"warning: {f}")
+    try:
+        _compare(candidate, reference, as_json, html_out)
+    except typer.Exit as done:
+        raise typer.Exit(1 if findings and done.exit_code == 0 else done.exit_code) from None
+
+
+def _compare(candidate: Path, reference: Path, as_json: bool, html_out: Path | None) -> None:
     if _is_set(candidate):
         _set_diff(candidate, reference, as_json, html_out)
     res = _open_pair(candidate, reference)
