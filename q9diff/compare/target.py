@@ -63,25 +63,10 @@ def _soc(r: TargetResult, obs: dict) -> None:
     if asked is None:
         r.unknown.append(f"soc_model: {Path(r.cb.path).name} does not record it")
     elif not d.accepts(asked):
-        why = "; ".join(target(r.cb)["evidence"])
-        generic = (
-            ": the generic target, it loads everywhere and may compute garbage on the device"
-            if not asked
-            else ""
-        )
-        r.causes.append(
-            Cause(
-                "soc_model",
-                "root",
-                asked,
-                d.soc_model,
-                None,
-                (
-                    f"built for soc_model {asked} ({soc_name(asked)}){generic}",
-                    f"{why}; {d.name} is soc_model {d.soc_model} ({d.part}; {_sources(d)})",
-                ),
-            )
-        )
+        generic = ": it loads everywhere and may compute garbage on the device" if asked == 0 else ""
+        device = f"{d.name} is soc_model {d.soc_model} ({d.part}; sources: {_sources(d)})"
+        evidence = (f"built for soc_model {asked} ({soc_name(asked)}){generic}", *target(r.cb)["evidence"])
+        r.causes.append(Cause("soc_model", "root", asked, d.soc_model, None, (*evidence, device)))
     else:
         also = f"; {d.note}" if asked in d.also and d.note else ""
         r.settled.append(f"soc_model {asked} ({soc_name(asked)}), a build for {d.name}{also}")
