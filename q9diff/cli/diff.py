@@ -50,8 +50,9 @@ def diff_cmd(
     every setting the device determines against what AI Hub's builds for it use.
 
     \b
-    Exit status: 0 identical (with --target alone: every setting as the target's), 1 different
-    (also: a reference built for another device than --target), 2 error."""
+    Exit status: 0 identical, 1 different, 2 error.
+    With --target alone: 0 every setting as the target's, 1 one is not.
+    A reference built for another device than --target: 1."""
     from q9diff.cli import target as tg
 
     device = tg.device_or_fail(target) if target is not None else None
