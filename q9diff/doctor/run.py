@@ -298,6 +298,8 @@ def render_html(report: Report) -> str:
         )
     title = esc(_label(report.bundle))
     against = f" vs reference {esc(_label(report.reference))}" if report.reference else ""
+    if report.target is not None:
+        against += f" --target {esc(report.target.label)}: {esc(ai_hub_profile().sentence(report.target))}"
     head = "".join(f"<th>{x}</th>" for x in ("severity", "check", "hyp.", "where", "evidence", "fix"))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>q9diff doctor {title}</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;width:100%}}

@@ -8,7 +8,6 @@ itself chooses for each soc_model is measured into soc_measured.json (scripts/me
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -349,6 +348,8 @@ def find_device(name: str) -> Device:
         )
     if rows:
         return _device(dict(rows[0], name=text if _key(text) != _key(rows[0]["name"]) else rows[0]["name"]))
+    import difflib
+
     spelled = {_key(r["name"]): r["name"] for rows in _names().values() for r in rows}
     near = difflib.get_close_matches(_key(text), list(spelled), n=5, cutoff=0.5)
     hint = f"nearest: {', '.join(spelled[k] for k in near)}" if near else "no known name is close"
