@@ -9,7 +9,6 @@ import typer
 from q9diff.cli.common import (
     CANDIDATE,
     MARKDOWN,
-    REFERENCE,
     _as_saved,
     _busy,
     _Command,
@@ -32,6 +31,11 @@ from q9diff.cli.common import (
     stdout_once,
     write_reports,
 )
+from q9diff.cli.target import TARGET
+
+REFERENCE = typer.Argument(
+    None, metavar="REFERENCE", help="the known-good build, the same kind (or name the device with --target)"
+)
 
 
 @app.command("diff", cls=_Command, short_help="Why CANDIDATE differs from REFERENCE (the main form).")
@@ -47,20 +51,56 @@ def diff_cmd(
         None, "--html", metavar="FILE", help="write a self-contained HTML report to this file"
     ),
     md_out: Path = MARKDOWN,
+    target: str = TARGET,
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
     `q9diff A B` is short for `q9diff diff A B`. By default: the verdict, the sizes, the causes and
     one fix; --verbose adds the evidence and the region tables, --json has everything; `q9diff report`
-    shows a saved --json again.
+    shows a saved --json again. Without a reference, `q9diff A --target DEVICE` judges every setting
+    the device determines against what AI Hub's builds for it use.
 
     \b
-    Exit status: 0 identical, 1 different, 2 error."""
+    Exit status: 0 identical, 1 different, 2 error.
+    With --target alone: 0 every setting as the target's, 1 one is not.
+    A reference built for another device than --target: 1."""
+    from q9diff.cli import target as tg
+
+    device = tg.device_or_fail(target) if target is not None else None
+    if reference is None:
+        tg.no_reference(candidate, reference, device)
+        if html_out is not None or md_out is not None:
+            flag = "--html" if html_out is not None else "--markdown"
+            _fail(f"{flag} needs a REFERENCE: with --target alone there are no byte regions to draw")
+        data = tg.judged(candidate, device)
+        if as_json:
+            _print_json(data)
+        elif not brief:
+            tg.print_target(data)
+        raise typer.Exit(0 if data["matches"] else 1)
     _report_path(html_out, [candidate, reference])
     if md_out is not None and str(md_out) != "-":
         _report_path(md_out, [candidate, reference], "--markdown")
     stdout_once(as_json, md_out)
     candidate, reference = _inputs(candidate, reference)
+    findings = tg.reference_findings(reference, device) if device is not None else []
+    for f in findings:
+        _note(f"warning: {f}")
+    try:
+        _compare(candidate, reference, as_json, html_out, md_out, verbose, brief)
+    except typer.Exit as done:
+        raise typer.Exit(1 if findings and done.exit_code == 0 else done.exit_code) from None
+
+
+def _compare(
+    candidate: Path,
+    reference: Path,
+    as_json: bool,
+    html_out: Path | None,
+    md_out: Path | None,
+    verbose: bool,
+    brief: bool,
+) -> None:
     quiet = as_json or brief
     if _is_set(candidate):
         _set_diff(candidate, reference, as_json, html_out, md_out, verbose, brief)

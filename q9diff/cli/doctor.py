@@ -20,12 +20,13 @@ from q9diff.cli.common import (
     console,
     write_reports,
 )
+from q9diff.cli.target import TARGET
 
 
 @app.command(cls=_Command, short_help="Check a whole Genie bundle: the nine hypotheses, the two places.")
 def doctor(
     bundle: Path = typer.Argument(
-        ..., metavar="BUNDLE", help="a Genie bundle: its folder or its genie_config.json"
+        ..., metavar="BUNDLE", help="a Genie bundle (its folder or its config), a folder of parts or one .bin"
     ),
     reference: Path = typer.Argument(
         None, metavar="[REFERENCE]", help="the known-good bundle, as diff and verify take it"
@@ -37,6 +38,7 @@ def doctor(
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="also write a self-contained HTML report"
     ),
+    target: str = TARGET,
 ) -> None:
     """Check a whole Genie bundle: ctx-bins, vocabulary, context, the nine hypotheses, the two places.
 
@@ -45,17 +47,19 @@ def doctor(
       0  no finding is an error
       1  a finding is an error
       2  the bundle cannot be read"""
+    from q9diff.cli.target import device_or_fail
     from q9diff.doctor.run import print_report, run
     from q9diff.genie.bundle import BundleError
 
     if reference is not None and reference_opt is not None and reference != reference_opt:
         _fail(f"two references, {reference} and --reference {reference_opt}: give one")
     reference = reference or reference_opt
+    device = device_or_fail(target) if target is not None else None
     # A config given under any name names files beside it: its whole folder is input, as a folder is.
     given = [bundle, reference]
     _report_path(html_out, given + [p.parent for p in given if p is not None and p.is_file()])
     try:
-        report = run(bundle, reference)
+        report = run(bundle, reference, target=device)
     except BundleError as exc:
         _fail(str(exc))
     _report_not_read(html_out, report.files())

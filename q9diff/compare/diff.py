@@ -222,7 +222,7 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                 note = "soc_model 0: generic target (" + "; ".join(target(side)["evidence"]) + ")"
                 res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + (note,)))
                 break
-    res.suggestions = suggestions(res.causes, a, b)
+    res.suggestions = suggestions(res.causes, a, b.dsp_arch)
     res.attribution = buckets(res.regions)
     by_bucket = {row["bucket"]: row for row in res.attribution}
     empty = {"changed_bytes": 0, "size_delta": 0}
@@ -318,9 +318,10 @@ def _jsonable(v):
     return v
 
 
-def suggestions(causes: list[Cause], cand: ContextBinary, ref: ContextBinary) -> list[dict]:
+def suggestions(causes: list[Cause], cand: ContextBinary, dsp_arch: int | None) -> list[dict]:
     """For each root cause, the change that makes the candidate's build match the reference; a graph
-    setting names the candidate's graphs (`graphs`), which its qairt line configures."""
+    setting names the candidate's graphs (`graphs`), which its qairt line configures. `dsp_arch`: the
+    reference's (or the --target device's), which a qairt soc_model line names beside it; None: unread."""
     out = []
     for c in causes:
         if c.role != "root" or c.name not in FIX_TARGETS or _has_unknown(c.b):
@@ -330,7 +331,7 @@ def suggestions(causes: list[Cause], cand: ContextBinary, ref: ContextBinary) ->
             value = value // BY_CAUSE[c.name].per_unit
         t = FIX_TARGETS[c.name]
         graphs = tuple(g.name for g in cand.graphs)
-        targets = {"qairt": qairt_fix(c.name, value, graphs, ref.dsp_arch)}
+        targets = {"qairt": qairt_fix(c.name, value, graphs, dsp_arch)}
         ext_value = f"v{value}" if c.name == "dsp_arch" else value
         targets["htp_backend_ext_config"] = {t["htp_backend_ext_config"]: ext_value}
         if "ort_qnn" in t:

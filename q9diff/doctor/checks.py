@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+from q9diff.format.tables import Device
 from q9diff.genie.bundle import Bundle, Part
 from q9diff.units import human
 
@@ -39,10 +40,12 @@ class Note:
 
 @dataclass
 class Context:
-    """What the checks read: the bundle, the reference, and per-part diffs computed once."""
+    """What the checks read: the bundle, the reference, the target device, and per-part diffs and
+    judgements against the target computed once."""
 
     bundle: Bundle
     reference: Bundle | None
+    target: Device | None = None
 
     @cached_property
     def pairs(self) -> list[tuple[Part, Part]]:
@@ -60,6 +63,15 @@ class Context:
                 used.add(id(q))
                 out.append((p, q))
         return out
+
+    @cached_property
+    def judged(self) -> list[tuple[Part, object]]:
+        """Each readable part against --target (q9diff.compare.target.TargetResult); [] without one."""
+        if self.target is None:
+            return []
+        from q9diff.compare.target import judge
+
+        return [(p, judge(p.binary, self.target)) for p in self.bundle.readable_parts()]
 
     @cached_property
     def diffs(self) -> list[tuple[Part, Part, object]]:

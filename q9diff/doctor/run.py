@@ -15,8 +15,10 @@ from pathlib import Path
 from q9diff.doctor import checks as c
 from q9diff.doctor import places as pl
 from q9diff.doctor import reference as r
+from q9diff.doctor import target as tg
 from q9diff.doctor.checks import Context, Hit, Note
 from q9diff.errors import printable
+from q9diff.format.tables import Device, ai_hub_profile
 from q9diff.genie.bundle import Bundle, read_bundle
 
 SCHEMA = "q9diff.doctor/1"
@@ -55,6 +57,7 @@ REFERENCE = "reference"  # --reference
 SOME_PARTS = "some parts"  # at least one ctx-bin read
 ALL_PARTS = "all parts"  # every ctx-bin read: a missing part is one error, not a cascade of consequences
 CONFIG = "config"  # the bundle's Genie config was read (a folder of *.bin alone has none to check or fix)
+TARGET = "target"  # --target DEVICE
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Rule:
 
 
 _ = ()
-R, S, A, C = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,), (CONFIG,)
+R, S, A, C, T = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,), (CONFIG,), (TARGET,)
 # fmt: off
 RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     # id                           severity   hyp   needs            function
@@ -91,11 +94,15 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("quantization.gather",        "error",   4,    R + S,           r.check_gather),
     ("quantization.float-fallback", "error",  5,    R + S,           r.check_float_fallback),
     ("quantization.io",            "error",   7,    R + S,           r.check_quant_io),
-    ("build.soc_model",            "error",   9,    S,               r.check_soc),
-    ("build.vtcm",                 "warning", 6,    S,               r.check_vtcm),
-    ("build.weights-packing",      "warning", 8,    S,               r.check_packing),
-    ("build.optimization",         "warning", None, S,               r.check_optimization),
+    ("build.soc_model",            "error",   9,    S,               tg.check_soc),
+    ("build.vtcm",                 "warning", 6,    S,               tg.check_vtcm),
+    ("build.weights-packing",      "warning", 8,    S,               tg.check_packing),
+    ("build.optimization",         "warning", None, S,               tg.check_optimization),
     ("build.other",                "error",   None, R + S,           r.check_build_other),
+    ("target.other",               "error",   None, T + S,           tg.check_other),
+    ("target.vtcm-limit",          "error",   6,    T + S,           tg.check_vtcm_limit),
+    ("target.reference",           "error",   None, T + R + S,       tg.check_reference),
+    ("target.two-places",          "error",   None, T + S + C,       tg.check_two_places),
     ("extension.file",             "error",   None, C,               pl.check_extension_file),
     ("extension.qualcomm",         "error",   None, C,               pl.check_extension_qualcomm),
     ("two-places.soc_model",       "error",   None, S + C,           pl.check_two_places_soc),
@@ -112,11 +119,15 @@ def _missing(rule: Rule, ctx: Context) -> str | None:
     """Why `rule` cannot run on this bundle, or None."""
     b, unread = ctx.bundle, [p for p in ctx.bundle.parts if p.binary is None]
     if REFERENCE in rule.needs and ctx.reference is None:
+        if ctx.target is not None:
+            return "needs --reference: only a reference build shows it, a device name does not"
         return "needs --reference"
     if SOME_PARTS in rule.needs and not b.readable_parts():
         return "no ctx-bin could be read"
     if CONFIG in rule.needs and b.config is None:
         return "no Genie config (only the *.bin files were read)"
+    if ALL_PARTS in rule.needs and b.single_file:
+        return "one file given: the whole bundle's layout needs the bundle"
     if ALL_PARTS in rule.needs and (unread or not b.parts):
         return f"{len(unread)} of {len(b.parts)} ctx-bins not read" if unread else "no ctx-bins"
     return None
@@ -131,6 +142,9 @@ class DoctorResult:
     reference: str | None
     notes: tuple[str, ...]
     findings: tuple[Finding, ...]
+    # --target: the device as `Device.to_json` gives it, and AI Hub's profile sentence and sources
+    target: dict | None = None
+    profile: dict | None = None
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity and not f.ruled_out)
@@ -163,7 +177,7 @@ class DoctorResult:
             "hypotheses": {str(k): v for k, v in self.hypotheses().items()},
             "notes": list(self.notes),
             "passed": [i for i, f in enumerate(self.findings) if f.ruled_out],  # the checks that passed
-        }
+        } | ({} if self.target is None else {"target": self.target, "profile": self.profile})
 
     @classmethod
     def from_json(cls, data: dict) -> DoctorResult:
@@ -175,7 +189,8 @@ class DoctorResult:
             )
             for i, f in enumerate(data["findings"])
         )
-        return cls(data["bundle"], data["reference"], tuple(data["notes"]), findings)
+        target, profile = data.get("target"), data.get("profile")
+        return cls(data["bundle"], data["reference"], tuple(data["notes"]), findings, target, profile)
 
 
 @dataclass
@@ -183,10 +198,17 @@ class Report:
     bundle: Bundle
     reference: Bundle | None
     findings: list[Finding] = field(default_factory=list)
+    target: Device | None = None
 
     def result(self) -> DoctorResult:
         ref = None if self.reference is None else _label(self.reference)
-        return DoctorResult(_label(self.bundle), ref, tuple(self.bundle.notes), tuple(self.findings))
+        aimed = profile = None
+        if self.target is not None:
+            hub = ai_hub_profile()
+            aimed = self.target.to_json() | {"label": self.target.label}
+            profile = {"sentence": hub.sentence(self.target), "sources": hub.sources()}
+        notes, findings = tuple(self.bundle.notes), tuple(self.findings)
+        return DoctorResult(_label(self.bundle), ref, notes, findings, aimed, profile)
 
     def count(self, severity: str) -> int:
         return self.result().count(severity)
@@ -215,13 +237,18 @@ def _guarded(rule: Rule, ctx: Context) -> list[Hit | Note]:
         return [Hit(ctx.bundle.name, f"q9diff could not run this check ({type(exc).__name__}: {exc})", None)]
 
 
-def run(bundle: Path, reference: Path | None = None, rules: tuple[Rule, ...] = RULES) -> Report:
-    """Read the bundle (and reference) and run every rule; BundleError when either cannot be read."""
+def run(
+    bundle: Path, reference: Path | None = None, rules: tuple[Rule, ...] = RULES, target: Device | None = None
+) -> Report:
+    """Read the bundle (and reference) and run every rule, against `target` too when given; BundleError
+    when either cannot be read."""
     b = read_bundle(bundle)
     ref = read_bundle(reference) if reference is not None else None
-    ctx = Context(b, ref)
-    report = Report(b, ref)
+    ctx = Context(b, ref, target)
+    report = Report(b, ref, target=target)
     for rule in rules:
+        if TARGET in rule.needs and (target is None or REFERENCE in rule.needs and ref is None):
+            continue  # the target's own rules say nothing without what they compare
         why = _missing(rule, ctx)
         items = [Note(b.name, f"not checked: {why}", False)] if why else _guarded(rule, ctx)
         for item in items:
@@ -263,7 +290,10 @@ def print_report(report: DoctorResult, console) -> None:
     """Summary first, then the hypotheses, then problems; strings from files are escaped rich Text,
     never markup."""
     against = (" vs reference ", report.reference) if report.reference is not None else ()
-    console.print(_text(("q9diff doctor ", "bold"), report.bundle, *against))
+    aimed = (f" --target {report.target['label']}",) if report.target is not None else ()
+    console.print(_text(("q9diff doctor ", "bold"), report.bundle, *against, *aimed))
+    if report.profile is not None:
+        console.print(_text(report.profile["sentence"]))
     e, w = report.count("error"), report.count("warning")
     passed = sum(1 for f in report.findings if f.ruled_out)
     style = "bold red" if e else ("yellow" if w else "bold green")

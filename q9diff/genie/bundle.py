@@ -19,7 +19,7 @@ from construct import ConstructError
 from q9diff import jsonc
 from q9diff.errors import FormatError, Q9Error
 from q9diff.format.binary import ContextBinary, Graph
-from q9diff.format.openers import open_binary
+from q9diff.format.openers import open_binary, part_paths
 from q9diff.genie.config import (
     CONFIG_NAME,
     PLACEHOLDER,
@@ -86,9 +86,12 @@ class Bundle:
     tokenizer_problem: str | None = None
     notes: list[str] = field(default_factory=list)
     genie: GenieConfig | None = None  # the config as the one reader read it
+    single_file: bool = False  # one file given: its contexts, not a whole bundle's layout
 
     @property
     def name(self) -> str:
+        if self.single_file:
+            return str(self.given)
         return self.config_path.name if self.config_path else str(self.root)
 
     def files(self) -> list[Path]:
@@ -145,6 +148,12 @@ class Bundle:
 def read_bundle(given: Path) -> Bundle:
     """Read what the bundle names; BundleError only when its config (or its folder) cannot be read."""
     given = Path(given)
+    if given.is_file() and given.suffix.lower() != ".json":  # one binary, or a container's contexts
+        b = Bundle(given.parent.resolve(), given, None, None, None, single_file=True)
+        b.notes.append(f"no {CONFIG_NAME}: {given.name} alone was checked, not a whole bundle's layout")
+        for i, p in enumerate(part_paths(given) or [given]):
+            b.parts.append(_open_part(i, FileRef(p.name, str(p), path=p)))
+        return b
     try:
         config_path, root = find_config(given)
         cfg = None if config_path is None else load(config_path, root, given)

@@ -50,6 +50,8 @@ def render_doctor(report) -> str:
             f"<td>{esc('; '.join(h['why']))}</td></tr>"
         )
     against = f" vs reference {esc(report.reference)}" if report.reference else ""
+    if report.target is not None:
+        against += f" --target {esc(report.target['label'])}: {esc(report.profile['sentence'])}"
     head = "".join(f"<th>{x}</th>" for x in ("severity", "check", "hyp.", "where", "evidence", "fix"))
     passed = sum(1 for f in report.findings if f.ruled_out)
     body = (

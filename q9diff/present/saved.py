@@ -128,6 +128,8 @@ _DOCTOR = {
     "hypotheses": {str: {"title": str, "status": str, "why": [str]}},
     "notes": [str],
     "passed": (OPT, [INT]),
+    "target": (OPT, {"label": str}),
+    "profile": (OPT, {"sentence": str}),
 }
 SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR}
 

@@ -1,0 +1,94 @@
+"""`--target DEVICE` where a reference would go, shared by `diff` and `suggest` (`doctor` takes it too):
+the device resolved in one line or refused, each part judged (q9diff.compare.target), and the view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from q9diff.cli.common import _exists, _fail, _is_set, _open, _parts, _print_suggestions, _t, console
+
+TARGET = typer.Option(
+    None,
+    "--target",
+    metavar="DEVICE",
+    help="the device the build is for (QCS9100, SA8775P, Snapdragon 8 Gen 3, SM8650, a soc_model id): "
+    "judge it against what AI Hub's builds for it use, with no reference",
+)
+
+
+def device_or_fail(name: str):
+    from q9diff.format.tables import UnknownDevice, find_device
+
+    try:
+        return find_device(name)
+    except UnknownDevice as exc:
+        _fail(str(exc))
+
+
+def no_reference(candidate: Path, reference: Path | None, device) -> None:
+    """A reference or a target is needed; the candidate must exist (and hold parts, if a set)."""
+    if reference is None and device is None:
+        _fail("give the known-good REFERENCE build, or the device: --target DEVICE (e.g. --target QCS9100)")
+    _exists(candidate)
+    if _is_set(candidate):
+        _parts(candidate)
+
+
+def judged(candidate: Path, device) -> dict:
+    """Every part of `candidate` against `device`, as `q9diff.target/1`."""
+    from q9diff.compare.target import judge, to_json
+
+    paths = _parts(candidate) if _is_set(candidate) else [candidate]
+    return to_json([(p.name, judge(_open(p), device)) for p in paths], device)
+
+
+def reference_findings(reference: Path, device) -> list[str]:
+    """Why the reference is a build for another device than the target (one sentence per part)."""
+    from q9diff.compare.target import reference_finding
+
+    paths = _parts(reference) if _is_set(reference) else [reference]
+    return [f for f in (reference_finding(_open(p), device) for p in paths) if f]
+
+
+def print_head(data: dict) -> None:
+    t = data["target"]
+    arch = f"v{t['dsp_arch']}" if t["dsp_arch"] else "dsp_arch unknown"
+    vtcm = f"VTCM {t['vtcm_mb']} MB" if t["vtcm_mb"] else "VTCM not documented"
+    console.print(
+        _t((f"Target: {t['name']}", "bold"), f" = soc_model {t['soc_model']} ({t['part']}), {arch}, {vtcm}"),
+        soft_wrap=True,
+    )
+    console.print(_t(f"  from: {', '.join(t['sources'])}" + (f"; {t['note']}" if t["note"] else "")))
+    console.print(_t(data["profile"]["sentence"]))
+    for e in data["errors"]:
+        console.print(_t((f"error: {e}", "bold red")))
+
+
+def print_target(data: dict) -> None:
+    """The terminal view: the device and profile, per part what differs with its evidence, what is
+    settled and unknown, the fix rows, and what needs a reference."""
+    from q9diff.present.verdict import GENERIC_SOC, root_line
+
+    print_head(data)
+    if data["matches"]:
+        console.print(_t(("Every setting the target determines matches it.", "bold green")))
+    else:
+        line = f"Root causes against {data['target']['name']}: {root_line(data['causes'])}"
+        console.print(_t((line, "bold")))
+        if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
+            console.print(_t((GENERIC_SOC, "bold red")))
+    for p in data["parts"]:
+        console.rule(_t(p["part"]))
+        for c in p["causes"]:
+            console.print(_t("  ", (c["name"], "bold"), f": {c['a']} → {c['b']}"), soft_wrap=True)
+            for line in c["evidence"]:
+                console.print(_t(f"      {line}"))
+        for s in p["settled"]:
+            console.print(_t(("  as the target: ", "green"), s))
+        for u in p["unknown"]:
+            console.print(_t(("  unknown: ", "yellow"), u))
+    console.print(_t(("Fix", "bold")))
+    _print_suggestions(data["suggestions"])
+    console.print(_t(f"Needs --reference: {'; '.join(data['needs_reference'])}"))
