@@ -91,7 +91,7 @@ def seeds(extra: list[Path]) -> list[Seed]:
         suffix = path.suffix if path.suffix in (".onnx", ".tflite") else ".bin"
         out.append(Seed(path.name, data, suffix, reference))
         if suffix != ".bin" and reference is not None:  # the context binary inside the container
-            inner = bytes(reference._buf)
+            inner = bytes(reference.data)
             if inner not in seen:
                 seen.add(inner)
                 out.append(Seed(f"{path.name}#inner", inner, ".bin", reference))

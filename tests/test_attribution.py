@@ -14,7 +14,7 @@ V = FIXTURES / "variants"
 
 
 def _weights(res) -> tuple[int, int, int]:
-    w = [r for r in res.regions if bucket_of(r["name"]) == "weights"]
+    w = [r for r in res.regions if bucket_of(r["kind"]) == "weights"]
     return (
         sum(r["changed_bytes"] for r in w),
         sum(r["moved_bytes"] for r in w),

@@ -51,7 +51,7 @@ def test_real_binaries_agree_with_libqnnsystem(tmp_path):
 
     for i, (name, cb) in enumerate(real_contexts()):
         raw = tmp_path / f"{i}.bin"  # contexts inside .onnx/.tflite: the oracle reads the same bytes
-        raw.write_bytes(bytes(cb._buf))
+        raw.write_bytes(bytes(cb.data))
         assert disagreements(cb, to_dict(read_binary_info_isolated(raw))) == [], name
 
 

@@ -135,7 +135,7 @@ def test_ai_hub_profile_is_said_with_its_sources() -> None:
     p = ai_hub_profile()
     sentence = p.sentence(find_device("QCS9100"))
     assert sentence.startswith("AI Hub builds for QCS9100 use soc_model 77 with dsp_arch v73")
-    assert "optimization level 3" in sentence and "VTCM 8 MB" in sentence
+    assert "optimization level 3" in sentence and "VTCM 8 MiB" in sentence
     assert "aihub-dumps" in p.sources() and "utility" in p.sources()["aihub-dumps"]
     dumps = SHARED / "real" / "utility"
     if not dumps.is_dir():
@@ -245,7 +245,7 @@ def test_more_vtcm_than_the_device_has_is_an_error(tmp_path: Path) -> None:
     settings = rcp.Settings(soc_model=77, dsp_arch="v73", vtcm_mb=16, optimization_level=3)
     OrtQnnBackend().compile(rcp.Recipe(backend="ort-qnn", parts=(part,), settings=settings), tmp_path)
     found = judge(ContextBinary.open(tmp_path / "big.bin"), find_device("QCS9100"))
-    assert found.errors and "16 MB asked" in found.errors[0]
+    assert found.errors and "16 MiB asked" in found.errors[0]
     assert [(c.name, c.a, c.b) for c in found.causes] == [("vtcm_size", 16 * MB, 8 * MB)]
     code, report = _doctor(str(tmp_path / "big.bin"), "--target", "QCS9100")
     assert code == 1 and [f["check"] for f in _errors(report)] == ["target.vtcm-limit"]

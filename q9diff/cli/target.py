@@ -55,7 +55,7 @@ def reference_findings(reference: Path, device) -> list[str]:
 def print_head(data: dict) -> None:
     t = data["target"]
     arch = f"v{t['dsp_arch']}" if t["dsp_arch"] else "dsp_arch unknown"
-    vtcm = f"VTCM {t['vtcm_mb']} MB" if t["vtcm_mb"] else "VTCM not documented"
+    vtcm = f"VTCM {t['vtcm_mb']} MiB" if t["vtcm_mb"] else "VTCM not documented"
     console.print(
         _t((f"Target: {t['name']}", "bold"), f" = soc_model {t['soc_model']} ({t['part']}), {arch}, {vtcm}"),
         soft_wrap=True,

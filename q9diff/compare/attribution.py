@@ -80,8 +80,8 @@ def moved_new(a, ra: list, b, rb: list) -> tuple[int, int, int]:
     for x, y in zip(ra, rb):
         n = min(x.size, y.size)
         full = n - n % BLOCK
-        xa = _blocks(a._buf, x.offset, full)
-        xb = _blocks(b._buf, y.offset, full)
+        xa = _blocks(a.data, x.offset, full)
+        xb = _blocks(b.data, y.offset, full)
         diff_rows, diff_counts = [], []
         for s in range(0, len(xa), _CHUNK):
             ne = xa[s : s + _CHUNK] != xb[s : s + _CHUNK]
@@ -93,8 +93,8 @@ def moved_new(a, ra: list, b, rb: list) -> tuple[int, int, int]:
             diff_counts.append(counts[rows])
         rows = np.concatenate(diff_rows) if diff_rows else np.zeros(0, dtype=np.int64)
         counts = np.concatenate(diff_counts) if diff_counts else np.zeros(0, dtype=np.int64)
-        tail_a = np.frombuffer(a._buf, dtype=np.uint8, count=n - full, offset=x.offset + full)
-        tail_b = np.frombuffer(b._buf, dtype=np.uint8, count=n - full, offset=y.offset + full)
+        tail_a = np.frombuffer(a.data, dtype=np.uint8, count=n - full, offset=x.offset + full)
+        tail_b = np.frombuffer(b.data, dtype=np.uint8, count=n - full, offset=y.offset + full)
         tail_changed = int(np.count_nonzero(tail_a != tail_b))
         extra = abs(x.size - y.size)
         changed += int(counts.sum()) + tail_changed + extra
@@ -104,40 +104,35 @@ def moved_new(a, ra: list, b, rb: list) -> tuple[int, int, int]:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
             hit = _found(xb, rows, xa, rows)
         else:
-            hit = _found(xb, rows, _blocks(a._buf, x.offset, x.size), None)
+            hit = _found(xb, rows, _blocks(a.data, x.offset, x.size), None)
         moved += int(counts[hit].sum())
         if extra:
             longer, lr, other, orr = (b, y, a, x) if y.size > x.size else (a, x, b, y)
             k = (extra // BLOCK) * BLOCK
-            ext = np.frombuffer(longer._buf, dtype=np.uint8, count=k, offset=lr.offset + n).reshape(-1, BLOCK)
-            moved += int(_found(ext, None, _blocks(other._buf, orr.offset, orr.size), None).sum()) * BLOCK
+            ext = np.frombuffer(longer.data, dtype=np.uint8, count=k, offset=lr.offset + n).reshape(-1, BLOCK)
+            moved += int(_found(ext, None, _blocks(other.data, orr.offset, orr.size), None).sum()) * BLOCK
     for extra_regions in (ra[len(rb) :], rb[len(ra) :]):
         changed += sum(r.size for r in extra_regions)
     return changed, moved, changed - moved
 
 
-# Which effect a region's changed bytes belong to, by the region's name (first match wins). Moved bytes
-# anywhere are the re-laying-out of the same content; new bytes go to the region's own bucket.
-REGION_BUCKETS: tuple[tuple[str, str], ...] = (
-    ("const_pool", "weights"),
-    ("WEIGHTS/", "weights"),
-    ("options", "compiler_options"),
-    ("op_list", "schedule"),
-    ("allocator", "schedule"),
-    ("aux/", "schedule"),
-    ("program_end_marker", "schedule"),
-    ("padding", "padding"),
-    ("unknown", "unexplained"),
-)
+# Which effect a region's changed bytes belong to, by the kind its walker gave it (Region.kind). Moved
+# bytes anywhere are the re-laying-out of the same content; new bytes go to the region's own bucket.
+KIND_BUCKETS: dict[str, str] = {
+    "weights": "weights",
+    "weights_header": "weights",
+    "options": "compiler_options",
+    "schedule": "schedule",
+    "padding": "padding",
+    "unknown": "unexplained",
+}
 DEFAULT_BUCKET = "metadata_and_headers"  # metadata, directory, ROOT, pickle headers, sizes, tails
 MOVED_BUCKET = "re_tiling"  # the same content, re-laid out by the compiler
 
 
-def bucket_of(region_name: str) -> str:
-    for needle, bucket in REGION_BUCKETS:
-        if needle in region_name:
-            return bucket
-    return DEFAULT_BUCKET
+def bucket_of(kind: str) -> str:
+    """The bucket of a region of this kind (q9diff.format.model.KINDS)."""
+    return KIND_BUCKETS.get(kind, DEFAULT_BUCKET)
 
 
 def buckets(rows: list[dict]) -> list[dict]:
@@ -152,7 +147,7 @@ def buckets(rows: list[dict]) -> list[dict]:
     for r in rows:
         if not r["changed_bytes"] and not r["delta"]:
             continue
-        own = bucket_of(r["name"])
+        own = bucket_of(r["kind"])
         if r["moved_bytes"]:
             add(MOVED_BUCKET, r["moved_bytes"], 0)
         add(own, r["new_bytes"], r["delta"])
@@ -163,7 +158,7 @@ def weights_verdict(rows: list[dict], roots: list[str]) -> str | None:
     """One sentence on the weights: identical but re-laid out, or new content. Its numbers are bytes, as
     in the attribution table: the weights' moved bytes are part of the `re_tiling` row, which also holds
     what moved elsewhere (padding, tails), so both are named where they differ."""
-    w = [r for r in rows if bucket_of(r["name"]) == "weights"]
+    w = [r for r in rows if bucket_of(r["kind"]) == "weights"]
     changed = sum(r["changed_bytes"] for r in w)
     if not changed:
         return None

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from q9diff import kinds
-from q9diff.compare.attribution import buckets, moved_new, weights_verdict
+from q9diff.compare.attribution import bucket_of, buckets, moved_new, weights_verdict
 from q9diff.compare.models import MODEL_CAUSES, NOT_MEANINGFUL, different_models
-from q9diff.compare.rules import FIX_TARGETS, ROOT_SETTINGS, RULES, qairt_fix
-from q9diff.compare.summary import inspect_summary, target
+from q9diff.compare.rules import EFFECT_BUCKETS, FIX_TARGETS, ROOT_SETTINGS, RULES, Sides, qairt_fix
+from q9diff.compare.summary import inspect_summary
 from q9diff.format.binary import ContextBinary
 from q9diff.format.tables import requested_soc_model
 from q9diff.settings import BY_CAUSE
-from q9diff.units import percent, value
+from q9diff.units import percent
 
 SCHEMA = "q9diff.diff/1"
 BULKY = ("op_kinds", "other_options", "io_signature", "io_names")
 SHOWN_APART = ("op_kinds", "other_options", "io_signature")  # ops: their own chart; options: a cause
 FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
-# The attribution bucket (q9diff.compare.attribution) whose bytes an effect cause carries.
-EFFECT_BUCKETS = {"schedule": "schedule", "compiler_options": "compiler_options", "const_size": "weights"}
 SETTING_OPTIONS = {
     "soc_type",
     "arch",
@@ -127,6 +124,7 @@ def _region_rows(a: ContextBinary, b: ContextBinary) -> list[dict]:
         rows.append(
             {
                 "name": name,
+                "kind": (la or lb)[0].kind,
                 "a_size": sa,
                 "b_size": sb,
                 "delta": sb - sa,
@@ -145,8 +143,8 @@ def _group(cb: ContextBinary) -> dict[str, list]:
     return out
 
 
-def _region_bytes(rows: list[dict], *needles: str) -> int:
-    return sum(max(r["changed_bytes"], abs(r["delta"])) for r in rows if any(n in r["name"] for n in needles))
+def _weights_bytes(rows: list[dict]) -> int:
+    return sum(max(r["changed_bytes"], abs(r["delta"])) for r in rows if bucket_of(r["kind"]) == "weights")
 
 
 def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
@@ -175,53 +173,16 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     hit = [r for r in RULES if r.role == "root" and r.getter in changed]
     direct = {r.name for r in hit if not r.explained_by}
     roots = direct | {r.name for r in hit if r.explained_by and not set(r.explained_by) & direct}
+    sides = Sides(a, b, oa, ob, frozenset({"O_ran"} if ran_o else ()))
     for rule in RULES:
-        if rule.getter not in changed:
+        if rule.getter not in changed or rule.role == "root" and set(rule.explained_by) & roots:
             continue
-        role = rule.role
-        if role == "root" and any(e in roots for e in rule.explained_by):
-            continue
-        if rule.name == "graph_structure" and "quantization" in roots:
-            continue
-        va, vb = oa[rule.getter], ob[rule.getter]
-        evidence = [f"{rule.getter}: {_short(rule.getter, va)} -> {_short(rule.getter, vb)}"]
-        if rule.getter == "io_signature":
-            evidence = [f"{rule.getter} differs ({len(va)} vs {len(vb)} entries)"]
-        nbytes = None
-        if rule.name == "optimization_level" and ran_o:
-            evidence.append("the level the compiler ran (options O): a file records no optimizationLevel")
-        if rule.name == "const_size":
-            nbytes = _region_bytes(res.regions, "const_pool", "WEIGHTS/")
-        if rule.name in ("schedule", "compiler_options", "soc_type"):
-            role = "effect"
-        if rule.name == "compiler_options":  # a and b: each side's value of every option that differs
-            keys = sorted({k for ga, gb in zip(va, vb) for k, _ in set(ga) ^ set(gb)})
-            va, vb = _options_apart(va, vb), _options_apart(vb, va)
-            evidence = [f"options that differ: {', '.join(keys[:12])}" + (" ..." if len(keys) > 12 else "")]
-        if rule.name == "schedule":
-            nbytes = _region_bytes(res.regions, "op_list", "allocator")
-            evidence = [_op_list_change(ga, gb) for ga, gb in zip(va, vb)]
-            va, vb = [len(x) for x in va], [len(x) for x in vb]
-        res.causes.append(Cause(rule.name, role, _jsonable(va), _jsonable(vb), nbytes, tuple(evidence)))
-    if not roots & set(ROOT_SETTINGS) and "graph_structure" not in roots:
-        weights = _region_bytes(res.regions, "const_pool", "WEIGHTS/")
-        if weights or oa["op_kinds"] != ob["op_kinds"]:
-            evidence = (
-                f"{weights} bytes of weights differ",
-                "op lists differ" if "op_kinds" in changed else "",
-            )
-            ops_a, ops_b = sum(map(len, oa["op_kinds"])), sum(map(len, ob["op_kinds"]))
-            res.causes.insert(
-                0, Cause("graph_structure", "root", ops_a, ops_b, weights, tuple(e for e in evidence if e))
-            )
-    if oa["soc_model"] == 0 or ob["soc_model"] == 0:
-        for c in res.causes:
-            if c.name == "soc_model":
-                res.causes.remove(c)
-                side = a if oa["soc_model"] == 0 else b
-                note = "soc_model 0: generic target (" + "; ".join(target(side)["evidence"]) + ")"
-                res.causes.insert(0, Cause(c.name, c.role, c.a, c.b, c.bytes, c.evidence + (note,)))
-                break
+        va, vb, evidence = rule.shown(rule.getter, oa[rule.getter], ob[rule.getter])
+        note = rule.note(sides) if rule.note is not None else None
+        evidence += [note] if note else []
+        cause = Cause(rule.name, rule.role, _jsonable(va), _jsonable(vb), None, tuple(evidence))
+        res.causes.insert(0, cause) if note and rule.leads else res.causes.append(cause)
+    _model_itself(res, oa, ob, roots, changed)
     res.suggestions = suggestions(res.causes, a, b.dsp_arch)
     res.attribution = buckets(res.regions)
     by_bucket = {row["bucket"]: row for row in res.attribution}
@@ -240,6 +201,19 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                       for c in res.causes]  # fmt: skip
         res.weights_verdict = None
     return res
+
+
+def _model_itself(res: DiffResult, oa: dict, ob: dict, roots: set[str], changed: set[str]) -> None:
+    """No setting that reshapes the graph body differs, yet the weights or the op lists do: the model
+    itself differs (a root cause listed first, carrying the weights' bytes)."""
+    if roots & set(ROOT_SETTINGS) or "graph_structure" in roots:
+        return
+    weights = _weights_bytes(res.regions)
+    if weights or oa["op_kinds"] != ob["op_kinds"]:
+        evidence = (f"{weights} bytes of weights differ", "op lists differ" if "op_kinds" in changed else "")
+        ops_a, ops_b = sum(map(len, oa["op_kinds"])), sum(map(len, ob["op_kinds"]))
+        cause = Cause("graph_structure", "root", ops_a, ops_b, weights, tuple(e for e in evidence if e))
+        res.causes.insert(0, cause)
 
 
 # Where an observation comes from, to say why it is unknown: binary-level or per-graph blob info.
@@ -272,16 +246,6 @@ def _optimization_ran(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) ->
     return True
 
 
-def _options_apart(side: tuple, other: tuple) -> dict:
-    """The options of `side` (per graph, (key, value) pairs) that the other side's graph at the same
-    position lacks or sets otherwise: {key: value}, or {key: [values]} where graphs disagree. An option
-    a side does not write is absent from its dict, never null."""
-    values: dict[str, list[str]] = {}
-    for k, v in sorted({kv for g, o in zip(side, other) for kv in set(g) - set(o)}):
-        values.setdefault(k, []).append(v)
-    return {k: vs[0] if len(vs) == 1 else vs for k, vs in values.items()}
-
-
 def _has_unknown(v) -> bool:
     return v is None or (isinstance(v, tuple) and any(_has_unknown(x) for x in v))
 
@@ -295,21 +259,6 @@ def _unknown_reason(cb: ContextBinary, getter: str) -> str | None:
         if name in reasons:
             return f"{Path(cb.path).name}: {reasons[name]}"
     return f"{Path(cb.path).name}: {getter} not recorded"
-
-
-def _op_list_change(a: tuple[str, ...], b: tuple[str, ...]) -> str:
-    ca, cb = Counter(a), Counter(b)
-    added, removed = sum((cb - ca).values()), sum((ca - cb).values())
-    if not added and not removed:
-        return f"{len(a)} ops, same kinds, re-ordered"
-    return f"{len(a)} -> {len(b)} ops: {added} added, {removed} removed (by kind)"
-
-
-def _short(name: str, v) -> str:
-    """A value in evidence: in its unit (units.value), strings quoted, cut at 80 characters."""
-    worded = isinstance(v, int) or (isinstance(v, (list, tuple)) and all(isinstance(x, int) for x in v))
-    s = value(name, v) if worded else repr(v)
-    return s if len(s) < 80 else s[:77] + "..."
 
 
 def _jsonable(v):

@@ -24,7 +24,6 @@ import numpy as np
 
 from q9diff.format.binary import ContextBinary
 
-POOL_LEAVES = ("const_pool", "pool")  # PICKLE[i]/inner/const_pool and WEIGHTS/<n>/pool
 IN_RANGE_MIN = 0.9  # share of a block's bytes in [-8, 7] above which it holds 4-bit values one per byte
 MIN_POOL_BYTES = 16 * 1024  # fewer 4-bit bytes than this are too few to judge
 BLOCK = 4096  # pools are judged block by block
@@ -65,7 +64,7 @@ def pool_stats(cb: ContextBinary) -> PoolStats | None:
     """Statistics over the weights pools; None when the binary has no pool region. One byte histogram
     gives all three numbers: signed [-8, 7] is bytes 0x00-0x07 and 0xF8-0xFF, nibbles are its 16 x 16
     view."""
-    pools = [r for r in cb.regions if r.leaf in POOL_LEAVES and r.size > 0]
+    pools = [r for r in cb.regions if r.kind == "weights" and r.size > 0]  # const_pool, WEIGHTS/<n>/pool
     total = sum(r.size for r in pools)
     if not total:
         return None
@@ -76,7 +75,7 @@ def pool_stats(cb: ContextBinary) -> PoolStats | None:
     for r in pools:
         for start in [0] if whole else range(0, r.size, step):
             n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
-            chunk = np.frombuffer(cb._buf, np.uint8, n, r.offset + start)
+            chunk = np.frombuffer(cb.data, np.uint8, n, r.offset + start)
             counts += np.bincount(chunk, minlength=256)
             blocks = chunk[: n // BLOCK * BLOCK].reshape(-1, BLOCK)
             in_range = ((blocks < 8) | (blocks >= 248)).mean(axis=1)

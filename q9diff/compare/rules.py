@@ -1,12 +1,91 @@
 """Attribution rules as data: which observed difference is a root cause (a setting someone chose)
-and which is an effect of another, and where each setting is set in a user's configuration."""
+and which is an effect of another, how each is shown (its values and evidence), which attribution
+bucket's bytes it carries, and where each setting is set in a user's configuration. `diff()` is a loop
+over these rows that names none of them."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from q9diff import settings
+from q9diff.units import value
+
+
+@dataclass(frozen=True)
+class Sides:
+    """What a rule's note may read: both binaries, both observations, and the flags diff() raised
+    (`O_ran`: the optimization levels compared are the options' O, the files record none)."""
+
+    a: Any
+    b: Any
+    oa: dict
+    ob: dict
+    flags: frozenset[str] = frozenset()
+
+
+def short(name: str, v) -> str:
+    """A value in evidence: in its unit (units.value), strings quoted, cut at 80 characters."""
+    worded = isinstance(v, int) or (isinstance(v, (list, tuple)) and all(isinstance(x, int) for x in v))
+    s = value(name, v) if worded else repr(v)
+    return s if len(s) < 80 else s[:77] + "..."
+
+
+def _plain(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
+    return va, vb, [f"{getter}: {short(getter, va)} -> {short(getter, vb)}"]
+
+
+def _counted(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
+    return va, vb, [f"{getter} differs ({len(va)} vs {len(vb)} entries)"]
+
+
+def options_apart(side: tuple, other: tuple) -> dict:
+    """The options of `side` (per graph, (key, value) pairs) that the other side's graph at the same
+    position lacks or sets otherwise: {key: value}, or {key: [values]} where graphs disagree. An option
+    a side does not write is absent from its dict, never null."""
+    values: dict[str, list[str]] = {}
+    for k, v in sorted({kv for g, o in zip(side, other) for kv in set(g) - set(o)}):
+        values.setdefault(k, []).append(v)
+    return {k: vs[0] if len(vs) == 1 else vs for k, vs in values.items()}
+
+
+def _options(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
+    """a and b: each side's value of every option that differs."""
+    keys = sorted({k for ga, gb in zip(va, vb) for k, _ in set(ga) ^ set(gb)})
+    shown = f"options that differ: {', '.join(keys[:12])}" + (" ..." if len(keys) > 12 else "")
+    return options_apart(va, vb), options_apart(vb, va), [shown]
+
+
+def op_list_change(a: tuple[str, ...], b: tuple[str, ...]) -> str:
+    ca, cb = Counter(a), Counter(b)
+    added, removed = sum((cb - ca).values()), sum((ca - cb).values())
+    if not added and not removed:
+        return f"{len(a)} ops, same kinds, re-ordered"
+    return f"{len(a)} -> {len(b)} ops: {added} added, {removed} removed (by kind)"
+
+
+def _ops(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
+    """Per graph: the op count, and what changed in its op list."""
+    return [len(x) for x in va], [len(x) for x in vb], [op_list_change(ga, gb) for ga, gb in zip(va, vb)]
+
+
+def _ran_o(s: Sides) -> str | None:
+    if "O_ran" in s.flags:
+        return "the level the compiler ran (options O): a file records no optimizationLevel"
+    return None
+
+
+def _generic_target(s: Sides) -> str | None:
+    """soc_model 0 on either side: the generic target, with the evidence of the side built for it."""
+    from q9diff.compare.summary import target
+
+    if s.oa["soc_model"] != 0 and s.ob["soc_model"] != 0:
+        return None
+    side = s.a if s.oa["soc_model"] == 0 else s.b
+    return "soc_model 0: generic target (" + "; ".join(target(side)["evidence"]) + ")"
 
 
 @dataclass(frozen=True)
@@ -14,9 +93,15 @@ class Rule:
     name: str  # canonical cause name
     role: str  # "root" or "effect"
     getter: str  # name of the observation in q9diff.compare.diff.observe()
-    explained_by: tuple[
-        str, ...
-    ] = ()  # an effect is not reported as its own root when one of these is a root
+    # an effect is not reported as its own root when one of these is a root
+    explained_by: tuple[str, ...] = ()
+    # the attribution bucket (q9diff.compare.attribution) whose changed bytes and size delta it carries
+    bucket: str | None = None
+    # (getter, a, b) -> the values it reports and its evidence
+    shown: Callable[[str, Any, Any], tuple[Any, Any, list[str]]] = _plain
+    # a sentence added to its evidence, when it applies to these two builds
+    note: Callable[[Sides], str | None] | None = None
+    leads: bool = False  # listed first when its note applies (the generic target)
 
 
 # Settings that change the compiled graph body (schedule, tiling, constants) as a consequence: when
@@ -37,10 +122,10 @@ ROOT_SETTINGS = (
 )
 
 RULES: tuple[Rule, ...] = (
-    Rule("soc_model", "root", "soc_model"),
+    Rule("soc_model", "root", "soc_model", note=_generic_target, leads=True),
     Rule("dsp_arch", "root", "dsp_arch"),
     Rule("vtcm_size", "root", "vtcm_size"),
-    Rule("optimization_level", "root", "optimization_level"),
+    Rule("optimization_level", "root", "optimization_level", note=_ran_o),
     Rule("hvx_threads", "root", "num_hvx_threads"),
     Rule("dlbc", "root", "htp_dlbc"),
     Rule("weight_sharing", "root", "weight_sharing", explained_by=("graph_set",)),
@@ -54,15 +139,19 @@ RULES: tuple[Rule, ...] = (
     Rule("compute_precision", "effect", "fp16_kernels"),
     Rule("graph_set", "root", "num_graphs"),
     Rule("sdk_version", "root", "build_id"),
-    Rule("graph_structure", "root", "io_signature", explained_by=("quantization", "graph_set")),
+    Rule(
+        "graph_structure", "root", "io_signature", explained_by=("quantization", "graph_set"), shown=_counted
+    ),
     # Graph I/O renamed with the same shapes (e.g. LiteRT 2.32 vs 2.40 exports): what it is, no setting.
     Rule("tensor_names", "root", "io_names", explained_by=("graph_structure", "graph_set")),
     Rule("soc_type", "effect", "soc_type", explained_by=("soc_model", "dsp_arch")),
     Rule("spill_fill", "effect", "spill_fill_buffer_size"),
-    Rule("const_size", "effect", "const_size"),
-    Rule("schedule", "effect", "op_kinds"),
-    Rule("compiler_options", "effect", "other_options"),
+    Rule("const_size", "effect", "const_size", bucket="weights"),
+    Rule("schedule", "effect", "op_kinds", bucket="schedule", shown=_ops),
+    Rule("compiler_options", "effect", "other_options", bucket="compiler_options", shown=_options),
 )
+# The attribution bucket whose bytes an effect cause carries: a view of RULES.
+EFFECT_BUCKETS: dict[str, str] = {r.name: r.bucket for r in RULES if r.bucket}
 
 # Where each root-cause setting is set: (qairt API, htp_backend_ext_config JSON path, ORT QNN EP option).
 # `{v}` is the reference's value. A view of q9diff.settings, the one row per setting. The qairt lines

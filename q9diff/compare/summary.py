@@ -120,4 +120,4 @@ def unknown_fields(cb: ContextBinary) -> dict[str, str]:
 
 
 def unknown_bytes(cb: ContextBinary) -> int:
-    return sum(r.size for r in cb.regions if r.leaf == "unknown")
+    return sum(r.size for r in cb.regions if r.kind == "unknown")

@@ -22,7 +22,7 @@ from q9diff.format.binary import ContextBinary
 from q9diff.format.tables import Device, Profile, ai_hub_profile, soc_name
 
 SCHEMA = "q9diff.target/1"
-MB = 1024 * 1024
+MB = 1024 * 1024  # bytes in a MiB, the unit of vtcm_mb
 # What a diff against a reference build shows and a device's name cannot.
 NEEDS_REFERENCE = (
     "byte attribution (which regions changed, moved or are new)",
@@ -102,7 +102,7 @@ def _vtcm(r: TargetResult, obs: dict) -> None:
     m = d.measured
     if d.vtcm_mb is None:
         modelled = (
-            f"; the compiler's own model of it uses {m.modelled_vtcm_size // MB} MB (measured, not used)"
+            f"; the compiler's own model of it uses {m.modelled_vtcm_size // MB} MiB (measured, not used)"
             if m and m.modelled_vtcm_size
             else ""
         )
@@ -117,13 +117,13 @@ def _vtcm(r: TargetResult, obs: dict) -> None:
     over = [s for s in sizes if s > have]
     if over:
         r.errors.append(
-            f"VTCM {max(over) // MB} MB asked, {d.part} has {d.vtcm_mb} MB: the compiler records any size "
+            f"VTCM {max(over) // MB} MiB asked, {d.part} has {d.vtcm_mb} MiB: the compiler records any size "
             "it is asked for without a word, the device cannot provide it"
         )
     if over or any(s < have for s in sizes):
         profile = f"{r.profile.title} builds use all of it ({', '.join(r.profile.vtcm.sources)})"
         default = (
-            f"; {m.default_vtcm_size // MB} MB is what the compiler records when no VTCM is asked (measured)"
+            f"; {m.default_vtcm_size // MB} MiB is what the compiler records when no VTCM is asked (measured)"
             if m and m.default_vtcm_size
             else ""
         )
@@ -134,12 +134,12 @@ def _vtcm(r: TargetResult, obs: dict) -> None:
                 obs["vtcm_size"],
                 have,
                 None,
-                (f"VTCM {', '.join(f'{s // MB} MB' for s in sizes)}; {d.part} has {d.vtcm_mb} MB",)
+                (f"VTCM {', '.join(f'{s // MB} MiB' for s in sizes)}; {d.part} has {d.vtcm_mb} MiB",)
                 + (f"{profile}{default}",),
             )
         )
     else:
-        r.settled.append(f"VTCM {d.vtcm_mb} MB, all the device has")
+        r.settled.append(f"VTCM {d.vtcm_mb} MiB, all the device has")
 
 
 def _optimization(r: TargetResult, obs: dict) -> None:

@@ -64,6 +64,16 @@ class ContextBinary(MetadataReader):
             raise FormatError(p, None, f"a readable file ({exc.strerror})") from None
         return cls(mapped, p)
 
+    @property
+    def data(self) -> memoryview:
+        """The whole file's bytes (its mapping, read-only, no copy): what compares regions reads, at the
+        regions' offsets."""
+        return self._buf
+
+    def bytes_of(self, region: Region | Record) -> memoryview:
+        """The bytes of one region or record of this file, without a copy."""
+        return self._buf[region.offset : region.offset + region.size]
+
     def release(self) -> None:
         """Unmap the file (a directory diff does so once a part is compared, so a set of 1 GB parts
         never holds more than one pair). Values already read stay; reading bytes afterwards fails."""
@@ -210,9 +220,7 @@ class ContextBinary(MetadataReader):
         if magic == F.BARREL_MAGIC:
             regions.append(Region(f"{pre}/barrel/start", p, 8))
             hdr, hend = self._header_records(p + 8, end)
-            regions += [
-                Region(f"{pre}/barrel/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in hdr
-            ]
+            regions += [_header_region(f"{pre}/barrel", t, o, n) for t, o, n in hdr]
             inner = p + self._inner_offset(hdr)
             trailer = self._barrel_trailer(hdr, p, end)
             if trailer is not None:
@@ -222,9 +230,7 @@ class ContextBinary(MetadataReader):
         if inner + 8 <= end and self._u32(inner) == F.PICKLE_MAGIC:
             regions.append(Region(f"{pre}/inner/start", inner, 8))
             ihdr, iend = self._header_records(inner + 8, end)
-            regions += [
-                Region(f"{pre}/inner/{F.HEADER_TAG_NAMES.get(t, 'record')}", o, n) for t, o, n in ihdr
-            ]
+            regions += [_header_region(f"{pre}/inner", t, o, n) for t, o, n in ihdr]
             for t, o, n in ihdr:
                 if t == F.TAG_OPTIONS:
                     options_text = (
@@ -241,7 +247,7 @@ class ContextBinary(MetadataReader):
                     raise FormatError(self.path, pos, "an aux record inside the pickle")
                 tag = struct.pack("<H", m >> 16)
                 aux_name = F.AUX_TAG_NAMES.get(tag, f"aux_{m >> 16:04x}")
-                regions.append(Region(f"{pre}/inner/aux/{aux_name}", pos, 8 + n))
+                regions.append(Region(f"{pre}/inner/aux/{aux_name}", pos, 8 + n, "schedule"))
                 if tag == b"Co":
                     op_types = self._string_table(pos + 8, n)
                 pos += 8 + n
@@ -249,17 +255,21 @@ class ContextBinary(MetadataReader):
             program_end = wd if inner < wd <= end else end
             ops, list_end = self._op_list(pos, program_end, op_types)
             if ops:
-                regions.append(Region(f"{pre}/inner/allocator", pos, ops[0].offset - pos))
-                regions.append(Region(f"{pre}/inner/op_list", ops[0].offset, list_end - ops[0].offset))
+                regions.append(Region(f"{pre}/inner/allocator", pos, ops[0].offset - pos, "schedule"))
+                regions.append(
+                    Region(f"{pre}/inner/op_list", ops[0].offset, list_end - ops[0].offset, "schedule")
+                )
             if ops and list_end < program_end <= end and self._u32(program_end - 4) == F.OP_LIST_END:
-                regions.append(Region(f"{pre}/inner/program_end_marker", program_end - 4, 4))
+                regions.append(Region(f"{pre}/inner/program_end_marker", program_end - 4, 4, "schedule"))
             if wd + F.WEIGHTS_DESCRIPTOR_SIZE <= end and self._u32(wd) == F.WEIGHTS_DESCRIPTOR_MAGIC:
                 regions.append(Region(f"{pre}/inner/weights_descriptor", wd, F.WEIGHTS_DESCRIPTOR_SIZE))
                 const = self.graphs[gi].const_size
                 if const is None:  # graphBlobInfo v1 records no constSize: the Sz word bounds the pool
                     const = self._constant_area(sizes)
                 pool = min(max(const - F.WEIGHTS_DESCRIPTOR_SIZE, 0), end - wd - F.WEIGHTS_DESCRIPTOR_SIZE)
-                regions.append(Region(f"{pre}/inner/const_pool", wd + F.WEIGHTS_DESCRIPTOR_SIZE, pool))
+                regions.append(
+                    Region(f"{pre}/inner/const_pool", wd + F.WEIGHTS_DESCRIPTOR_SIZE, pool, "weights")
+                )
                 tail = wd + F.WEIGHTS_DESCRIPTOR_SIZE + pool
                 if tail < end and not self._is_zero(tail, end):
                     regions.append(Region(f"{pre}/tail", tail, min(F.PAGE, end - tail)))
@@ -340,18 +350,16 @@ class ContextBinary(MetadataReader):
             if r.offset < pos or r.end > end:
                 raise FormatError(self.path, r.offset, f"region {r.name} inside {pos:#x}..{end:#x}")
             if r.offset > pos:
-                out.append(
-                    Region(
-                        f"{pre}/{'padding' if self._is_zero(pos, r.offset) else 'unknown'}",
-                        pos,
-                        r.offset - pos,
-                    )
-                )
+                out.append(self._gap(pre, pos, r.offset))
             out.append(r)
             pos = r.end
         if pos < end:
-            out.append(Region(f"{pre}/{'padding' if self._is_zero(pos, end) else 'unknown'}", pos, end - pos))
+            out.append(self._gap(pre, pos, end))
         return out
+
+    def _gap(self, pre: str, start: int, end: int) -> Region:
+        kind = "padding" if self._is_zero(start, end) else "unknown"
+        return Region(f"{pre}/{kind}", start, end - start, kind)
 
     def options(self, graph_index: int) -> dict[str, str]:
         """The compiler options string of a graph, decoded once (a copy: callers may change it)."""
@@ -395,9 +403,15 @@ class ContextBinary(MetadataReader):
         """WEIGHTS/0: a 16-byte descriptor header and the weights name, padding to +0x100, then the pool."""
         head = min(0x100, rec.size)
         return [
-            Region(f"{rec.name}/header", rec.offset, head),
-            Region(f"{rec.name}/pool", rec.offset + head, rec.size - head),
+            Region(f"{rec.name}/header", rec.offset, head, "weights_header"),
+            Region(f"{rec.name}/pool", rec.offset + head, rec.size - head, "weights"),
         ]
+
+
+def _header_region(pre: str, tag: bytes, offset: int, size: int) -> Region:
+    """A pickle header record; the options string's is kind `options`."""
+    kind = "options" if tag == F.TAG_OPTIONS else "structure"
+    return Region(f"{pre}/{F.HEADER_TAG_NAMES.get(tag, 'record')}", offset, size, kind)
 
 
 def _clean(r: Region) -> Region:
@@ -405,4 +419,4 @@ def _clean(r: Region) -> Region:
     name = r.name
     if name.startswith("file/"):
         name = name[5:]
-    return Region(name, r.offset, r.size)
+    return Region(name, r.offset, r.size, r.kind)

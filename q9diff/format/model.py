@@ -92,13 +92,22 @@ def _blob_info_fields(raw: bytes) -> dict[str, int]:
     return out
 
 
+# What a region holds, as the walker that names it knows: the weights (a graph's const_pool, a shared
+# WEIGHTS/<n>/pool) and a shared pool's header; the compiler's options string; the schedule (op list,
+# allocator, aux tables, program end marker); zero padding; bytes no documented structure explains; and
+# every other header, directory, size and metadata structure.
+KINDS = ("weights", "weights_header", "options", "schedule", "padding", "unknown", "structure")
+
+
 @dataclass(frozen=True)
 class Region:
-    """A named byte range; `name` is a path such as `PICKLE[0]/inner/const_pool`."""
+    """A named byte range; `name` is a path such as `PICKLE[0]/inner/const_pool`. `kind` is what the
+    walker found there (one of KINDS), so no reader guesses it from the name."""
 
     name: str
     offset: int
     size: int
+    kind: str = "structure"
 
     @property
     def leaf(self) -> str:

@@ -232,7 +232,7 @@ class Device:
     @property
     def label(self) -> str:
         arch = f"v{self.dsp_arch}" if self.dsp_arch else "dsp_arch unknown"
-        vtcm = f"VTCM {self.vtcm_mb} MB" if self.vtcm_mb else "VTCM not documented"
+        vtcm = f"VTCM {self.vtcm_mb} MiB" if self.vtcm_mb else "VTCM not documented"
         return f"{self.name} (soc_model {self.soc_model}, {self.part}, {arch}, {vtcm})"
 
     def to_json(self) -> dict:
@@ -375,7 +375,7 @@ class Profile:
     devices_entry: ProfileSetting
 
     def sentence(self, device: Device) -> str:
-        vtcm = f"VTCM {device.vtcm_mb} MB, all the device has" if device.vtcm_mb else "all the device's VTCM"
+        vtcm = f"VTCM {device.vtcm_mb} MiB, all the device has" if device.vtcm_mb else "all the device's VTCM"
         cores = self.devices_entry.value["cores"][0]
         arch = f"v{device.dsp_arch}" if device.dsp_arch else "its dsp_arch"
         return (

@@ -64,7 +64,7 @@ def compare_with_oracle(cb: ContextBinary) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="q9diff-oracle-") as tmp:
         copy = os.path.join(tmp, "context.bin")
         with open(copy, "wb") as f:
-            f.write(cb._buf)
+            f.write(cb.data)
         return disagreements(cb, to_dict(read_binary_info_isolated(copy)))
 
 
