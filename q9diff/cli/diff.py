@@ -118,7 +118,8 @@ def _compare(
         _print_json(data)
     elif not brief and not to_stdout:
         show_pair(res, verbose)
-    said(html_out, md_out, to_stdout or brief)
+    if not brief:  # -q: nothing printed, the exit status only
+        said(html_out, md_out, to_stdout)
     raise typer.Exit(0 if res.identical else 1)
 
 
@@ -166,7 +167,8 @@ def _set_diff(
         _print_json(data)
     elif not brief and not to_stdout:
         print_set(sd, data, verbose)
-    said(html_out, md_out, to_stdout or brief)
+    if not brief:  # -q: nothing printed, the exit status only
+        said(html_out, md_out, to_stdout)
     raise typer.Exit(0 if sd.identical else 1)
 
 

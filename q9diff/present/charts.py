@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from q9diff.units import human
+from q9diff.units import human, value
 
 NEW_COLOR, MOVED_COLOR = "#d62728", "#9ecae1"  # new content stands out; moved content is muted
 _PICKLE = re.compile(r"^PICKLE\[(\d+)\]")
@@ -294,8 +294,10 @@ def settings(data: dict):
     oa, ob = data["settings"]["a"], data["settings"]["b"]
     keys = list(oa) + [k for k in ob if k not in oa]
 
-    def short(v) -> str:
-        s = str(v)
+    def short(k: str, v) -> str:
+        """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes."""
+        numbers = isinstance(v, int) or (isinstance(v, list) and v and all(isinstance(x, int) for x in v))
+        s = value(k, v) if numbers and not isinstance(v, bool) else str(v)
         return html.escape(s if len(s) < 60 else s[:59] + "…")
 
     differs = [oa.get(k) != ob.get(k) for k in keys]
@@ -312,8 +314,8 @@ def settings(data: dict):
             cells={
                 "values": [
                     mark(names),
-                    mark([short(oa.get(k)) for k in keys]),
-                    mark([short(ob.get(k)) for k in keys]),
+                    mark([short(k, oa.get(k)) for k in keys]),
+                    mark([short(k, ob.get(k)) for k in keys]),
                 ],
                 "fill_color": [fill] * 3,
                 "font": {"color": [font] * 3, "size": 13},
