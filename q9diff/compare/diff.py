@@ -49,6 +49,11 @@ class Cause:
     evidence: tuple[str, ...]
     size_delta: int | None = None
 
+    def to_json(self) -> dict:
+        delta = {} if self.size_delta is None else {"size_delta": self.size_delta}
+        return {"name": self.name, "role": self.role, "a": self.a, "b": self.b, "bytes": self.bytes,
+                **delta, "evidence": list(self.evidence)}  # fmt: skip
+
 
 @dataclass
 class DiffResult:
@@ -323,18 +328,7 @@ def to_json(res: DiffResult) -> dict:
         "size_delta": res.b.size - res.a.size,
         "size_delta_percent": percent(res.b.size - res.a.size, res.a.size),
         "regions": res.regions,
-        "causes": [
-            {
-                "name": c.name,
-                "role": c.role,
-                "a": c.a,
-                "b": c.b,
-                "bytes": c.bytes,
-                **({} if c.size_delta is None else {"size_delta": c.size_delta}),
-                "evidence": list(c.evidence),
-            }
-            for c in res.causes
-        ],
+        "causes": [c.to_json() for c in res.causes],
         "suggestions": res.suggestions,
         "unknown": res.unknown,
         "attribution": res.attribution,
@@ -396,20 +390,22 @@ def diff_sets(a: Path, b: Path, on_part=None) -> SetDiff:
     return SetDiff(pairs, ua, [p for p in lb if p not in used])
 
 
-def set_to_json(sd: SetDiff) -> dict:
-    parts = [dict(to_json(r), part=pa.name) for pa, _, r in sd.pairs]
+def distinct_causes(parts: list[dict]) -> list[dict]:
+    """The parts' causes over a set, each (name, a, b) once, in part order."""
     causes, seen = [], set()
-    if sd.split_cause:
-        c = sd.split_cause
-        causes.append(
-            {"name": c.name, "role": c.role, "a": c.a, "b": c.b, "bytes": None, "evidence": list(c.evidence)}
-        )
     for p in parts:
         for c in p["causes"]:
             key = (c["name"], json.dumps(c["a"], default=str), json.dumps(c["b"], default=str))
             if key not in seen:
                 seen.add(key)
                 causes.append(c)
+    return causes
+
+
+def set_to_json(sd: SetDiff) -> dict:
+    parts = [dict(to_json(r), part=pa.name) for pa, _, r in sd.pairs]
+    split = [] if not sd.split_cause else [{**sd.split_cause.to_json(), "bytes": None}]
+    causes = split + distinct_causes(parts)
     sugg = merged_suggestions([s for p in parts for s in p["suggestions"]])
     a_total = sum(r.a.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_a)
     b_total = sum(r.b.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_b)

@@ -11,11 +11,10 @@ sources, and the fixes are the rows `q9diff.compare.diff.suggestions` gives for 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from q9diff.compare.diff import Cause, merged_suggestions, observe, suggestions
+from q9diff.compare.diff import Cause, distinct_causes, merged_suggestions, observe, suggestions
 from q9diff.compare.packing import packing_notice
 from q9diff.compare.summary import inspect_summary, target
 from q9diff.format.binary import ContextBinary
@@ -254,17 +253,6 @@ def reference_finding(ref: ContextBinary, device: Device) -> str | None:
     return None
 
 
-def cause_json(c: Cause) -> dict:
-    return {
-        "name": c.name,
-        "role": c.role,
-        "a": c.a,
-        "b": c.b,
-        "bytes": c.bytes,
-        "evidence": list(c.evidence),
-    }
-
-
 def to_json(results: list[tuple[str, TargetResult]], device: Device) -> dict:
     """`q9diff.target/1`: per part its causes, fixes, settled and unknown settings; over the set the
     distinct causes and fixes, the device (with its sources) and the profile sentence."""
@@ -273,7 +261,7 @@ def to_json(results: list[tuple[str, TargetResult]], device: Device) -> dict:
             "part": name,
             "a": inspect_summary(r.cb),
             "matches": r.matches,
-            "causes": [cause_json(c) for c in r.causes],
+            "causes": [c.to_json() for c in r.causes],
             "suggestions": r.suggestions,
             "errors": r.errors,
             "settled": r.settled,
@@ -281,13 +269,7 @@ def to_json(results: list[tuple[str, TargetResult]], device: Device) -> dict:
         }
         for name, r in results
     ]
-    causes, seen = [], set()
-    for p in parts:
-        for c in p["causes"]:
-            key = (c["name"], json.dumps(c["a"], default=str), json.dumps(c["b"], default=str))
-            if key not in seen:
-                seen.add(key)
-                causes.append(c)
+    causes = distinct_causes(parts)
     profile = ai_hub_profile()
     return {
         "schema": SCHEMA,

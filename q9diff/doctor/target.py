@@ -49,45 +49,27 @@ def _only_target(ctx: Context) -> bool:
     return ctx.target is not None and ctx.reference is None
 
 
-def check_soc(ctx: Context) -> Iterator[Hit | Note]:
-    if not _only_target(ctx):
-        yield from r.check_soc(ctx)
-        return
-    hits = list(_judged(ctx, ("soc_model",)))
-    yield from hits
-    if not hits:
-        yield from _settled(ctx, "soc_model")
+def _against_target(reference_check, causes: tuple[str, ...], *settled: str):
+    """A check that, with --target and no reference, judges `causes` against the device (and says what
+    is settled, by the words of its `settled` notes); with a reference it is `reference_check`."""
+
+    def check(ctx: Context) -> Iterator[Hit | Note]:
+        if not _only_target(ctx):
+            yield from reference_check(ctx)
+            return
+        hits = list(_judged(ctx, causes))
+        yield from hits
+        if not hits:
+            for word in settled:
+                yield from _settled(ctx, word)
+
+    return check
 
 
-def check_vtcm(ctx: Context) -> Iterator[Hit | Note]:
-    if not _only_target(ctx):
-        yield from r.check_vtcm(ctx)
-        return
-    hits = list(_judged(ctx, ("vtcm_size",)))
-    yield from hits
-    if not hits:
-        yield from _settled(ctx, "VTCM")
-        yield from _settled(ctx, "vtcm")
-
-
-def check_packing(ctx: Context) -> Iterator[Hit | Note]:
-    if not _only_target(ctx):
-        yield from r.check_packing(ctx)
-        return
-    hits = list(_judged(ctx, ("weights_packing", "native_hmx_a16w4")))
-    yield from hits
-    if not hits:
-        yield from _settled(ctx, "pack")
-
-
-def check_optimization(ctx: Context) -> Iterator[Hit | Note]:
-    if not _only_target(ctx):
-        yield from r.check_optimization(ctx)
-        return
-    hits = list(_judged(ctx, ("optimization_level",)))
-    yield from hits
-    if not hits:
-        yield from _settled(ctx, "optimization")
+check_soc = _against_target(r.check_soc, ("soc_model",), "soc_model")
+check_vtcm = _against_target(r.check_vtcm, ("vtcm_size",), "VTCM", "vtcm")
+check_packing = _against_target(r.check_packing, ("weights_packing", "native_hmx_a16w4"), "pack")
+check_optimization = _against_target(r.check_optimization, ("optimization_level",), "optimization")
 
 
 def check_other(ctx: Context) -> Iterator[Hit | Note]:
@@ -112,7 +94,7 @@ def check_vtcm_limit(ctx: Context) -> Iterator[Hit | Note]:
     if not over and ctx.target.vtcm_mb:
         yield Note(
             ctx.bundle.name,
-            f"no graph asks for more than {ctx.target.name}'s {ctx.target.vtcm_mb} MB of VTCM",
+            f"no graph asks for more than {ctx.target.name}'s {ctx.target.vtcm_mb} MiB of VTCM",
         )
 
 
