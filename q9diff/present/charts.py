@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from q9diff.units import human, value
+from q9diff.units import human, sizes, value
 
 NEW_COLOR, MOVED_COLOR = "#d62728", "#9ecae1"  # new content stands out; moved content is muted
 _PICKLE = re.compile(r"^PICKLE\[(\d+)\]")
@@ -79,7 +79,7 @@ def waterfall(data: dict, title: str = "Size change by region, candidate → ref
     )
     a, b = data["a"]["size"], data["b"]["size"]
     fig.update_layout(
-        title=f"{title}: {human(a)} → {human(b)} ({'+' if b >= a else ''}{human(b - a)})",
+        title=f"{title}: {sizes(a, b)}",
         yaxis_title="size change (bytes)",
         height=400,
     )

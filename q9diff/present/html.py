@@ -20,6 +20,7 @@ from q9diff.errors import printable
 from q9diff.present import charts
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import config_value, human
+from q9diff.units import sizes as size_change
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
@@ -227,10 +228,7 @@ def _escaped(v):
 
 
 def _sizes(data: dict) -> str:
-    return (
-        f"<p>size {_size(data['a']['size'])} → {_size(data['b']['size'])}"
-        f" ({_size(data['size_delta'], signed=True)})</p>"
-    )
+    return f"<p>size {_e(size_change(data['a']['size'], data['b']['size']))}</p>"
 
 
 def render(data: dict) -> str:
@@ -303,8 +301,8 @@ def render_set(data: dict) -> str:
         sections.append(
             f"<hr><h2>{_e(pa)} vs {_e(pb)}</h2>"
             + _verdict(part).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
-            + f"<p>{_e(part['a']['path'])} vs {_e(part['b']['path'])}: {_size(part['a']['size'])} →"
-            + f" {_size(part['b']['size'])} ({_size(part['b']['size'] - part['a']['size'], signed=True)})</p>"
+            + f"<p>{_e(part['a']['path'])} vs {_e(part['b']['path'])}:"
+            + f" {_e(size_change(part['a']['size'], part['b']['size']))}</p>"
             + _causes_table(part["causes"])
             + _attribution(part)
             + _fixes(part["suggestions"])
@@ -315,7 +313,7 @@ def render_set(data: dict) -> str:
     body = (
         _verdict(data).replace("Root cause:", "Root causes over the set:")
         + f"<p>q9diff: candidate {_e(ra)} vs reference {_e(rb)}</p>"
-        + f"<p>{na} vs {nb} parts, {_size(data['a_total'])} → {_size(data['b_total'])} ({delta})</p>"
+        + f"<p>{na} vs {nb} parts, {_e(size_change(data['a_total'], data['b_total']))}</p>"
         + totals
         + _fixes(data["suggestions"])
         + across
