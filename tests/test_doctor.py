@@ -211,6 +211,9 @@ def test_local_bundle_against_reference_names_soc_model_vtcm_and_optimization() 
     hyps = report.hypotheses()
     assert {n for n, h in hyps.items() if h["status"] == "implicated"} == {6, 9}
     assert {n for n, h in hyps.items() if h["status"] == "ruled out"} == {1, 2, 3, 4, 5, 7, 8}
+    # one fix for the change found in all 4 parts: its qairt line names every part's graphs, not the last's
+    graphs = [g.graph.name for g in report.bundle.graphs()]
+    assert all(f'"{g}"' in warnings["build.vtcm"].fix for g in graphs), warnings["build.vtcm"].fix
 
 
 def test_local_bundle_alone_still_finds_the_generic_target() -> None:

@@ -17,13 +17,22 @@ from q9diff.units import opt_level
 FP16_KERNEL = ".fp16."  # float kernels in the op list (fixtures/variants/precision_fp16.bin)
 
 
+def one_fix(suggestions: list[dict]) -> dict | None:
+    """The parts' suggestions of one change as one: a graph setting's qairt line names every part's
+    graphs (q9diff.compare.diff.merged_suggestions), not only the last part's."""
+    from q9diff.compare.diff import merged_suggestions
+
+    merged = merged_suggestions(suggestions)
+    return merged[0] if merged else None
+
+
 def _suggestion_fix(s: dict, parts: str) -> str:
     t = s["targets"]
     ext = "; ".join(f"{k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items())
     ort = "; ".join(f"{k}={v}" for k, v in t.get("ort_qnn", {}).items())
     return (
         f"recompile {parts} with {s['setting']} = {s['value']}: htp_backend_ext_config.json {ext}"
-        f" / qairt {t['qairt']}" + (f" / ONNX Runtime QNN EP {ort}" if ort else "")
+        f" / qairt {t['qairt'].split('  # ')[0]}" + (f" / ONNX Runtime QNN EP {ort}" if ort else "")
     )
 
 
@@ -190,9 +199,9 @@ def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
             if c.role == "root" and c.name in names:
                 key = (c.name, json.dumps(c.a, default=str), json.dumps(c.b, default=str))
                 seen.setdefault(key, []).append(p)
-                info[key] = (c, sugg.get(c.name))
+                info[key] = (c, [*info.get(key, (c, []))[1], *([sugg[c.name]] if c.name in sugg else [])])
     for key, parts in seen.items():
-        c, s = info[key]
+        c, s = info[key][0], one_fix(info[key][1])
         a, b = (c.a, c.b) if c.name != "vtcm_size" else (_mb(c.a), _mb(c.b))
         if c.name == "optimization_level":
             a, b = opt_level(a, _option(parts[0], "O")), opt_level(b, _option(pairs[id(parts[0])], "O"))

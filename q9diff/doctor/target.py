@@ -26,10 +26,10 @@ def _judged(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
             if c.name in names:
                 key = (c.name, json.dumps(c.a, default=str), json.dumps(c.b, default=str))
                 seen.setdefault(key, []).append(p)
-                info[key] = (c, fixes.get(c.name))
+                info[key] = (c, [*info.get(key, (c, []))[1], *([fixes[c.name]] if c.name in fixes else [])])
     total = len(ctx.bundle.parts)
     for key, parts in seen.items():
-        c, s = info[key]
+        c, s = info[key][0], r.one_fix(info[key][1])
         a, b = (r._mb(c.a), r._mb(c.b)) if c.name == "vtcm_size" and isinstance(c.a, int) else (c.a, c.b)
         evidence = f"{c.name} {a} → {b} for the target {ctx.target.name}: {'; '.join(c.evidence)}"
         fix = r._suggestion_fix(s, r._parts_short(parts, total)) if s else f"rebuild with {c.name} {c.b}"
