@@ -402,6 +402,16 @@ def test_an_epcontext_model_naming_one_context_3000_times_opens_it_once(tmp_path
     assert open_one(f"{model}#node_2999").size == CONTEXT.stat().st_size  # every node still addresses it
 
 
+def test_an_epcontext_file_name_with_a_nul_byte_is_one_line(tmp_path):
+    # scripts/fuzz.py --bundle --seed 2026 --replay 16015: ValueError (embedded null byte) from the path calls
+    shutil.copy(CONTEXT, tmp_path / "ctx.bin")
+    model = epcontext_model(tmp_path / "nul.onnx", [b"ctx.bin\0.bin"])
+    for args in (("inspect", model), ("diff", model, model)):
+        run = q9(*args)
+        assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+        assert "name without a NUL byte" in run.stderr and str(model) in run.stderr, run.stderr
+
+
 def test_a_set_of_distinct_contexts_reads_its_container_once_per_command(tmp_path, monkeypatch):
     # Each FILE#NAME of a set diff re-read the whole model and every context: N parts cost N * N.
     onnx = pytest.importorskip("onnx")

@@ -178,6 +178,8 @@ def _beside(model: Path, ref: bytes) -> Path:
         name = ref.decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(str(model), None, "an ep_cache_context file name in UTF-8") from None
+    if "\0" in name:  # no file has one: the path calls below would raise ValueError
+        raise FormatError(str(model), None, f"an ep_cache_context name without a NUL byte (got {name!r})")
     folder = model.resolve().parent
     target = (folder / name).resolve()
     if Path(name).is_absolute() or folder not in target.parents:
