@@ -296,11 +296,52 @@ def test_a_malformed_saved_result_is_one_line(single, tmp_path):
         line = _one_line(q9diff("report", str(path), "--html", str(tmp_path / "out.html")))
         assert str(path) in line, line
         assert not (tmp_path / "out.html").exists()
-    assert "expected an integer" in _one_line(q9diff("report", str(tmp_path / "huge.json")))
+    assert "expected a size (0 to 2^62)" in _one_line(q9diff("report", str(tmp_path / "huge.json")))
     assert "no 'regions'" in _one_line(q9diff("report", str(tmp_path / "missing.json")))
     assert _one_line(q9diff("report", str(tmp_path / "nothere.json"))).endswith("no such file\n")
     r = q9diff("report", str(single["json"]), "--html", str(single["json"]))
     assert "would overwrite" in _one_line(r) and json.loads(single["json"].read_text()) == good
+
+
+def test_saved_results_whose_fields_do_not_fit_are_one_line_and_no_report_is_a_device(single, tmp_path):
+    """A black-box review's finds: each was an internal error, an injection or a device replaced."""
+    good = json.loads(single["json"].read_text())
+    neg = json.loads(single["json"].read_text())
+    neg["b"]["regions"][0]["size"] = -1
+    cases = {
+        "schema_list": good | {"schema": []},
+        "soc_as_list": good | {"causes": [good["causes"][0] | {"a": [1, 2]}] + good["causes"][1:]},
+        "negative_size": neg,
+    }
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        for extra in ([], ["--html", str(tmp_path / f"{name}.html")], ["--markdown", "-"]):
+            r = q9diff("report", str(path), *extra)
+            assert r.returncode in (1, 2) and "internal error" not in r.stderr and "Traceback" not in r.stderr
+            if r.returncode == 2:
+                assert str(path) in _one_line(r) and r.stdout == ""
+    assert "expected a size" in _one_line(q9diff("report", str(tmp_path / "negative_size.json")))
+    # a report is written again where it was written before (only the result itself is an input)
+    out = tmp_path / "again.html"
+    for _ in range(2):
+        assert q9diff("report", str(single["json"]), "--html", str(out)).returncode == 1
+    # a device or a link is not a report's file: /dev/null stays the device
+    link = tmp_path / "link.html"
+    link.symlink_to(out)
+    for target in ("/dev/null", str(link)):
+        assert "not a regular file" in _one_line(q9diff("report", str(single["json"]), "--markdown", target))
+    assert Path("/dev/null").is_char_device() and link.is_symlink()
+
+
+def test_a_doctor_result_with_an_unknown_severity_is_refused(tmp_path):
+    saved = q9diff("doctor", str(QWEN / "local"), str(QWEN / "reference"), "--json")
+    data = json.loads(saved.stdout)
+    data["findings"][0]["severity"] = "x'><img src=x onerror=alert(1)>"
+    path = tmp_path / "doctor.json"
+    path.write_text(json.dumps(data))
+    line = _one_line(q9diff("report", str(path), "--html", str(tmp_path / "d.html")))
+    assert "expected one of error, warning, info" in line and not (tmp_path / "d.html").exists()
 
 
 HOSTILE = "<img src=x onerror=alert(1)></script><script>alert(2)</script>| `` ** [x](javascript:alert(3))"

@@ -14,6 +14,7 @@ same bytes it always did.
 from __future__ import annotations
 
 import json
+import errno
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -268,6 +269,9 @@ def dump(recipe: Recipe) -> str:
 def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
     """Write a file so that readers see the old or the new content, never half of it."""
     p = Path(path)
+    if p.is_symlink() or (p.exists() and not p.is_file()):
+        # a rename over /dev/null or a link would replace the device or the link itself with a file
+        raise OSError(errno.EINVAL, "not a regular file: name a new file or an existing regular one", str(p))
     data = text.encode() if isinstance(text, str) else text
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
     try:

@@ -205,16 +205,24 @@ CANDIDATE = typer.Argument(..., metavar="CANDIDATE", help="your build: file, fol
 REFERENCE = typer.Argument(..., metavar="REFERENCE", help="the known-good build, the same kind")
 
 
-def _report_path(out: Path | None, inputs: list[Path | None], flag: str = "--html") -> None:
+def _report_path(
+    out: Path | None, inputs: list[Path | None], flag: str = "--html", files: tuple[Path, ...] = ()
+) -> None:
     """Refuse a --html path before any work when writing there would change an input: the input file
     itself, or a file that already exists inside an input folder (a part, a config, a tokenizer; a
-    config's folder counts, since the config names files beside it). A new file beside the parts is
-    fine; a folder is not a file name."""
+    config's folder counts, since the config names files beside it); `files` are inputs that name no
+    file beside them (a saved result), refused only themselves. A new file beside the parts is fine;
+    a folder, a device or a link is not a report's file."""
     if out is None:
         return
     target = out.resolve()
     if target.is_dir():
         _fail(f"{flag} {out} is a folder: name the report's file, e.g. {out / 'report.html'}")
+    if out.is_symlink() or (out.exists() and not out.is_file()):
+        _fail(f"{flag} {out} is not a regular file (a device or a link): name a new file or a regular one")
+    for given in files:
+        if target == given.resolve():
+            _fail(f"{flag} {out} would overwrite {given}, an input: choose another file")
     for given in inputs:
         if given is None:
             continue

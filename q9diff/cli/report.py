@@ -7,6 +7,7 @@ page, with the binaries and bundles gone, as diffoscope renders from its saved J
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -42,20 +43,34 @@ def report(
         _fail(f"{result}: no such file" if not result.exists() else f"{result}: not a file")
     for out, flag in ((html_out, "--html"), (md_out, "--markdown")):
         if out is not None and str(out) != "-":
-            _report_path(out, [result], flag)
+            _report_path(out, [], flag, files=(result,))
     try:
         saved = s.load(result)
     except s.ResultError as exc:
         _fail(str(exc))
     data = saved.data
-    write_reports(data, html_out, md_out)
-    code = _exit_code(saved)
+    code = _drawn(result, saved.schema, lambda: _exit_code(saved))
+    _drawn(result, saved.schema, lambda: write_reports(data, html_out, md_out))
     if md_out is not None and str(md_out) == "-":
         said(html_out, None, True)
         raise typer.Exit(code)
-    _terminal(saved)
+    console.begin_capture()  # the whole view or, from a result whose fields do not fit, one line alone
+    try:
+        _drawn(result, saved.schema, lambda: _terminal(saved))
+    finally:
+        shown = console.end_capture()
+    sys.stdout.write(shown)
     said(html_out, md_out, False)
     raise typer.Exit(code)
+
+
+def _drawn(result: Path, schema: str, draw):
+    """`draw()`; a saved result whose fields are each of the right shape but do not fit together (a
+    side without its label, a value where a number goes) is one line naming the file, exit 2."""
+    try:
+        return draw()
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
+        _fail(f"{result}: a {schema} result q9diff cannot draw ({type(exc).__name__}: {exc})")
 
 
 def _exit_code(saved) -> int:

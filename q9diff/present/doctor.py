@@ -30,7 +30,7 @@ def _headline(hyps: dict[int, dict]) -> str:
     for status in ("open", "ruled out"):
         if by.get(status):
             cls, items = status.replace(" ", "-"), "; ".join(by[status])
-            out += f"<p class='{cls}'><b>{status.capitalize()}:</b> {items}</p>"
+            out += f"<p class='{esc(cls)}'><b>{status.capitalize()}:</b> {items}</p>"
     return out
 
 
@@ -40,13 +40,13 @@ def render_doctor(report) -> str:
     for f in report.findings:
         cls = f"{f.severity}{' ok' if f.ruled_out else ''}"
         cells = (f.severity, f.check, f.hypothesis or "", f.where, f.evidence, f.fix or "")
-        rows.append(f"<tr class='{cls}'>" + "".join(f"<td>{esc(str(x))}</td>" for x in cells) + "</tr>")
+        rows.append(f"<tr class='{esc(cls)}'>" + "".join(f"<td>{esc(str(x))}</td>" for x in cells) + "</tr>")
     hyps = report.hypotheses()
     table = []
     for n, h in hyps.items():
         cls = h["status"].replace(" ", "-")
         table.append(
-            f"<tr><td>{n}</td><td>{esc(h['title'])}</td><td class='{cls}'>{esc(h['status'])}</td>"
+            f"<tr><td>{n}</td><td>{esc(h['title'])}</td><td class='{esc(cls)}'>{esc(h['status'])}</td>"
             f"<td>{esc('; '.join(h['why']))}</td></tr>"
         )
     against = f" vs reference {esc(report.reference)}" if report.reference else ""

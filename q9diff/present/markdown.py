@@ -2,8 +2,8 @@
 both values, the fix lines (one code block per setting, copyable), and the sizes.
 
 It reads the same saved result as the HTML report (the command's JSON). Every string from a file or a
-saved result is escaped for Markdown (and for the HTML that Markdown lets through); a code block's fence
-is longer than any run of backticks inside it, so no value can close it.
+saved result is escaped for Markdown (and for the HTML that Markdown lets through); code blocks are
+indented, so no value inside one can end it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import html
 import json
 import re
 
-from q9diff.present.charts import human
-from q9diff.present.verdict import reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.compare.models import NOT_MEANINGFUL
+from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.units import change, config_value, human
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
 
@@ -24,18 +25,16 @@ def md(v) -> str:
     return _SPECIAL.sub(r"\\\1", html.escape(s, quote=False))
 
 
-def code_block(lines: list[str], lang: str = "text") -> str:
-    body = "\n".join(re.sub(r"[\x00-\x09\x0b-\x1f\x7f]", " ", x) for x in lines)
-    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{body}\n{fence}\n"
+def code_block(lines: list[str]) -> str:
+    """An indented code block: every Markdown renderer has it, and no text inside can end it (a fence can
+    be closed by a value's own backticks in renderers that do not count them)."""
+    body = "\n".join("    " + re.sub(r"[\x00-\x1f\x7f]", " ", x) for x in "\n".join(lines).split("\n"))
+    return f"{body}\n"
 
 
 def size_change(a: int, b: int) -> str:
-    """`+24,576 B (+2.1%)`: the exact bytes and the share of the candidate's size."""
-    d = b - a
-    pct = f" ({d / a:+.1%})" if a else ""
-    return f"{d:+,d} B{pct}"
+    """`+24,576 B (+2.1%)`: the exact bytes and the share of the candidate's size, as the terminal says."""
+    return change(b - a, a)
 
 
 def _bytes(n: int) -> str:
@@ -56,8 +55,11 @@ def _verdict(data: dict, over_set: bool = False) -> str:
         out += f"> **Arguments swapped?** {md(swapped)}; the known-good build comes second.\n\n"
     if data["identical"]:
         return out + "**Identical: no difference in any byte.**\n"
+    lead = models_line(data.get("different_models", {}).get("evidence"))
+    out += f"**{md(lead)}**\n\n" if lead else ""
     line, note = root_line(causes), soc_note(causes)
     head = "Root causes over the set" if over_set else "Root cause"
+    head = ("Settings that differ over the set" if over_set else "Settings that differ") if lead else head
     text = (
         f"{head}: {line}" + (f" ({note})" if note else "")
         if line
@@ -67,8 +69,9 @@ def _verdict(data: dict, over_set: bool = False) -> str:
 
 
 def _value(c: dict, side: str) -> str:
-    if c["name"] == "compiler_options":  # a and b are both the count of options that differ
-        return f"{md(c['a'])} options differ" if side == "a" else ""
+    if c["name"] == "compiler_options":  # a and b: each side's values of the options that differ
+        a, b = (c["a"], c["b"]) if isinstance(c["a"], dict) and isinstance(c["b"], dict) else ({}, {})
+        return f"{len(set(a) | set(b))} options differ" if side == "a" else ""
     s = json.dumps(c[side], default=str) if not isinstance(c[side], str) else c[side]
     return md(s if len(s) <= 80 else s[:79] + "…")
 
@@ -104,7 +107,9 @@ def _fixes(suggestions: list[dict]) -> str:
         ]
         lines += [f"ONNX Runtime QNN EP:    {k}={v}" for k, v in (t.get("ort_qnn") or {}).items()]
         lines.append(f"qnn-context-binary-generator: {t['qnn_cli']}")
-        out += f"\n**{md(s['setting'])} = {md(s['value'])}**\n\n" + code_block(lines)
+        out += f"\n**{md(s['setting'])} = {md(config_value(s['setting'], s['value']))}**\n\n" + code_block(
+            lines
+        )
     return out
 
 
@@ -113,6 +118,8 @@ def _sizes(data: dict) -> str:
     rows = [["file", _bytes(a), _bytes(b), size_change(a, b)]]
     out = "\n### Sizes\n\n" + _table(["", "candidate", "reference", "change"], rows)
     at = data.get("attribution") or []
+    if at and "different_models" in data:
+        return out + f"\nbyte attribution: {md(NOT_MEANINGFUL)}\n"
     if at:
         rows = [[md(r["bucket"]), _bytes(r["changed_bytes"]), f"{r['size_delta']:+,d} B"] for r in at]
         rows.append(
@@ -186,8 +193,12 @@ def render_set(data: dict) -> str:
 
 def render_verify(res) -> str:
     """verify (`VerifyResult`): the verdict, the sides, what differed."""
-    verdict = "PASS" if res.passed else "FAIL"
-    out = f"## q9diff verify: {verdict}\n\n"
+    from q9diff.verify.verdict import judge
+
+    v = judge(res)  # the verdict with its reach and caveats, as the terminal and the HTML say it
+    out = f"## q9diff verify: {'PASS' if v.passed else 'FAIL'}\n\n**{md(v.headline)}**\n\n"
+    out += "".join(f"> {md(c)}\n>\n" for c in v.caveats)
+    out += f"\n    {v.next_command}\n\n" if v.next_command else ""
     out += "".join(f"- **{md(s.label)}**: {md(s.source)} ({md(s.runner)})\n" for s in res.sides)
     out += "".join(f"- note: {md(n)}\n" for n in res.notes)
     if res.llm is not None:
@@ -219,6 +230,8 @@ def render_doctor(report) -> str:
     e, w = report.count("error"), report.count("warning")
     out = f"## q9diff doctor: {e} error(s), {w} warning(s)\n\n{md(report.bundle)}"
     out += f" vs reference {md(report.reference)}\n" if report.reference else "\n"
+    if report.target is not None:
+        out += f"\n--target {md(report.target['label'])}: {md(report.profile['sentence'])}\n"
     hyps = report.hypotheses()
     implicated = [f"{n} {md(h['title'])}" for n, h in hyps.items() if h["status"] == "implicated"]
     out += "\n**Implicated:** " + ("; ".join(implicated) if implicated else "none") + "\n"

@@ -34,16 +34,24 @@ class Maybe:
 
 
 ANY = object()
-INT, NUM = "integer", "number"
+INT, NUM, SIZE = "integer", "number", "size"  # SIZE: an integer >= 0 (a size, an offset, a count)
 MAYBE_INT = Maybe(INT)
+
+
+class OneOf:
+    """One of these strings: a word a presenter styles or counts by (a severity, a status)."""
+
+    def __init__(self, *words: str) -> None:
+        self.words = words
+
 
 _SIDE = {
     "path": str,
-    "size": INT,
+    "size": SIZE,
     "dsp_arch": MAYBE_INT,
     "target": {"soc_model_requested": MAYBE_INT},
     "graphs": [{"name": str, "ops": [str]}],
-    "regions": [{"name": str, "offset": INT, "size": INT}],
+    "regions": [{"name": str, "offset": SIZE, "size": SIZE}],
     "packing": (OPT, Maybe({"message": str})),
 }
 _CAUSE = {
@@ -67,25 +75,26 @@ _DIFF = {
     "identical": bool,
     "size_delta": INT,
     "regions": [
-        {k: INT for k in ("a_size", "b_size", "delta", "changed_bytes", "moved_bytes", "new_bytes")}
+        {k: SIZE for k in ("a_size", "b_size", "changed_bytes", "moved_bytes", "new_bytes")}
+        | {"delta": INT}
         | {"name": str}
     ],
     "causes": [_CAUSE],
     "suggestions": [_SUGGESTION],
     "unknown": list,
-    "attribution": [{"bucket": str, "changed_bytes": INT, "size_delta": INT}],
+    "attribution": [{"bucket": str, "changed_bytes": SIZE, "size_delta": INT}],
     "weights_verdict": Maybe(str),
     "settings": (OPT, {"a": dict, "b": dict}),
     "different_models": _MODELS,
 }
 _SET = {
     "identical": bool,
-    "a_total": INT,
-    "b_total": INT,
+    "a_total": SIZE,
+    "b_total": SIZE,
     "size_delta": INT,
     "unpaired_a": [str],
     "unpaired_b": [str],
-    "unpaired_sizes": (OPT, {"a": [INT], "b": [INT]}),
+    "unpaired_sizes": (OPT, {"a": [SIZE], "b": [SIZE]}),
     "causes": [_CAUSE],
     "suggestions": [_SUGGESTION],
     "parts": [_DIFF | {"part": str}],
@@ -118,14 +127,14 @@ _DOCTOR = {
     "findings": [
         {
             "check": str,
-            "severity": str,
+            "severity": OneOf("error", "warning", "info"),
             "hypothesis": MAYBE_INT,
             "where": str,
             "evidence": str,
             "fix": Maybe(str),
         }
     ],
-    "hypotheses": {str: {"title": str, "status": str, "why": [str]}},
+    "hypotheses": {str: {"title": str, "status": OneOf("implicated", "ruled out", "open"), "why": [str]}},
     "notes": [str],
     "passed": (OPT, [INT]),
     "target": (OPT, {"label": str}),
@@ -144,11 +153,15 @@ def _check(v, spec, where: str) -> None:
         return
     if spec == NUM and v in NON_FINITE:  # verify writes a non-finite metric as a string
         return
-    if spec in (INT, NUM):
-        ok = isinstance(v, int) if spec == INT else isinstance(v, (int, float))
-        if not ok or isinstance(v, bool) or abs(v) > LIMIT:
-            what = "an integer (at most 2^62)" if spec == INT else "a number"
+    if spec in (INT, NUM, SIZE):
+        ok = isinstance(v, int) if spec in (INT, SIZE) else isinstance(v, (int, float))
+        if not ok or isinstance(v, bool) or abs(v) > LIMIT or (spec == SIZE and v < 0):
+            what = {INT: "an integer (at most 2^62)", SIZE: "a size (0 to 2^62)", NUM: "a number"}[spec]
             raise ValueError(f"{where}: expected {what}")
+        return
+    if isinstance(spec, OneOf):
+        if v not in spec.words:
+            raise ValueError(f"{where}: expected one of {', '.join(spec.words)}")
         return
     if isinstance(spec, type):
         if not isinstance(v, spec) or (spec is int and isinstance(v, bool)):
@@ -200,7 +213,7 @@ def load(path: Path) -> Saved:
             f"{path}: not JSON{where}: expected the --json output of a q9diff command"
         ) from None
     schema = data.get("schema") if isinstance(data, dict) else None
-    if schema not in SHAPES:
+    if not isinstance(schema, str) or schema not in SHAPES:
         names = ", ".join(SHAPES)
         raise ResultError(
             f'{path}: not a q9diff result: expected "schema" one of {names}, got {_quote(schema)}'
