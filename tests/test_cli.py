@@ -150,6 +150,15 @@ def test_swapped_arguments_are_named_not_fixed(fixtures_dir):
     assert r.returncode == 1 and "warning" not in r.stderr
 
 
+
+def test_the_swapped_command_to_copy_quotes_its_paths(tmp_path, fixtures_dir):
+    odd = tmp_path / "sp ace;x"
+    shutil.copytree(LOCAL, odd / "local")
+    shutil.copytree(REFERENCE, odd / "reference")
+    r = q9diff(str(odd / "reference"), str(odd / "local"))
+    assert f"q9diff '{odd / 'local'}' '{odd / 'reference'}'" in r.stderr, r.stderr
+
+
 def test_a_reference_set_with_parts_for_different_socs_is_named(tmp_path, fixtures_dir):
     # Both builds real SoCs, but the reference's parts disagree (77 and 43): one device cannot run both,
     # so the reference is the broken one, and suggest would copy its wrong part into the candidate.

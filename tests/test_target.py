@@ -87,6 +87,25 @@ def test_an_unknown_name_is_one_line_with_the_nearest_and_exit_2(name: str, near
     assert len(lines) == 1 and near in lines[0] and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("", "needs a device name"),
+        ("0", "soc_model 0 is no device but the generic target"),
+        ("9" * 6000, "not a device name"),  # int() of it was a ValueError (more than 4300 digits)
+        ("qcs\n9100", "not a device name"),
+        ("\u0667\u0667", "digits 0-9"),  # Arabic-Indic 77 read as soc_model 77 before
+    ],
+)
+def test_a_target_that_names_no_device_is_one_line(name: str, said: str) -> None:
+    with pytest.raises(UnknownDevice, match=said):
+        find_device(name)
+    for command in (("doctor", str(LOCAL)), ("diff", str(LOCAL)), ("suggest", str(LOCAL))):
+        done = q9diff_cli(*command, "--target", name)
+        assert done.returncode == 2 and done.stdout == "" and said in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and len(done.stderr) < 300, done.stderr
+
+
 def test_a_name_with_two_ids_in_the_sources_is_refused_naming_both() -> None:
     with pytest.raises(UnknownDevice, match=r"35 \(litert\), 93 \(executorch\)"):
         find_device("QCM6490")

@@ -350,7 +350,10 @@ def _swapped(candidate: Path, reference: Path, causes, command: str, sides) -> s
     why = reference_looks_wrong(causes, cands, refs)
     if why is None:
         return None
-    return f"{why}; the known-good build comes second: q9diff {command}{reference} {candidate}"
+    from shlex import quote  # a line to copy: a path with a space or a ; stays one argument
+
+    swapped = f"{quote(str(reference))} {quote(str(candidate))}"
+    return f"{why}; the known-good build comes second: q9diff {command}{swapped}"
 
 
 def _open_pair(a: Path, b: Path):

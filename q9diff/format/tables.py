@@ -332,8 +332,24 @@ def find_device(name: str) -> Device:
     """The device `name` says (a name from devices.json, a part number, or a soc_model id), matched
     without regard to case, spaces or dashes; UnknownDevice lists the nearest known names."""
     text = name.strip()
+    shown = (
+        text
+        if len(text) <= 60 and text.isprintable()
+        else repr(text[:60]) + ("..." if len(text) > 60 else "")
+    )
+    if not text:
+        raise UnknownDevice("--target needs a device name, e.g. --target QCS9100 (or a soc_model id)")
+    if not text.isprintable() or len(text) > 100:
+        raise UnknownDevice(f"--target {shown}: not a device name (printable text of at most 100 characters)")
+    if text.isdigit() and not text.isascii():
+        raise UnknownDevice(f"--target {shown}: give a soc_model id in the digits 0-9")
     if text.isdigit():
         soc_model = int(text)
+        if soc_model == 0:
+            raise UnknownDevice(
+                "--target 0: soc_model 0 is no device but the generic target, the build q9diff exists to"
+                " catch; name the device the build is for, e.g. --target QCS9100"
+            )
         if soc_model in SOCS or soc_model in measured() and not measured()[soc_model].error:
             sources = SOCS[soc_model].sources if soc_model in SOCS else ("compiled",)
             row = {"name": f"soc_model {soc_model}", "soc_model": soc_model, "sources": sources}

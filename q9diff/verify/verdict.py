@@ -106,7 +106,9 @@ def judge(res) -> Verdict:
 
 def _see(res, generic: tuple[str, ...]) -> str:
     """The command that names the generic build (and, given the reference, its fix)."""
+    from shlex import quote  # a line to copy: each path one argument
+
     src = {s.label: s.source for s in res.sides}
-    if "reference" in src:
-        return f"q9diff {src['candidate']} {src['reference']}"
-    return f"q9diff inspect {generic[0]}"
+    if "reference" in src and "candidate" in src:
+        return f"q9diff {quote(src['candidate'])} {quote(src['reference'])}"
+    return f"q9diff inspect {quote(generic[0])}"
