@@ -150,7 +150,6 @@ def test_swapped_arguments_are_named_not_fixed(fixtures_dir):
     assert r.returncode == 1 and "warning" not in r.stderr
 
 
-
 def test_the_swapped_command_to_copy_quotes_its_paths(tmp_path, fixtures_dir):
     odd = tmp_path / "sp ace;x"
     shutil.copytree(LOCAL, odd / "local")

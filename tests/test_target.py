@@ -288,3 +288,23 @@ def test_suggest_target_sa8775p_rebuilds_the_reference_byte_for_byte(tmp_path: P
     assert fixed == json.loads((REFERENCE / "htp_backend_ext_config.json").read_text())
     code, report = _doctor(str(qm / "new"), "--target", "QCS9100")
     assert code == 0, _errors(report)
+
+
+def test_a_target_result_is_saved_drawn_and_shown_again(tmp_path) -> None:
+    """--target alone writes --html and --markdown too, and `report` reads its saved --json back."""
+    live = q9diff_cli(str(LOCAL), "--target", "QCS9100")
+    saved = q9diff_cli(str(LOCAL), "--target", "QCS9100", "--json")
+    assert live.returncode == saved.returncode == 1
+    (tmp_path / "t.json").write_text(saved.stdout)
+    again = q9diff_cli("report", str(tmp_path / "t.json"), "--html", str(tmp_path / "t.html"))
+    assert again.returncode == 1 and again.stdout.startswith(live.stdout), again.stderr
+    page = (tmp_path / "t.html").read_text()
+    assert "<title>q9diff --target QCS9100: differs</title>" in page and "soc_model 0 → 77" in page
+    direct = q9diff_cli(str(LOCAL), "--target", "QCS9100", "--html", str(tmp_path / "direct.html"))
+    assert direct.returncode == 1 and (tmp_path / "direct.html").read_text() == page
+    md = q9diff_cli("report", str(tmp_path / "t.json"), "--markdown", "-")
+    assert md.returncode == 1 and "## q9diff --target QCS9100" in md.stdout
+    assert r"vtcm\_size = 8 MiB" in md.stdout
+    ok = q9diff_cli(str(REFERENCE), "--target", "QCS9100", "--json")
+    (tmp_path / "ok.json").write_text(ok.stdout)
+    assert q9diff_cli("report", str(tmp_path / "ok.json")).returncode == 0

@@ -444,6 +444,10 @@ def _renderers(schema: str, data: dict):
     if schema == s.VERIFY:
         res = s.verify_result(data)
         return (lambda: html.render_verify(res)), (lambda: markdown.render_verify(res))
+    if schema == s.TARGET:
+        from q9diff.present.pages import render_target
+
+        return (lambda: render_target(data)), (lambda: markdown.render_target(data))
     from q9diff.doctor.run import DoctorResult
     from q9diff.present.doctor import render_doctor
 

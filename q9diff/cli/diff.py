@@ -67,21 +67,24 @@ def diff_cmd(
     from q9diff.cli import target as tg
 
     device = tg.device_or_fail(target) if target is not None else None
-    if reference is None:
-        tg.no_reference(candidate, reference, device)
-        if html_out is not None or md_out is not None:
-            flag = "--html" if html_out is not None else "--markdown"
-            _fail(f"{flag} needs a REFERENCE: with --target alone there are no byte regions to draw")
-        data = tg.judged(candidate, device)
-        if as_json:
-            _print_json(data)
-        elif not brief:
-            tg.print_target(data)
-        raise typer.Exit(0 if data["matches"] else 1)
     _report_path(html_out, [candidate, reference])
     if md_out is not None and str(md_out) != "-":
         _report_path(md_out, [candidate, reference], "--markdown")
     stdout_once(as_json, md_out)
+    quiet = as_json or brief
+    if reference is None:
+        tg.no_reference(candidate, reference, device)
+        data = tg.judged(candidate, device)
+        with _busy(f"writing {html_out or md_out}", quiet or html_out is None):
+            write_reports(_as_saved(data), html_out, md_out)
+        to_stdout = as_json or _md_stdout(md_out)
+        if as_json:
+            _print_json(data)
+        elif not brief and not to_stdout:
+            tg.print_target(data)
+        if not brief:
+            said(html_out, md_out, to_stdout)
+        raise typer.Exit(0 if data["matches"] else 1)
     candidate, reference = _inputs(candidate, reference)
     findings = tg.reference_findings(reference, device) if device is not None else []
     for f in findings:

@@ -28,7 +28,9 @@ from q9diff.cli.common import (
 
 @app.command(cls=_Command, short_help="Show or render a saved --json result (HTML, Markdown).")
 def report(
-    result: Path = typer.Argument(..., metavar="RESULT", help="a saved --json of diff, verify or doctor"),
+    result: Path = typer.Argument(
+        ..., metavar="RESULT", help="a saved --json of diff, verify, doctor or --target"
+    ),
     html_out: Path = typer.Option(None, "--html", metavar="FILE", help="write the HTML report to this file"),
     md_out: Path = MARKDOWN,
 ) -> None:
@@ -80,6 +82,8 @@ def _exit_code(saved) -> int:
         return 0 if saved.data["identical"] else 1
     if saved.schema == s.VERIFY:
         return 0 if s.verify_result(saved.data).passed else 1
+    if saved.schema == s.TARGET:
+        return 0 if saved.data["matches"] else 1
     from q9diff.doctor.run import DoctorResult
 
     return DoctorResult.from_json(saved.data).exit_code
@@ -109,6 +113,10 @@ def _terminal(saved) -> None:
         from q9diff.cli.verify import _print_verify
 
         _print_verify(s.verify_result(data))
+    elif saved.schema == s.TARGET:
+        from q9diff.cli.target import print_target
+
+        print_target(data)
     else:
         from q9diff.doctor.run import DoctorResult, print_report
 

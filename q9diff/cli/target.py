@@ -70,6 +70,7 @@ def print_target(data: dict) -> None:
     """The terminal view: the device and profile, per part what differs with its evidence, what is
     settled and unknown, the fix rows, and what needs a reference."""
     from q9diff.present.verdict import GENERIC_SOC, root_line
+    from q9diff.units import value
 
     print_head(data)
     if data["matches"]:
@@ -82,7 +83,8 @@ def print_target(data: dict) -> None:
     for p in data["parts"]:
         console.rule(_t(p["part"]))
         for c in p["causes"]:
-            console.print(_t("  ", (c["name"], "bold"), f": {c['a']} → {c['b']}"), soft_wrap=True)
+            a, b = value(c["name"], c["a"]), value(c["name"], c["b"])  # VTCM in MiB, as everywhere
+            console.print(_t("  ", (c["name"], "bold"), f": {a} → {b}"), soft_wrap=True)
             for line in c["evidence"]:
                 console.print(_t(f"      {line}"))
         for s in p["settled"]:

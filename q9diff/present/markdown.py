@@ -243,3 +243,21 @@ def render_doctor(report) -> str:
     if rows:
         out += "\n" + _table(["severity", "check", "where", "evidence", "fix"], rows)
     return out
+
+
+def render_target(data: dict) -> str:
+    """A build judged against a device with no reference (q9diff.target/1)."""
+    from q9diff.present.verdict import GENERIC_SOC
+
+    name = data["target"]["name"]
+    out = f"## q9diff --target {md(name)}\n\n"
+    if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
+        out += f"> **{md(GENERIC_SOC)}**\n\n"
+    verdict = (
+        "Every setting the target determines matches it."
+        if data["matches"]
+        else f"Root causes against {name}: {root_line(data['causes'])}"
+    )
+    out += f"**{md(verdict)}**\n\n{md(data['profile']['sentence'])}\n"
+    out += "".join(f"\n> **error:** {md(e)}\n" for e in data["errors"])
+    return out + _causes(data["causes"]) + _fixes(data["suggestions"])

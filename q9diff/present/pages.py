@@ -1,11 +1,12 @@
-"""The simple pages: `inspect --html` and `steps --html`, tables over the same JSON the commands print,
-on the report page of q9diff.present.html (its style; no charts, so a page is a few kilobytes and needs
-nothing to load). Kept apart from html.py, which holds the diff and verify reports."""
+"""The simple pages: `inspect --html`, `steps --html` and `--target` alone (q9diff.target/1), tables over
+the same JSON the commands print, on the report page of q9diff.present.html (its style; no charts, so a
+page is a few kilobytes and needs nothing to load). Kept apart from html.py, which holds the diff and
+verify reports."""
 
 from __future__ import annotations
 
 from q9diff.format.tables import soc_name
-from q9diff.present.html import _e, _page, _size
+from q9diff.present.html import _causes_table, _e, _fixes, _page, _size
 from q9diff.units import opt_level, percent_text, vtcm
 
 
@@ -93,3 +94,30 @@ def render_steps(data: dict) -> str:
         + _table(head, rows)
     )
     return _page("q9diff steps", body)
+
+
+def render_target(data: dict) -> str:
+    """A build judged against a device with no reference (q9diff.target/1): the device and AI Hub's
+    profile, the causes and the fix, what each part settles and leaves unknown, what needs a reference."""
+    from q9diff.present.verdict import GENERIC_SOC, root_line
+
+    t = data["target"]
+    verdict = (
+        "Every setting the target determines matches it."
+        if data["matches"]
+        else f"Root causes against {t['name']}: {root_line(data['causes'])}"
+    )
+    generic = any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"])
+    body = (
+        f"<h1>q9diff --target {_e(t['name'])}</h1>"
+        + (f'<p class="warn">{_e(GENERIC_SOC)}</p>' if generic else "")
+        + f"<h2>{_e(verdict)}</h2><p>{_e(data['profile']['sentence'])}</p>"
+        + "".join(f'<p class="warn">error: {_e(e)}</p>' for e in data["errors"])
+        + _causes_table(data["causes"])
+        + _fixes(data["suggestions"])
+    )
+    for part in data["parts"]:
+        items = [f"as the target: {s}" for s in part["settled"]] + [f"unknown: {u}" for u in part["unknown"]]
+        body += f"<h3>{_e(part['part'])}</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in items) + "</ul>"
+    body += f"<p>Needs --reference: {_e('; '.join(data['needs_reference']))}</p>"
+    return _page(f"q9diff --target {t['name']}: {'matches' if data['matches'] else 'differs'}", body)

@@ -15,6 +15,7 @@ from pathlib import Path
 from q9diff.errors import Q9Error
 
 DIFF, SET, VERIFY, DOCTOR = "q9diff.diff/1", "q9diff.setdiff/1", "q9diff.verify/1", "q9diff.doctor/1"
+TARGET = "q9diff.target/1"
 NON_FINITE = ("inf", "-inf", "nan")
 LIMIT = 1 << 62  # sizes and counts beyond this are no file's: refused, not drawn
 
@@ -140,7 +141,25 @@ _DOCTOR = {
     "target": (OPT, {"label": str}),
     "profile": (OPT, {"sentence": str}),
 }
-SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR}
+_TARGET = {
+    "target": {
+        "name": str,
+        "soc_model": INT,
+        "part": Maybe(str),
+        "dsp_arch": MAYBE_INT,
+        "vtcm_mb": MAYBE_INT,
+        "sources": {str: str},
+        "note": Maybe(str),
+    },
+    "profile": {"sentence": str},
+    "matches": bool,
+    "causes": [_CAUSE],
+    "suggestions": [_SUGGESTION],
+    "errors": [str],
+    "needs_reference": [str],
+    "parts": [{"part": str, "causes": [_CAUSE], "settled": [str], "unknown": [str]}],
+}
+SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR, TARGET: _TARGET}
 
 
 def _check(v, spec, where: str) -> None:
