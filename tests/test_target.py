@@ -308,3 +308,15 @@ def test_a_target_result_is_saved_drawn_and_shown_again(tmp_path) -> None:
     ok = q9diff_cli(str(REFERENCE), "--target", "QCS9100", "--json")
     (tmp_path / "ok.json").write_text(ok.stdout)
     assert q9diff_cli("report", str(tmp_path / "ok.json")).returncode == 0
+
+
+def test_a_target_beside_a_reference_is_kept_in_the_saved_result(tmp_path) -> None:
+    """`diff REF REF --target SM8650` exits 1 (the reference is a build for another device): its saved
+    --json says so, and `report` of it exits 1 with the same warnings."""
+    live = q9diff_cli(str(REFERENCE), str(REFERENCE), "--target", "SM8650", "--json")
+    data = json.loads(live.stdout)
+    assert live.returncode == 1 and data["identical"] and data["target"]["name"] == "SM8650"
+    assert len(data["target"]["reference_findings"]) == 2 and "not for the target SM8650" in live.stderr
+    (tmp_path / "m.json").write_text(live.stdout)
+    again = q9diff_cli("report", str(tmp_path / "m.json"))
+    assert again.returncode == 1 and again.stderr.count("not for the target SM8650") == 2

@@ -90,7 +90,8 @@ def diff_cmd(
     for f in findings:
         _note(f"warning: {f}")
     try:
-        _compare(candidate, reference, as_json, html_out, md_out, verbose, brief)
+        aimed = {"target": {"name": device.name, "reference_findings": findings}} if device else {}
+        _compare(candidate, reference, as_json, html_out, md_out, verbose, brief, aimed)
     except typer.Exit as done:
         raise typer.Exit(1 if findings and done.exit_code == 0 else done.exit_code) from None
 
@@ -103,17 +104,19 @@ def _compare(
     md_out: Path | None,
     verbose: bool,
     brief: bool,
+    aimed: dict,
 ) -> None:
+    """`aimed`: the --target given beside the reference and what it found, kept in the saved result."""
     quiet = as_json or brief
     if _is_set(candidate):
-        _set_diff(candidate, reference, as_json, html_out, md_out, verbose, brief)
+        _set_diff(candidate, reference, as_json, html_out, md_out, verbose, brief, aimed)
     res = _open_pair(candidate, reference)
     from q9diff.compare.diff import to_json
 
     swapped = _swapped(candidate, reference, res.causes, "", ([res.a], [res.b]))
     if swapped:
         _note(f"warning: {swapped}")
-    data = to_json(res)
+    data = to_json(res) | aimed
     with _busy(f"writing {html_out or md_out}", quiet or html_out is None):
         write_reports(_as_saved(data), html_out, md_out)
     to_stdout = as_json or _md_stdout(md_out)
@@ -149,7 +152,14 @@ def _fix(suggestions: list[dict], heading: str = "Fix") -> None:
 
 
 def _set_diff(
-    a: Path, b: Path, as_json: bool, html_out: Path | None, md_out: Path | None, verbose: bool, brief: bool
+    a: Path,
+    b: Path,
+    as_json: bool,
+    html_out: Path | None,
+    md_out: Path | None,
+    verbose: bool,
+    brief: bool,
+    aimed: dict,
 ) -> None:
     from q9diff.compare.diff import set_to_json
 
@@ -157,7 +167,7 @@ def _set_diff(
     sd = _diff_sets(a, b, quiet=quiet)
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
-    data = set_to_json(sd)
+    data = set_to_json(sd) | aimed
     from q9diff.present.verdict import sides
 
     swapped = _swapped(a, b, data["causes"], "", sides(data))

@@ -78,8 +78,9 @@ def _drawn(result: Path, schema: str, draw):
 def _exit_code(saved) -> int:
     from q9diff.present import saved as s
 
-    if saved.schema in (s.DIFF, s.SET):
-        return 0 if saved.data["identical"] else 1
+    if saved.schema in (s.DIFF, s.SET):  # a reference built for another device than --target: 1, as live
+        mismatch = saved.data.get("target", {}).get("reference_findings")
+        return 0 if saved.data["identical"] and not mismatch else 1
     if saved.schema == s.VERIFY:
         return 0 if s.verify_result(saved.data).passed else 1
     if saved.schema == s.TARGET:
@@ -108,6 +109,8 @@ def _terminal(saved) -> None:
         swapped = _swapped(Path(a), Path(b), data["causes"], "", sides(data))
         if swapped:
             _note(f"warning: {swapped}")
+        for f in data.get("target", {}).get("reference_findings", []):
+            _note(f"warning: {f}")  # as the live command says it, once per part
         show_pair(saved_diff(data)) if saved.schema == s.DIFF else print_set(saved_set(data), data)
     elif saved.schema == s.VERIFY:
         from q9diff.cli.verify import _print_verify

@@ -65,6 +65,8 @@ _CAUSE = {
     "size_delta": (OPT, MAYBE_INT),
 }
 _MODELS = (OPT, {"evidence": [str], "byte_attribution": str})
+# --target beside a reference: the device named and why the reference is a build for another one
+_AIMED = (OPT, {"name": str, "reference_findings": [str]})
 _SUGGESTION = {
     "setting": str,
     "value": ANY,
@@ -87,6 +89,7 @@ _DIFF = {
     "weights_verdict": Maybe(str),
     "settings": (OPT, {"a": dict, "b": dict}),
     "different_models": _MODELS,
+    "target": _AIMED,
 }
 _SET = {
     "identical": bool,
@@ -100,6 +103,7 @@ _SET = {
     "suggestions": [_SUGGESTION],
     "parts": [_DIFF | {"part": str}],
     "different_models": _MODELS,
+    "target": _AIMED,
 }
 _METRICS = Maybe({"max_abs": NUM, "rel": NUM, "cosine": NUM})
 _VERIFY = {
