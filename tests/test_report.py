@@ -418,3 +418,14 @@ def test_verify_report_from_saved_json_and_its_drift_chart(tmp_path):
     assert len(styles) == len({t["name"] for t in fig["data"]}) == 3  # each pair its dash and marker
     lines = [s for s in fig["layout"]["shapes"] if s.get("y0") == s.get("y1")]
     assert sorted(s["y0"] for s in lines) == [0.99, 0.999]  # the tolerances, vs CPU and vs reference
+
+
+def test_doctor_writes_markdown_and_no_two_reports_share_a_file(tmp_path):
+    out = tmp_path / "d.md"
+    r = q9diff("doctor", str(QWEN / "local"), str(QWEN / "reference"), "--markdown", str(out))
+    assert r.returncode == 1 and f"wrote the Markdown report: {out}" in r.stdout
+    assert out.read_text().startswith("## q9diff doctor: 1 error(s), 2 warning(s)")
+    same = tmp_path / "x.out"
+    for args in (("doctor", str(QWEN / "local")), (str(QWEN / "local"), str(QWEN / "reference"))):
+        line = _one_line(q9diff(*args, "--html", str(same), "--markdown", str(same)))
+        assert "name one file" in line and not same.exists()

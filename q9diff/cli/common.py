@@ -236,7 +236,7 @@ def _report_path(
             _fail(f"{flag} {out} would overwrite {what}, an input: choose another file")
 
 
-def _report_not_read(out: Path | None, read: list[Path]) -> None:
+def _report_not_read(out: Path | None, read: list[Path], flag: str = "--html") -> None:
     """Refuse a --html path that is one of the files the command read, whatever their names (a ctx-bin,
     a tokenizer, a config of any extension), once it knows them and before the report is written."""
     if out is None:
@@ -244,7 +244,7 @@ def _report_not_read(out: Path | None, read: list[Path]) -> None:
     target = out.resolve()
     for path in read:
         if Path(path).resolve() == target:
-            _fail(f"--html {out} would overwrite {path}, an input: choose another file")
+            _fail(f"{flag} {out} would overwrite {path}, an input: choose another file")
 
 
 def _read_errors() -> tuple[type[Exception], ...]:
@@ -481,6 +481,11 @@ def said(html_out: Path | None, md_out: Path | None, to_stderr: bool) -> None:
             _note(f"wrote {what}: {out}") if to_stderr else _wrote(out, what)
 
 
-def stdout_once(as_json: bool, md_out: Path | None) -> None:
+def stdout_once(as_json: bool, md_out: Path | None, html_out: Path | None = None) -> None:
+    """Refuse, before any work, two outputs in one place: JSON and Markdown both on stdout, or the
+    HTML and the Markdown report in one file."""
     if as_json and md_out is not None and str(md_out) == "-":
         _fail("--json and --markdown - both write to stdout: give --markdown a file")
+    if html_out is not None and md_out is not None and str(md_out) != "-":
+        if html_out.resolve() == md_out.resolve():
+            _fail(f"--html and --markdown name one file, {md_out}: give each its own")

@@ -70,7 +70,7 @@ def diff_cmd(
     _report_path(html_out, [candidate, reference])
     if md_out is not None and str(md_out) != "-":
         _report_path(md_out, [candidate, reference], "--markdown")
-    stdout_once(as_json, md_out)
+    stdout_once(as_json, md_out, html_out)
     quiet = as_json or brief
     if reference is None:
         tg.no_reference(candidate, reference, device)

@@ -7,17 +7,18 @@ from pathlib import Path
 import typer
 
 from q9diff.cli.common import (
+    MARKDOWN,
     _as_saved,
     _Command,
     _fail,
     _flag,
-    _note,
     _print_json,
     _report_not_read,
     _report_path,
-    _wrote,
     app,
     console,
+    said,
+    stdout_once,
     write_reports,
 )
 from q9diff.cli.target import TARGET
@@ -38,6 +39,7 @@ def doctor(
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="also write a self-contained HTML report"
     ),
+    md_out: Path = MARKDOWN,
     target: str = TARGET,
 ) -> None:
     """Check a whole Genie bundle: ctx-bins, vocabulary, context, the nine hypotheses, the two places.
@@ -57,19 +59,25 @@ def doctor(
     device = device_or_fail(target) if target is not None else None
     # A config given under any name names files beside it: its whole folder is input, as a folder is.
     given = [bundle, reference]
-    _report_path(html_out, given + [p.parent for p in given if p is not None and p.is_file()])
+    given += [p.parent for p in given if p is not None and p.is_file()]
+    _report_path(html_out, given)
+    if md_out is not None and str(md_out) != "-":
+        _report_path(md_out, given, "--markdown")
+    stdout_once(as_json, md_out, html_out)
     try:
         report = run(bundle, reference, target=device)
     except BundleError as exc:
         _fail(str(exc))
     _report_not_read(html_out, report.files())
+    md_file = md_out if md_out is not None and str(md_out) != "-" else None
+    _report_not_read(md_file, report.files(), "--markdown")
     result = report.result()
     # drawn from the saved result, as `report` does
-    write_reports(_as_saved(result.to_json()), html_out, None)
+    write_reports(_as_saved(result.to_json()), html_out, md_out)
+    to_stdout = as_json or (md_out is not None and str(md_out) == "-")
     if as_json:
         _print_json(result.to_json())
-    else:
+    elif not to_stdout:
         print_report(result, console)
-    if html_out is not None:
-        _wrote(html_out, "the HTML report") if not as_json else _note(f"wrote the HTML report: {html_out}")
+    said(html_out, md_out, to_stdout)
     raise typer.Exit(result.exit_code)

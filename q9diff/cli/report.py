@@ -22,6 +22,7 @@ from q9diff.cli.common import (
     app,
     console,
     said,
+    stdout_once,
     write_reports,
 )
 
@@ -43,6 +44,7 @@ def report(
 
     if not result.is_file():
         _fail(f"{result}: no such file" if not result.exists() else f"{result}: not a file")
+    stdout_once(False, md_out, html_out)
     for out, flag in ((html_out, "--html"), (md_out, "--markdown")):
         if out is not None and str(out) != "-":
             _report_path(out, [], flag, files=(result,))

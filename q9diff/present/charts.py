@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from q9diff.errors import printable
 from q9diff.units import human, sizes, value
 
 NEW_COLOR, MOVED_COLOR = "#d62728", "#9ecae1"  # new content stands out; moved content is muted
@@ -298,14 +299,14 @@ def settings(data: dict):
         """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes."""
         numbers = isinstance(v, int) or (isinstance(v, list) and v and all(isinstance(x, int) for x in v))
         s = value(k, v) if numbers and not isinstance(v, bool) else str(v)
-        return html.escape(s if len(s) < 60 else s[:59] + "…")
+        return html.escape(printable(s if len(s) < 60 else s[:59] + "…"))
 
     differs = [oa.get(k) != ob.get(k) for k in keys]
 
     def mark(cells: list[str]) -> list[str]:
         return [f"<b>{c}</b>" if d else c for c, d in zip(cells, differs)]
 
-    names = [("≠ " if d else "") + html.escape(k) for k, d in zip(keys, differs)]
+    names = [("≠ " if d else "") + html.escape(printable(k)) for k, d in zip(keys, differs)]
     fill = [DIFFER_FILL if d else "white" for d in differs]
     font = [DIFFER_TEXT if d else "#222" for d in differs]
     fig = go.Figure(

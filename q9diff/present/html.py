@@ -397,7 +397,7 @@ def _drift_figure(res):
         if step is not None:
             at.setdefault(step, []).append(pair)
     for step, pairs in at.items():
-        text = html.escape(", ".join(pairs)) + ": tokens diverge"
+        text = _e(", ".join(pairs)) + ": tokens diverge"
         fig.add_vline(x=step, line_dash="dash", annotation_text=text, row=1, col=1)
     fig.update_xaxes(tick0=0, dtick=1, tickformat="d")
     fig.update_xaxes(title_text="step (generated token)", row=2, col=1)
@@ -412,7 +412,7 @@ def _outputs_figure(res):
     fig = go.Figure()
     for against in sorted({o.against for o in outputs}):
         rows = [o for o in outputs if o.against == against]
-        labels = [html.escape(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
+        labels = [_e(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
         fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=f"candidate vs {against}"))
     for against, cosine in sorted(_tolerances(res).items()):
         if any(o.against == against for o in outputs):
@@ -437,8 +437,8 @@ def render_verify(res) -> str:
     from q9diff.verify.verdict import judge
 
     v = judge(res)
-    verdict = html.escape(v.headline) + "".join(f"<br><small>{html.escape(c)}</small>" for c in v.caveats)
-    verdict += f"<br><small><code>{html.escape(v.next_command)}</code></small>" if v.next_command else ""
+    verdict = _e(v.headline) + "".join(f"<br><small>{_e(c)}</small>" for c in v.caveats)
+    verdict += f"<br><small><code>{_e(v.next_command)}</code></small>" if v.next_command else ""
     sides = "".join(
         f"<li><b>{_e(s.label)}</b>: {_e(s.source)} ({_e(s.runner)})"
         + "".join(f"<br><i>{_e(n)}</i>" for n in s.notes)

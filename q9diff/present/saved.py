@@ -208,7 +208,7 @@ def _check(v, spec, where: str) -> None:
         if k not in v:
             if optional:
                 continue
-            raise ValueError(f"{where}: no {k!r}")
+            raise ValueError(f"{where}: no {k!r}" if where else f"no {k!r}")
         _check(v[k], sub, f"{where}.{k}" if where else k)
 
 
