@@ -34,13 +34,11 @@ SAMPLE_BLOCK, SAMPLE_BLOCKS = 256 * 1024, 64  # read at most 16 MiB, spread even
 
 @dataclass(frozen=True)
 class PoolStats:
-    """Byte statistics of a binary's weights pools (all graphs' const pools and the shared pool)."""
+    """How many bytes of a binary's weights pools (all graphs' const pools and the shared pool) hold
+    4-bit values one per byte."""
 
     pool_bytes: int
     sampled_bytes: int
-    in_4bit_range: float  # share of bytes whose signed value lies in [-8, 7]
-    low_nibble_bits: float
-    high_nibble_bits: float
     four_bit_bytes: int  # bytes in blocks holding 4-bit values one per byte (scaled up when sampled)
 
 
@@ -56,42 +54,30 @@ class PackingNotice:
     message: str
 
 
-def _entropy(counts: np.ndarray) -> float:
-    p = counts[counts > 0] / max(int(counts.sum()), 1)
-    return float(-(p * np.log2(p)).sum())
-
-
 def pool_stats(cb: ContextBinary) -> PoolStats | None:
-    """Statistics over the weights pools; None when the binary has no pool region. One byte histogram
-    gives all three numbers: signed [-8, 7] is bytes 0x00-0x07 and 0xF8-0xFF, nibbles are its 16 x 16
-    view."""
+    """Statistics over the weights pools; None when the binary has no pool region. Counted per 4 KiB
+    block in integers (a signed byte in [-8, 7] is one below 16 after adding 8): the shares of bytes in
+    range and of zeros decide the block, and a histogram of every byte (which nothing read) is not made."""
     pools = [r for r in cb.regions if r.leaf in POOL_LEAVES and r.size > 0]
     total = sum(r.size for r in pools)
     if not total:
         return None
     whole = total <= SAMPLE_BLOCK * SAMPLE_BLOCKS
     step = total // SAMPLE_BLOCKS
-    counts = np.zeros(256, dtype=np.int64)
-    four_bit_blocks = 0
+    sampled = four_bit_blocks = 0
     for r in pools:
         for start in [0] if whole else range(0, r.size, step):
             n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
             chunk = np.frombuffer(cb._buf, np.uint8, n, r.offset + start)
-            counts += np.bincount(chunk, minlength=256)
+            sampled += n
             blocks = chunk[: n // BLOCK * BLOCK].reshape(-1, BLOCK)
-            in_range = ((blocks < 8) | (blocks >= 248)).mean(axis=1)
-            four_bit_blocks += int(
-                np.count_nonzero((in_range >= IN_RANGE_MIN) & ((blocks == 0).mean(axis=1) <= ZEROS_MAX))
-            )
-    sampled = int(counts.sum())
-    nibbles = counts.reshape(16, 16)  # [high nibble, low nibble]
+            in_range = ((blocks + np.uint8(8)) < 16).sum(axis=1, dtype=np.int32)
+            four = blocks[in_range >= IN_RANGE_MIN * BLOCK]
+            if len(four):
+                zeros = (four == 0).sum(axis=1, dtype=np.int32)
+                four_bit_blocks += int(np.count_nonzero(zeros <= ZEROS_MAX * BLOCK))
     return PoolStats(
-        pool_bytes=total,
-        sampled_bytes=sampled,
-        in_4bit_range=float((counts[:8].sum() + counts[248:].sum()) / sampled),
-        low_nibble_bits=_entropy(nibbles.sum(axis=0)),
-        high_nibble_bits=_entropy(nibbles.sum(axis=1)),
-        four_bit_bytes=four_bit_blocks * BLOCK * total // sampled,
+        pool_bytes=total, sampled_bytes=sampled, four_bit_bytes=four_bit_blocks * BLOCK * total // sampled
     )
 
 
