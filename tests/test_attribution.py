@@ -76,3 +76,33 @@ def test_the_html_report_carries_the_table_that_adds_up(tmp_path):
     res = _diff("vtcm_2mb.bin", "vtcm_8mb.bin")
     total = sum(x["changed_bytes"] for x in res.attribution)
     assert f'title="{total:,d} bytes"' in page  # the total row, exact bytes on hover
+
+
+def test_large_regions_are_sampled_first_and_exact_unless_mostly_new(monkeypatch):
+    """With the sampling threshold lowered to 64 blocks (8 KiB), the fixtures' pools count as large:
+    a region the content sample finds mostly moved is still searched block by block (the same figures
+    as without sampling), and a mostly-new one carries its estimate, said in the JSON and the verdict."""
+    from q9diff.compare import attribution
+
+    pairs = [
+        ("vtcm_2mb.bin", "vtcm_8mb.bin"),
+        ("opt_1.bin", "opt_3.bin"),
+        ("int4_unpacked.bin", "packing_off.bin"),
+    ]
+    exact = {p: to_json(_diff(*p)) for p in pairs}
+    monkeypatch.setattr(attribution, "EXACT_BLOCKS", 64)
+    for p in pairs[:2]:  # the pools mostly moved: searched exactly, the figures of an unsampled search
+        pools = [r for r in to_json(_diff(*p))["regions"] if r["name"].endswith("const_pool")]
+        assert pools == [r for r in exact[p]["regions"] if r["name"].endswith("const_pool")], p
+        assert pools[0]["moved_bytes"] > 60_000
+    data = to_json(_diff(*pairs[2]))
+    pool = next(r for r in data["regions"] if r["name"].endswith("const_pool"))
+    est = pool["moved_estimate"]
+    assert 0 < est["sampled_blocks"] < est["blocks"] and est["found_blocks"] <= est["sampled_blocks"]
+    assert pool["moved_bytes"] + pool["new_bytes"] == pool["changed_bytes"]
+    assert pool["changed_bytes"] == next(
+        r["changed_bytes"] for r in exact[pairs[2]]["regions"] if r["name"] == pool["name"]
+    )
+    assert data["weights_verdict"].startswith("weights differ: ~"), data["weights_verdict"]
+    assert any(row.get("estimated") for row in data["attribution"])
+    assert "moved_estimate" not in str(exact[pairs[2]])  # without sampling, nothing is estimated

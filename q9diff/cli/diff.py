@@ -118,6 +118,7 @@ def _set_diff(a: Path, b: Path, as_json: bool, html_out: Path | None = None) -> 
 def _print_diff(res) -> None:
     from rich.table import Table
 
+    from q9diff.compare.attribution import estimate_note
     from q9diff.compare.models import NOT_MEANINGFUL
     from q9diff.present.verdict import models_line, root_line, soc_note, warnings
 
@@ -175,26 +176,30 @@ def _print_diff(res) -> None:
             part, name = head, "  " + rest
         else:
             part, name = None, r["name"]
+        about = "~" if "moved_estimate" in r else ""
         rt.add_row(
             _t(name),
             str(r["a_size"]),
             str(r["b_size"]),
             f"{r['delta']:+d}",
             str(r["changed_bytes"]),
-            str(r["moved_bytes"]),
-            str(r["new_bytes"]),
+            f"{about}{r['moved_bytes']}",
+            f"{about}{r['new_bytes']}",
         )
+    about = "~" if estimate_note(res.regions) else ""
     rt.add_row(
         "total",
         str(a.size),
         str(b.size),
         f"{b.size - a.size:+d}",
         str(sum(r["changed_bytes"] for r in res.regions)),
-        str(sum(r["moved_bytes"] for r in res.regions)),
-        str(sum(r["new_bytes"] for r in res.regions)),
+        f"{about}{sum(r['moved_bytes'] for r in res.regions)}",
+        f"{about}{sum(r['new_bytes'] for r in res.regions)}",
         end_section=False,
     )
     console.print(rt)
+    if about:
+        console.print(_t(estimate_note(res.regions)))
 
 
 def _print_attribution(res) -> None:
@@ -207,7 +212,8 @@ def _print_attribution(res) -> None:
     for col in ("effect", "changed bytes", "size delta"):
         at.add_column(col, justify="left" if col == "effect" else "right")
     for row in res.attribution:
-        at.add_row(_t(row["bucket"]), str(row["changed_bytes"]), f"{row['size_delta']:+d}")
+        about = "~" if row.get("estimated") else ""
+        at.add_row(_t(row["bucket"]), f"{about}{row['changed_bytes']}", f"{row['size_delta']:+d}")
     at.add_row(
         "total",
         str(sum(r["changed_bytes"] for r in res.attribution)),

@@ -10,6 +10,8 @@ shared WEIGHTS pool (soc + VTCM + O), is found re-laid out in the other file (at
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 BLOCK = 128
@@ -18,6 +20,44 @@ _MULT = np.array(
     dtype=np.uint64,
 )
 _CHUNK = 1 << 15  # rows per step: 4 MiB of blocks, cache-sized
+_SCAN = 1 << 13  # blocks per step of the scan: 1 MiB of each side
+_AHEAD = 16 << 20  # the scan asks the kernel for the next 16-32 MiB of both files (cold cache: one read)
+_NEEDLES = 1 << 20  # needles hashed and searched per step, so memory stays bounded
+# Up to EXACT_BLOCKS blocks on a side every block is searched, as always. Beyond, a sample decides first:
+# blocks whose content key falls below _SAMPLED (1 in 128, by content, so a moved block and the block it
+# came from are sampled together) are searched exactly; when under 1/MOSTLY_NEW of their changed bytes
+# moved, the region is mostly new and its moved bytes are estimated from the sample (said so in the
+# output); otherwise every block is searched, up to EXACT_MAX blocks a side (1 GiB: bounded memory).
+EXACT_BLOCKS = 1 << 20
+EXACT_MAX = 1 << 23
+MOSTLY_NEW = 20
+_SAMPLED = np.uint64(1 << 57)
+_KEY = np.uint64(0x9E3779B97F4A7C15)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """How a region's moved bytes were estimated: `sampled` of its `blocks` changed blocks (chosen by
+    content) were searched exactly and `found` of them are elsewhere in the other file's region."""
+
+    blocks: int
+    sampled: int
+    found: int
+
+    def __add__(self, other: Sample | None) -> Sample:
+        if other is None:
+            return self
+        return Sample(self.blocks + other.blocks, self.sampled + other.sampled, self.found + other.found)
+
+
+@dataclass(frozen=True)
+class MovedNew:
+    """A region's changed bytes split into moved and new; `estimate` says how, when moved is estimated."""
+
+    changed: int
+    moved: int
+    new: int
+    estimate: Sample | None = None
 
 
 def _blocks(buf, offset: int, size: int) -> np.ndarray:
@@ -41,6 +81,12 @@ def _hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     return out
 
 
+def _sampled(words: np.ndarray) -> np.ndarray:
+    """Which blocks (rows of 16 words) the content sample takes: a key of one word (a read of one cache
+    line per block), its top 7 bits 0."""
+    return words[:, 5] * _KEY < _SAMPLED
+
+
 def _found(
     needles: np.ndarray, nrows: np.ndarray | None, hay: np.ndarray, hrows: np.ndarray | None
 ) -> np.ndarray:
@@ -48,70 +94,187 @@ def _found(
     (at `hrows`, or all): hashes sorted on both sides, then every match verified byte for byte."""
     nn = len(needles) if nrows is None else len(nrows)
     nh_all = len(hay) if hrows is None else len(hrows)
+    hit = np.zeros(nn, dtype=bool)
     if not nn or not nh_all:
-        return np.zeros(nn, dtype=bool)
+        return hit
     hh = _hashes(hay, hrows)
     order = np.argsort(hh)
+    order = order.astype(np.uint32) if len(order) < 1 << 32 else order
     sorted_h = hh[order]
-    nh = _hashes(needles, nrows)
-    norder = np.argsort(nh)  # searching sorted needles walks the haystack once: ~5x faster than random
-    pos = np.searchsorted(sorted_h, nh[norder])
-    pos[pos == len(sorted_h)] = 0
-    hit = np.empty(nn, dtype=bool)
-    cand = np.empty(nn, dtype=np.int64)
-    hit[norder] = sorted_h[pos] == nh[norder]
-    cand[norder] = order[pos]
-    if hrows is not None:
-        cand = hrows[cand]
-    idx = np.flatnonzero(hit)
-    for s in range(0, len(idx), _CHUNK):
-        part = idx[s : s + _CHUNK]
-        own = part if nrows is None else nrows[part]
-        hit[part] = (hay[cand[part]] == needles[own]).all(axis=1)
+    del hh
+    for s in range(0, nn, _NEEDLES):
+        own = np.arange(s, min(nn, s + _NEEDLES)) if nrows is None else nrows[s : s + _NEEDLES]
+        nh = _hashes(needles, own)
+        norder = np.argsort(nh)  # searching sorted needles walks the haystack once: ~5x faster than random
+        pos = np.searchsorted(sorted_h, nh[norder])
+        pos[pos == len(sorted_h)] = 0
+        same = np.flatnonzero(sorted_h[pos] == nh[norder])
+        who, cand = norder[same], order[pos[same]]
+        if hrows is not None:
+            cand = hrows[cand]
+        own = own[who]
+        good = np.empty(len(who), dtype=bool)
+        for t in range(0, len(who), _CHUNK):
+            good[t : t + _CHUNK] = (hay[cand[t : t + _CHUNK]] == needles[own[t : t + _CHUNK]]).all(axis=1)
+        hit[s + who[good]] = True
     return hit
 
 
-def moved_new(a, ra: list, b, rb: list) -> tuple[int, int, int]:
+def _counts(xa: np.ndarray, xb: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Changed bytes of the blocks at `rows` (a's block against b's at the same place)."""
+    out = np.empty(len(rows), dtype=np.int64)
+    for s in range(0, len(rows), _CHUNK):
+        r = rows[s : s + _CHUNK]
+        out[s : s + _CHUNK] = np.count_nonzero(xa[r] != xb[r], axis=1)
+    return out
+
+
+def _word5(view: np.ndarray, rows: np.ndarray | None, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of one step (from `s`) of `view` (at `rows`, or all) and their blocks' word 5."""
+    words = view.view(np.uint64)
+    if rows is None:
+        return np.arange(s, min(len(view), s + _SCAN)), words[s : s + _SCAN, 5]
+    r = rows[s : s + _SCAN]
+    return r, words[r, 5]
+
+
+def _sharing(view: np.ndarray, rows: np.ndarray | None, other: np.ndarray, orows: np.ndarray | None):
+    """The rows of `view` (at `rows`, or all) whose block's word 5 is word 5 of a block of `other`: the
+    only ones that can equal one. Few blocks on one side then cost one read of a word per block of the
+    other, not hashing and sorting every block."""
+    n, no = (len(view) if rows is None else len(rows)), (len(other) if orows is None else len(orows))
+    keys = np.unique(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, _SCAN)]))
+    out = []
+    for s in range(0, n, _SCAN):
+        r, k = _word5(view, rows, s)
+        pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+        out.append(r[keys[pos] == k])
+    return _cat(out, np.int64)
+
+
+def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int, Sample | None]:
+    """The weight (`weigh(rows)`: bytes per needle) of the needles found in hay; exact, or estimated
+    from `sample` (content-sampled needle and hay rows) when both sets are large and mostly new."""
+    nn = len(needles) if nrows is None else len(nrows)
+    nh = len(hay) if hrows is None else len(hrows)
+    if not nn or not nh:
+        return 0, None
+    if sample is not None and min(nn, nh) > EXACT_BLOCKS:
+        s_n, s_h = sample
+        hit = _found(needles, s_n, hay, s_h)
+        w = weigh(s_n)
+        found, of = int(w[hit].sum()), int(w.sum())
+        if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
+            moved = (total * found + of // 2) // of if of else 0
+            return moved, Sample(nn, len(s_n), int(hit.sum()))
+    rows = np.arange(nn) if nrows is None else nrows
+    if nh > 8 * nn:
+        hrows = _sharing(hay, hrows, needles, nrows)
+    elif nn > 8 * nh:
+        rows = _sharing(needles, nrows, hay, hrows)
+    hit = _found(needles, rows, hay, hrows)
+    return int(weigh(rows[hit]).sum()), None
+
+
+def _cat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+
+def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
+    """One pass in file order over the first `nb` blocks of region x of a and y of b, with the next
+    16-32 MiB of both files asked for ahead: the changed bytes, the changed rows, and with `sample` the
+    content-sampled rows of a and b (all of them with `every`, else the changed ones) and b's changed
+    sampled rows."""
+    wa = _blocks(a._buf, x.offset, nb * BLOCK).view(np.uint64)
+    wb = _blocks(b._buf, y.offset, nb * BLOCK).view(np.uint64)
+    dtype = np.int32 if nb < 1 << 31 else np.int64
+    xor = np.empty((min(nb, _SCAN), BLOCK // 8), dtype=np.uint64)
+    nonzero = np.empty(xor.shape, dtype=bool)
+    changed, ahead = 0, 0
+    rows, sa, sb, sb_changed = [], [], [], []
+    for s in range(0, nb, _SCAN):
+        if s * BLOCK + _AHEAD > ahead:
+            a.will_need(x.offset + ahead, _AHEAD)
+            b.will_need(y.offset + ahead, _AHEAD)
+            ahead += _AHEAD
+        ca, cb = wa[s : s + _SCAN], wb[s : s + _SCAN]
+        m = len(ca)
+        xx = np.bitwise_xor(ca, cb, out=xor[:m])
+        nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
+        r = np.flatnonzero(nz[:, 0] | nz[:, 1])
+        if len(r):
+            changed += int(np.count_nonzero(xx.view(np.uint8)))
+            rows.append(r + s)
+        if not sample:
+            continue
+        if every:
+            ka, kb = _sampled(ca), _sampled(cb)
+            sa.append(np.flatnonzero(ka) + s)
+            sb.append(np.flatnonzero(kb) + s)
+            sb_changed.append(r[kb[r]] + s)
+        elif len(r):
+            pa, pb = (ca, cb) if len(r) == m else (ca[r], cb[r])
+            sa.append(r[_sampled(pa)] + s)
+            sb_changed.append(r[_sampled(pb)] + s)
+    return changed, _cat(rows, dtype), _cat(sa, dtype), _cat(sb, dtype), _cat(sb_changed, dtype)
+
+
+def _sampled_rows(view: np.ndarray, start: int = 0) -> np.ndarray:
+    """The content-sampled rows of `view` from `start` on."""
+    words = view.view(np.uint64)
+    parts = [np.flatnonzero(_sampled(words[s : s + _SCAN])) + s for s in range(start, len(view), _SCAN)]
+    return _cat(parts, np.int64)
+
+
+def moved_new(a, ra: list, b, rb: list) -> MovedNew:
     """(changed, moved, new) bytes between two groups of same-named regions, paired in order; a size
     difference counts as changed bytes too. moved + new == changed."""
     changed = moved = 0
+    estimate = None
     for x, y in zip(ra, rb):
         n = min(x.size, y.size)
         full = n - n % BLOCK
+        sample = max(x.size, y.size) // BLOCK > EXACT_BLOCKS
+        same = x.size == y.size
+        block_changed, rows, sa, sb, sb_changed = _scan(a, x, b, y, full // BLOCK, sample, not same)
         xa = _blocks(a._buf, x.offset, full)
         xb = _blocks(b._buf, y.offset, full)
-        diff_rows, diff_counts = [], []
-        for s in range(0, len(xa), _CHUNK):
-            ne = xa[s : s + _CHUNK] != xb[s : s + _CHUNK]
-            if not ne.any():  # most of a near-identical pair: nothing more to do here
-                continue
-            counts = np.count_nonzero(ne, axis=1)
-            rows = np.flatnonzero(counts)
-            diff_rows.append(rows + s)
-            diff_counts.append(counts[rows])
-        rows = np.concatenate(diff_rows) if diff_rows else np.zeros(0, dtype=np.int64)
-        counts = np.concatenate(diff_counts) if diff_counts else np.zeros(0, dtype=np.int64)
         tail_a = np.frombuffer(a._buf, dtype=np.uint8, count=n - full, offset=x.offset + full)
         tail_b = np.frombuffer(b._buf, dtype=np.uint8, count=n - full, offset=y.offset + full)
         tail_changed = int(np.count_nonzero(tail_a != tail_b))
         extra = abs(x.size - y.size)
-        changed += int(counts.sum()) + tail_changed + extra
+        changed += block_changed + tail_changed + extra
         if not len(rows) and not extra:
             continue
-        if x.size == y.size:
+
+        def weigh(r, xa=xa, xb=xb):
+            return _counts(xa, xb, r)
+
+        if same:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
-            hit = _found(xb, rows, xa, rows)
+            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa))
         else:
-            hit = _found(xb, rows, _blocks(a._buf, x.offset, x.size), None)
-        moved += int(counts[hit].sum())
+            all_a = _blocks(a._buf, x.offset, x.size)
+            if sample:
+                sa = np.concatenate([sa, _sampled_rows(all_a, len(xa))])
+            found, est = _search(xb, rows, all_a, None, weigh, block_changed, (sb_changed, sa))
+        moved += found
+        estimate = est + estimate if est else estimate
         if extra:
             longer, lr, other, orr = (b, y, a, x) if y.size > x.size else (a, x, b, y)
             k = (extra // BLOCK) * BLOCK
             ext = np.frombuffer(longer._buf, dtype=np.uint8, count=k, offset=lr.offset + n).reshape(-1, BLOCK)
-            moved += int(_found(ext, None, _blocks(other._buf, orr.offset, orr.size), None).sum()) * BLOCK
+            hay = _blocks(other._buf, orr.offset, orr.size)
+            hay_sample = (sa if other is a else sb) if sample else None
+            ext_sample = (_sampled_rows(ext), hay_sample) if sample else None
+            found, est = _search(
+                ext, None, hay, None, lambda r: np.full(len(r), BLOCK), len(ext) * BLOCK, ext_sample
+            )
+            moved += found
+            estimate = est + estimate if est else estimate
     for extra_regions in (ra[len(rb) :], rb[len(ra) :]):
         changed += sum(r.size for r in extra_regions)
-    return changed, moved, changed - moved
+    return MovedNew(changed, moved, changed - moved, estimate)
 
 
 # Which effect a region's changed bytes belong to, by the region's name (first match wins). Moved bytes
@@ -139,37 +302,59 @@ def bucket_of(region_name: str) -> str:
 
 
 def buckets(rows: list[dict]) -> list[dict]:
-    """One row per bucket: every changed byte and every byte of size delta in exactly one row."""
+    """One row per bucket: every changed byte and every byte of size delta in exactly one row. A bucket
+    holding a region's estimated split (`moved_estimate`) says so: "estimated": true."""
     out: dict[str, dict] = {}
 
-    def add(name: str, changed: int, delta: int) -> None:
+    def add(name: str, changed: int, delta: int, estimated: bool) -> None:
         row = out.setdefault(name, {"bucket": name, "changed_bytes": 0, "size_delta": 0})
         row["changed_bytes"] += changed
         row["size_delta"] += delta
+        if estimated:
+            row["estimated"] = True
 
     for r in rows:
         if not r["changed_bytes"] and not r["delta"]:
             continue
         own = bucket_of(r["name"])
+        estimated = "moved_estimate" in r
         if r["moved_bytes"]:
-            add(MOVED_BUCKET, r["moved_bytes"], 0)
-        add(own, r["new_bytes"], r["delta"])
+            add(MOVED_BUCKET, r["moved_bytes"], 0, estimated)
+        add(own, r["new_bytes"], r["delta"], estimated and r["new_bytes"] > 0)
     return [row for row in out.values() if row["changed_bytes"] or row["size_delta"]]
 
 
+def estimate_note(rows: list[dict]) -> str | None:
+    """One sentence on how moved bytes were estimated, when any region's were."""
+    est = [r["moved_estimate"] for r in rows if "moved_estimate" in r]
+    if not est:
+        return None
+    blocks, sampled = sum(e["blocks"] for e in est), sum(e["sampled_blocks"] for e in est)
+    found = sum(e["found_blocks"] for e in est)
+    return (
+        f"~ estimated: {len(est)} large region(s) mostly new, moved bytes scaled from {sampled} of their"
+        f" {blocks} changed {BLOCK}-byte blocks sampled by content ({found} found elsewhere, each verified"
+        " byte for byte); every other figure is exact"
+    )
+
+
 def weights_verdict(rows: list[dict], roots: list[str]) -> str | None:
-    """One sentence on the weights: identical but re-laid out, or new content."""
+    """One sentence on the weights: identical but re-laid out, or new content ("~" where estimated)."""
     w = [r for r in rows if bucket_of(r["name"]) == "weights"]
     changed = sum(r["changed_bytes"] for r in w)
     if not changed:
         return None
     moved, new = sum(r["moved_bytes"] for r in w), sum(r["new_bytes"] for r in w)
+    about = "~" if any("moved_estimate" in r for r in w) else ""
     by = f": an effect of {', '.join(roots)}" if roots else ""
     if new == 0:
-        return f"weights identical, re-laid out ({_human(moved)} moved, 0 new){by}"
+        return f"weights identical, re-laid out ({about}{_human(moved)} moved, 0 new){by}"
     if new < changed // 20:
-        return f"weights re-laid out ({_human(moved)} moved) with {_human(new)} of new constant data{by}"
-    return f"weights differ: {_human(new)} new content ({_human(moved)} moved)"
+        return (
+            f"weights re-laid out ({about}{_human(moved)} moved) with {about}{_human(new)} of new constant"
+            f" data{by}"
+        )
+    return f"weights differ: {about}{_human(new)} new content ({about}{_human(moved)} moved)"
 
 
 def _human(n: int) -> str:

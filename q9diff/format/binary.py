@@ -43,6 +43,7 @@ class ContextBinary(MetadataReader):
         self._buf = memoryview(buf)
         self.size = len(self._buf)
         self._words_cache = None
+        self._map: mmap.mmap | None = None  # the file's mapping, when opened from a file
         self._options: dict[int, dict[str, str]] = {}
         self._parse_header()
 
@@ -62,12 +63,25 @@ class ContextBinary(MetadataReader):
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
             raise FormatError(p, None, f"a readable file ({exc.strerror})") from None
-        return cls(mapped, p)
+        cb = cls(mapped, p)
+        cb._map = mapped
+        return cb
+
+    def will_need(self, offset: int, size: int) -> None:
+        """Ask the kernel to read [offset, offset + size) of the file now (MADV_WILLNEED): a pass over a
+        cold file then waits for the disk once, in file order, instead of at every page it touches."""
+        m = self._map
+        if m is None or m.closed:
+            return
+        start = max(offset, 0) // mmap.PAGESIZE * mmap.PAGESIZE
+        end = min(offset + size, len(m))
+        if end > start:
+            m.madvise(mmap.MADV_WILLNEED, start, end - start)
 
     def release(self) -> None:
         """Unmap the file (a directory diff does so once a part is compared, so a set of 1 GB parts
         never holds more than one pair). Values already read stay; reading bytes afterwards fails."""
-        buf, self._buf, self._words_cache = self._buf, memoryview(b""), None
+        buf, self._buf, self._words_cache, self._map = self._buf, memoryview(b""), None, None
         mapped = buf.obj
         try:
             buf.release()
