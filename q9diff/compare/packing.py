@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from q9diff.format.binary import ContextBinary
 
 POOL_LEAVES = ("const_pool", "pool")  # PICKLE[i]/inner/const_pool and WEIGHTS/<n>/pool
 IN_RANGE_MIN = 0.9  # share of a block's bytes in [-8, 7] above which it holds 4-bit values one per byte
 MIN_POOL_BYTES = 16 * 1024  # fewer 4-bit bytes than this are too few to judge
 BLOCK = 4096  # pools are judged block by block
+HEAD = 512  # the bytes of a block read first
 ZEROS_MAX = 0.6  # a block of mostly zeros is padding, not weights
 SAMPLE_BLOCK, SAMPLE_BLOCKS = 256 * 1024, 64  # read at most 16 MiB, spread evenly over the pools
 
@@ -54,10 +53,19 @@ class PackingNotice:
     message: str
 
 
+# Bytes whose signed value lies outside [-8, 7]: what `bytes.translate` deletes to count the rest.
+_OUT_OF_RANGE = bytes(range(8, 248))
+
+
+def _in_range(raw: bytes) -> int:
+    return len(raw.translate(None, _OUT_OF_RANGE))
+
+
 def pool_stats(cb: ContextBinary) -> PoolStats | None:
     """Statistics over the weights pools; None when the binary has no pool region. Counted per 4 KiB
-    block in integers (a signed byte in [-8, 7] is one below 16 after adding 8): the shares of bytes in
-    range and of zeros decide the block, and a histogram of every byte (which nothing read) is not made."""
+    block with bytes methods (no numpy: `inspect` starts without it): a block whose head already has
+    more bytes out of range than the whole may have is decided there (8-bit weights), the others on
+    the shares of bytes in range and of zeros."""
     pools = [r for r in cb.regions if r.leaf in POOL_LEAVES and r.size > 0]
     total = sum(r.size for r in pools)
     if not total:
@@ -65,17 +73,18 @@ def pool_stats(cb: ContextBinary) -> PoolStats | None:
     whole = total <= SAMPLE_BLOCK * SAMPLE_BLOCKS
     step = total // SAMPLE_BLOCKS
     sampled = four_bit_blocks = 0
+    head_out_max = BLOCK - IN_RANGE_MIN * BLOCK
     for r in pools:
         for start in [0] if whole else range(0, r.size, step):
             n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
-            chunk = np.frombuffer(cb._buf, np.uint8, n, r.offset + start)
             sampled += n
-            blocks = chunk[: n // BLOCK * BLOCK].reshape(-1, BLOCK)
-            in_range = ((blocks + np.uint8(8)) < 16).sum(axis=1, dtype=np.int32)
-            four = blocks[in_range >= IN_RANGE_MIN * BLOCK]
-            if len(four):
-                zeros = (four == 0).sum(axis=1, dtype=np.int32)
-                four_bit_blocks += int(np.count_nonzero(zeros <= ZEROS_MAX * BLOCK))
+            chunk = bytes(cb._buf[r.offset + start : r.offset + start + n // BLOCK * BLOCK])
+            for o in range(0, len(chunk), BLOCK):
+                if HEAD - _in_range(chunk[o : o + HEAD]) > head_out_max:
+                    continue
+                block = chunk[o : o + BLOCK]
+                if _in_range(block) >= IN_RANGE_MIN * BLOCK and block.count(0) <= ZEROS_MAX * BLOCK:
+                    four_bit_blocks += 1
     return PoolStats(
         pool_bytes=total, sampled_bytes=sampled, four_bit_bytes=four_bit_blocks * BLOCK * total // sampled
     )

@@ -11,8 +11,6 @@ import os
 import struct
 from functools import cached_property
 
-import numpy as np
-
 from q9diff.errors import FormatError
 from q9diff.format import flatbuf
 from q9diff.format import structs as F
@@ -198,9 +196,6 @@ class ContextBinary(MetadataReader):
                 return out, pos
         raise FormatError(self.path, pos, "the pickle header end tag Zz")
 
-    def _words(self, start: int, end: int) -> np.ndarray:
-        return np.frombuffer(self._buf, dtype="<u4", count=(end - start) // 4, offset=start)
-
     def layout(self, graph_index: int) -> PickleLayout | None:
         """Walk one graph's PICKLE record into regions, options and ops."""
         return self._layouts.get(graph_index)
@@ -315,37 +310,37 @@ class ContextBinary(MetadataReader):
         return [s.decode("ascii", "replace") for s in raw.split(b"\x00")][:count]
 
     def _op_list(self, start: int, end: int, op_types: list[str]) -> tuple[list[Op], int]:
-        """Ops in execution order: each record starts with op_index ^ OP_MARKER_XOR; ends at OP_LIST_END."""
+        """Ops in execution order: each record starts with op_index ^ OP_MARKER_XOR (its top bit free),
+        the next word its kind; the list ends at OP_LIST_END. Op n is the first such word after op n-1,
+        found by a byte search for the word's low three bytes (no numpy: `inspect` starts without it)."""
         if end - start < 8:
             return [], start
-        words = self._words(start, end - (end - start) % 4)
-        idx = (words ^ np.uint32(F.OP_MARKER_XOR)) & np.uint32(F.OP_INDEX_MASK)
-        cands = np.flatnonzero(idx[:-1] < min(len(words), 1 << 20))  # a record needs its kind word
-        stops = np.flatnonzero(words == np.uint32(F.OP_LIST_END))
-        ops, want = [], 0
-        # Python ints, not numpy scalars, in the loop: it visits every candidate word
-        for c, i, k in zip(cands.tolist(), idx[cands].tolist(), words[cands + 1].tolist()):
-            if i == want:
-                kind_i = k & 0x0FFFFFFF
-                kind = op_types[kind_i] if kind_i < len(op_types) else f"type#{kind_i}"
-                ops.append(Op(want, kind, start + 4 * c))
-                want += 1
+        raw = bytes(self._buf[start : end - (end - start) % 4])
+        find, last = raw.find, len(raw) - 8  # a record needs its kind word: it starts at `last` at most
+        limit = min(len(raw) // 4, 1 << 20)
+        ops, at, n, n_types = [], 0, 0, len(op_types)  # at: where the search for op n starts
+        while n < limit:
+            v = (n ^ F.OP_MARKER_XOR) & F.OP_INDEX_MASK
+            low, top = (v & 0xFFFFFF).to_bytes(3, "little"), v >> 24
+            pos = find(low, at)
+            while pos >= 0 and (pos & 3 or raw[pos + 3] & 0x7F != top):
+                pos = find(low, pos + 1)
+            if pos < 0 or pos > last:
+                break
+            kind_i = int.from_bytes(raw[pos + 4 : pos + 8], "little") & 0x0FFFFFFF
+            ops.append(Op(n, op_types[kind_i] if kind_i < n_types else f"type#{kind_i}", start + pos))
+            at, n = pos + 4, n + 1
         if not ops:
             return [], start
-        last = (ops[-1].offset - start) // 4
-        after = stops[stops > last]
-        list_end = start + 4 * (int(after[0]) + 1) if len(after) else ops[-1].offset + 8
+        stop = raw.find(struct.pack("<I", F.OP_LIST_END), at)
+        while stop >= 0 and stop % 4:
+            stop = raw.find(struct.pack("<I", F.OP_LIST_END), stop + 1)
+        list_end = start + stop + 4 if stop >= 0 else ops[-1].offset + 8
         return ops, list_end
 
     def _is_zero(self, start: int, end: int) -> bool:
-        if end <= start:
-            return True
         step = 1 << 20
-        for s in range(start, end, step):
-            chunk = np.frombuffer(self._buf, dtype=np.uint8, count=min(step, end - s), offset=s)
-            if chunk.any():
-                return False
-        return True
+        return all(not bytes(self._buf[s : min(s + step, end)]).strip(b"\0") for s in range(start, end, step))
 
     def _fill(self, regions: list[Region], start: int, end: int, pre: str) -> list[Region]:
         """Sort, check and close the gaps: zero gaps become `padding`, others `unknown`."""
