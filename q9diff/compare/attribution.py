@@ -204,6 +204,7 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
         r = np.flatnonzero(nz[:, 0] | nz[:, 1])
         if len(r):
             changed += int(np.count_nonzero(xx.view(np.uint8)))
+            r = r.astype(dtype)
             rows.append(r + s)
         if not sample:
             continue
