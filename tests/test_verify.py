@@ -59,9 +59,13 @@ def test_weight_shared_binaries_run_rebuilt_unshared_and_say_so(qwen_verdict, q9
     assert len(kept) == 4 and all(
         Path(k).parent == q9diff_cache / "unshared" and Path(k).is_dir() for k in kept
     )
+    # The emulator's crash is recorded (a signal, the same every run), so a later open skips the attempt.
+    memos = list((q9diff_cache / "emulator").glob("*.crash"))
+    assert memos and all("crashed (signal" in m.read_text() for m in memos)
     session = LocalRunner().open([QWEN / "local" / "part_1_of_2.bin"])
     session.close()
     assert "cached in" in session.notes[0]  # the compiler is deterministic: the rebuild is reused
+    assert any(f"({m.read_text()})" in session.notes[0] for m in (q9diff_cache / "emulator").glob("*.crash"))
 
 
 def test_single_graph_soc_model_pair_and_cpu_reference():
