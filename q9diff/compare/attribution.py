@@ -190,7 +190,7 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
     dtype = np.int32 if nb < 1 << 31 else np.int64
     xor = np.empty((min(nb, _SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
-    changed, ahead = 0, 0
+    changed, ahead, clean = 0, 0, True  # clean: the last step found no change
     rows, sa, sb, sb_changed = [], [], [], []
     for s in range(0, nb, _SCAN):
         if s * BLOCK + _AHEAD > ahead:
@@ -198,10 +198,13 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
             b.will_need(y.offset + ahead, _AHEAD)
             ahead += _AHEAD
         ca, cb = wa[s : s + _SCAN], wb[s : s + _SCAN]
+        if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
+            continue
         m = len(ca)
         xx = np.bitwise_xor(ca, cb, out=xor[:m])
         nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
         r = np.flatnonzero(nz[:, 0] | nz[:, 1])
+        clean = not len(r)
         if len(r):
             changed += int(np.count_nonzero(xx.view(np.uint8)))
             r = r.astype(dtype)
