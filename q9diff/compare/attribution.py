@@ -14,15 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BLOCK = 128
-_MULT = np.array(
-    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93] * (BLOCK // 32),
-    dtype=np.uint64,
+from q9diff.compare.blocks import (
+    BLOCK,
+    SCAN,
+    as_blocks,
+    changed_counts,
+    concat,
+    could_match,
+    find_blocks,
 )
-_CHUNK = 1 << 15  # rows per step: 4 MiB of blocks, cache-sized
-_SCAN = 1 << 13  # blocks per step of the scan: 1 MiB of each side
+
 _AHEAD = 16 << 20  # the scan asks the kernel for the next 16-32 MiB of both files (cold cache: one read)
-_NEEDLES = 1 << 20  # needles hashed and searched per step, so memory stays bounded
 # Up to EXACT_BLOCKS blocks on a side every block is searched, as always. Beyond, a sample decides first:
 # blocks whose content key falls below _SAMPLED (1 in 128, by content, so a moved block and the block it
 # came from are sampled together) are searched exactly; when under 1/MOSTLY_NEW of their changed bytes
@@ -60,96 +62,10 @@ class MovedNew:
     estimate: Sample | None = None
 
 
-def _blocks(buf, offset: int, size: int) -> np.ndarray:
-    n = size // BLOCK
-    return np.frombuffer(buf, dtype=np.uint8, count=n * BLOCK, offset=offset).reshape(n, BLOCK)
-
-
-def _hash(blocks: np.ndarray) -> np.ndarray:
-    words = blocks.view(np.uint64)
-    with np.errstate(over="ignore"):
-        return (words * _MULT).sum(axis=1, dtype=np.uint64)
-
-
-def _hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """Hashes of `view`'s blocks (those at `rows`, or all), computed a cache-sized chunk at a time."""
-    n = len(view) if rows is None else len(rows)
-    out = np.empty(n, dtype=np.uint64)
-    for s in range(0, n, _CHUNK):
-        part = view[s : s + _CHUNK] if rows is None else view[rows[s : s + _CHUNK]]
-        out[s : s + _CHUNK] = _hash(part)
-    return out
-
-
 def _sampled(words: np.ndarray) -> np.ndarray:
     """Which blocks (rows of 16 words) the content sample takes: a key of one word (a read of one cache
     line per block), its top 7 bits 0."""
     return words[:, 5] * _KEY < _SAMPLED
-
-
-def _found(
-    needles: np.ndarray, nrows: np.ndarray | None, hay: np.ndarray, hrows: np.ndarray | None
-) -> np.ndarray:
-    """For each block of `needles` (at `nrows`, or all), whether the same 128 bytes are a block of `hay`
-    (at `hrows`, or all): hashes sorted on both sides, then every match verified byte for byte."""
-    nn = len(needles) if nrows is None else len(nrows)
-    nh_all = len(hay) if hrows is None else len(hrows)
-    hit = np.zeros(nn, dtype=bool)
-    if not nn or not nh_all:
-        return hit
-    hh = _hashes(hay, hrows)
-    order = np.argsort(hh)
-    order = order.astype(np.uint32) if len(order) < 1 << 32 else order
-    sorted_h = hh[order]
-    del hh
-    for s in range(0, nn, _NEEDLES):
-        own = np.arange(s, min(nn, s + _NEEDLES)) if nrows is None else nrows[s : s + _NEEDLES]
-        nh = _hashes(needles, own)
-        norder = np.argsort(nh)  # searching sorted needles walks the haystack once: ~5x faster than random
-        pos = np.searchsorted(sorted_h, nh[norder])
-        pos[pos == len(sorted_h)] = 0
-        same = np.flatnonzero(sorted_h[pos] == nh[norder])
-        who, cand = norder[same], order[pos[same]]
-        if hrows is not None:
-            cand = hrows[cand]
-        own = own[who]
-        good = np.empty(len(who), dtype=bool)
-        for t in range(0, len(who), _CHUNK):
-            good[t : t + _CHUNK] = (hay[cand[t : t + _CHUNK]] == needles[own[t : t + _CHUNK]]).all(axis=1)
-        hit[s + who[good]] = True
-    return hit
-
-
-def _counts(xa: np.ndarray, xb: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Changed bytes of the blocks at `rows` (a's block against b's at the same place)."""
-    out = np.empty(len(rows), dtype=np.int64)
-    for s in range(0, len(rows), _CHUNK):
-        r = rows[s : s + _CHUNK]
-        out[s : s + _CHUNK] = np.count_nonzero(xa[r] != xb[r], axis=1)
-    return out
-
-
-def _word5(view: np.ndarray, rows: np.ndarray | None, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of one step (from `s`) of `view` (at `rows`, or all) and their blocks' word 5."""
-    words = view.view(np.uint64)
-    if rows is None:
-        return np.arange(s, min(len(view), s + _SCAN)), words[s : s + _SCAN, 5]
-    r = rows[s : s + _SCAN]
-    return r, words[r, 5]
-
-
-def _sharing(view: np.ndarray, rows: np.ndarray | None, other: np.ndarray, orows: np.ndarray | None):
-    """The rows of `view` (at `rows`, or all) whose block's word 5 is word 5 of a block of `other`: the
-    only ones that can equal one. Few blocks on one side then cost one read of a word per block of the
-    other, not hashing and sorting every block."""
-    n, no = (len(view) if rows is None else len(rows)), (len(other) if orows is None else len(orows))
-    keys = np.unique(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, _SCAN)]))
-    out = []
-    for s in range(0, n, _SCAN):
-        r, k = _word5(view, rows, s)
-        pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
-        out.append(r[keys[pos] == k])
-    return _cat(out, np.int64)
 
 
 def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int, Sample | None]:
@@ -161,7 +77,7 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int,
         return 0, None
     if sample is not None and min(nn, nh) > EXACT_BLOCKS:
         s_n, s_h = sample
-        hit = _found(needles, s_n, hay, s_h)
+        hit = find_blocks(needles, s_n, hay, s_h)
         w = weigh(s_n)
         found, of = int(w[hit].sum()), int(w.sum())
         if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
@@ -169,15 +85,11 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int,
             return moved, Sample(nn, len(s_n), int(hit.sum()))
     rows = np.arange(nn) if nrows is None else nrows
     if nh > 8 * nn:
-        hrows = _sharing(hay, hrows, needles, nrows)
+        hrows = could_match(hay, hrows, needles, nrows)
     elif nn > 8 * nh:
-        rows = _sharing(needles, nrows, hay, hrows)
-    hit = _found(needles, rows, hay, hrows)
+        rows = could_match(needles, nrows, hay, hrows)
+    hit = find_blocks(needles, rows, hay, hrows)
     return int(weigh(rows[hit]).sum()), None
-
-
-def _cat(parts: list, dtype) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
 
 def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
@@ -185,19 +97,19 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
     16-32 MiB of both files asked for ahead: the changed bytes, the changed rows, and with `sample` the
     content-sampled rows of a and b (all of them with `every`, else the changed ones) and b's changed
     sampled rows."""
-    wa = _blocks(a._buf, x.offset, nb * BLOCK).view(np.uint64)
-    wb = _blocks(b._buf, y.offset, nb * BLOCK).view(np.uint64)
+    wa = as_blocks(a._buf, x.offset, nb * BLOCK).view(np.uint64)
+    wb = as_blocks(b._buf, y.offset, nb * BLOCK).view(np.uint64)
     dtype = np.int32 if nb < 1 << 31 else np.int64
-    xor = np.empty((min(nb, _SCAN), BLOCK // 8), dtype=np.uint64)
+    xor = np.empty((min(nb, SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
     changed, ahead, clean = 0, 0, True  # clean: the last step found no change
     rows, sa, sb, sb_changed = [], [], [], []
-    for s in range(0, nb, _SCAN):
+    for s in range(0, nb, SCAN):
         if s * BLOCK + _AHEAD > ahead:
             a.will_need(x.offset + ahead, _AHEAD)
             b.will_need(y.offset + ahead, _AHEAD)
             ahead += _AHEAD
-        ca, cb = wa[s : s + _SCAN], wb[s : s + _SCAN]
+        ca, cb = wa[s : s + SCAN], wb[s : s + SCAN]
         if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
             continue
         m = len(ca)
@@ -220,14 +132,14 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
             pa, pb = (ca, cb) if len(r) == m else (ca[r], cb[r])
             sa.append(r[_sampled(pa)] + s)
             sb_changed.append(r[_sampled(pb)] + s)
-    return changed, _cat(rows, dtype), _cat(sa, dtype), _cat(sb, dtype), _cat(sb_changed, dtype)
+    return changed, concat(rows, dtype), concat(sa, dtype), concat(sb, dtype), concat(sb_changed, dtype)
 
 
 def _sampled_rows(view: np.ndarray, start: int = 0) -> np.ndarray:
     """The content-sampled rows of `view` from `start` on."""
     words = view.view(np.uint64)
-    parts = [np.flatnonzero(_sampled(words[s : s + _SCAN])) + s for s in range(start, len(view), _SCAN)]
-    return _cat(parts, np.int64)
+    parts = [np.flatnonzero(_sampled(words[s : s + SCAN])) + s for s in range(start, len(view), SCAN)]
+    return concat(parts, np.int64)
 
 
 def moved_new(a, ra: list, b, rb: list) -> MovedNew:
@@ -241,8 +153,8 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
         sample = max(x.size, y.size) // BLOCK > EXACT_BLOCKS
         same = x.size == y.size
         block_changed, rows, sa, sb, sb_changed = _scan(a, x, b, y, full // BLOCK, sample, not same)
-        xa = _blocks(a._buf, x.offset, full)
-        xb = _blocks(b._buf, y.offset, full)
+        xa = as_blocks(a._buf, x.offset, full)
+        xb = as_blocks(b._buf, y.offset, full)
         tail_a = np.frombuffer(a._buf, dtype=np.uint8, count=n - full, offset=x.offset + full)
         tail_b = np.frombuffer(b._buf, dtype=np.uint8, count=n - full, offset=y.offset + full)
         tail_changed = int(np.count_nonzero(tail_a != tail_b))
@@ -252,13 +164,13 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
             continue
 
         def weigh(r, xa=xa, xb=xb):
-            return _counts(xa, xb, r)
+            return changed_counts(xa, xb, r)
 
         if same:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
             found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa))
         else:
-            all_a = _blocks(a._buf, x.offset, x.size)
+            all_a = as_blocks(a._buf, x.offset, x.size)
             if sample:
                 sa = np.concatenate([sa, _sampled_rows(all_a, len(xa))])
             found, est = _search(xb, rows, all_a, None, weigh, block_changed, (sb_changed, sa))
@@ -268,7 +180,7 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
             longer, lr, other, orr = (b, y, a, x) if y.size > x.size else (a, x, b, y)
             k = (extra // BLOCK) * BLOCK
             ext = np.frombuffer(longer._buf, dtype=np.uint8, count=k, offset=lr.offset + n).reshape(-1, BLOCK)
-            hay = _blocks(other._buf, orr.offset, orr.size)
+            hay = as_blocks(other._buf, orr.offset, orr.size)
             hay_sample = (sa if other is a else sb) if sample else None
             ext_sample = (_sampled_rows(ext), hay_sample) if sample else None
             found, est = _search(
