@@ -106,3 +106,44 @@ def test_large_regions_are_sampled_first_and_exact_unless_mostly_new(monkeypatch
     assert data["weights_verdict"].startswith("weights differ: ~"), data["weights_verdict"]
     assert any(row.get("estimated") for row in data["attribution"])
     assert "moved_estimate" not in str(exact[pairs[2]])  # without sampling, nothing is estimated
+
+
+def _pool_blocks(folder: str, part: str):
+    from q9diff.compare.blocks import as_blocks
+
+    cb = ContextBinary.open(FIXTURES / "qwen-mini" / folder / part)
+    r = next(r for r in cb.regions if r.name == "PICKLE[0]/inner/const_pool")
+    return as_blocks(cb._buf, r.offset, r.size)
+
+
+def test_a_hash_is_not_the_content(monkeypatch):
+    """find_blocks says found exactly where a byte comparison does: on qwen-mini's pools (whose blocks
+    include some with two words swapped, which the old hash could not tell apart), and when every hash
+    collides (one multiplier for all words: any reordering of a block's words hashes the same) with one
+    round of candidates, so the rest are matched by content."""
+    import numpy as np
+
+    from q9diff.compare import blocks
+
+    for part in ("part_1_of_2.bin", "part_2_of_2.bin"):
+        hay, needles = _pool_blocks("local", part), _pool_blocks("reference", part)
+        # the reference's blocks, and each with its words reordered: collisions for a sum of the words
+        words = needles.view(np.uint64)
+        needles = np.concatenate(
+            [
+                needles,
+                words[:, ::-1].copy().view(np.uint8),
+                words[:, 1:].repeat(2, 1)[:, :16].copy().view(np.uint8),
+            ]
+        )
+        known = {bytes(h) for h in hay}
+        truth = np.array([bytes(b) in known for b in needles])
+        assert 0 < truth.sum() < len(truth)
+        rows = np.arange(len(needles))[::-1].copy()
+        for mult, rounds in ((blocks._MULT, blocks._ROUNDS), (np.ones_like(blocks._MULT), 1)):
+            monkeypatch.setattr(blocks, "_MULT", mult)
+            monkeypatch.setattr(blocks, "_ROUNDS", rounds)
+            partner = np.full(len(rows), -1, dtype=np.int64)
+            hit = blocks.find_blocks(needles, rows, hay, None, partner)
+            assert (hit == truth[rows]).all(), (part, rounds)
+            assert all((hay[partner[i]] == needles[rows[i]]).all() for i in np.flatnonzero(hit))

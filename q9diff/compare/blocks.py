@@ -9,13 +9,31 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK = 128
-_MULT = np.array(
-    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93] * (BLOCK // 32),
-    dtype=np.uint64,
-)
+
+
+def _odd_constants(n: int) -> list[int]:
+    """n distinct odd 64-bit multipliers, the splitmix64 sequence from 0 (fixed: the hash is the same in
+    every run)."""
+    out, x, m = [], 0, (1 << 64) - 1
+    for _ in range(n):
+        x = (x + 0x9E3779B97F4A7C15) & m
+        z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        out.append((z ^ (z >> 31)) | 1)
+    return out
+
+
+# One multiplier per word: with the four of before repeated, a block with words 5 and 9 swapped hashed
+# the same (qwen-mini's pools hold such blocks). Each word is folded (w ^ w >> 29) first, so its high bits
+# reach the low ones instead of counting only as a parity.
+_MULT = np.array(_odd_constants(BLOCK // 8), dtype=np.uint64)
+_FOLD = np.uint64(29)
 CHUNK = 1 << 15  # rows per step: 4 MiB of blocks, cache-sized
 SCAN = 1 << 13  # blocks per step of the scan: 1 MiB of each side
 _NEEDLES = 1 << 20  # needles hashed and searched per step, so memory stays bounded
+_ROUNDS = 4  # hay blocks of a needle's hash tried in turn; beyond, the rest are matched by content
+_BATCH = 1 << 18  # blocks sorted by content at a time there (32 MiB)
+_BYTES = np.dtype((np.void, BLOCK))  # a block as one value: sorted and compared as bytes
 
 
 def as_blocks(buf, offset: int, size: int) -> np.ndarray:
@@ -26,7 +44,7 @@ def as_blocks(buf, offset: int, size: int) -> np.ndarray:
 def _hash(blocks: np.ndarray) -> np.ndarray:
     words = blocks.view(np.uint64)
     with np.errstate(over="ignore"):
-        return (words * _MULT).sum(axis=1, dtype=np.uint64)
+        return ((words ^ (words >> _FOLD)) * _MULT).sum(axis=1, dtype=np.uint64)
 
 
 def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
@@ -40,10 +58,18 @@ def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
 
 
 def find_blocks(
-    needles: np.ndarray, nrows: np.ndarray | None, hay: np.ndarray, hrows: np.ndarray | None
+    needles: np.ndarray,
+    nrows: np.ndarray | None,
+    hay: np.ndarray,
+    hrows: np.ndarray | None,
+    partner: np.ndarray | None = None,
 ) -> np.ndarray:
     """For each block of `needles` (at `nrows`, or all), whether the same 128 bytes are a block of `hay`
-    (at `hrows`, or all): hashes sorted on both sides, then every match verified byte for byte."""
+    (at `hrows`, or all); where found, `partner` (if given) gets the hay row. Hashes sorted on both sides
+    narrow the candidates and each is verified byte for byte. A hash is not the content: a needle whose
+    candidate differs tries the next hay block of its hash, _ROUNDS in all, and one still unanswered (a
+    hash shared by more blocks, as crafted input can make) is matched by content, so the answer is exact
+    and the work bounded."""
     nn = len(needles) if nrows is None else len(nrows)
     nh_all = len(hay) if hrows is None else len(hrows)
     hit = np.zeros(nn, dtype=bool)
@@ -58,18 +84,67 @@ def find_blocks(
         own = np.arange(s, min(nn, s + _NEEDLES)) if nrows is None else nrows[s : s + _NEEDLES]
         nh = hashes(needles, own)
         norder = np.argsort(nh)  # searching sorted needles walks the haystack once: ~5x faster than random
-        pos = np.searchsorted(sorted_h, nh[norder])
+        wanted = nh[norder]
+        pos = np.searchsorted(sorted_h, wanted)
         pos[pos == len(sorted_h)] = 0
-        same = np.flatnonzero(sorted_h[pos] == nh[norder])
-        who, cand = norder[same], order[pos[same]]
-        if hrows is not None:
-            cand = hrows[cand]
-        own = own[who]
-        good = np.empty(len(who), dtype=bool)
-        for t in range(0, len(who), CHUNK):
-            good[t : t + CHUNK] = (hay[cand[t : t + CHUNK]] == needles[own[t : t + CHUNK]]).all(axis=1)
-        hit[s + who[good]] = True
+        same = np.flatnonzero(sorted_h[pos] == wanted)  # positions in norder
+        pos = pos[same]
+        for _ in range(_ROUNDS):
+            if not len(same):
+                break
+            who, cand = norder[same], order[pos]
+            if hrows is not None:
+                cand = hrows[cand]
+            good = _equal(needles, own[who], hay, cand)
+            hit[s + who[good]] = True
+            if partner is not None:
+                partner[s + who[good]] = cand[good]
+            # the next hay block in hash order, while it has the same hash
+            same, pos = same[~good], pos[~good] + 1
+            more = pos < len(sorted_h)
+            same, pos = same[more], pos[more]
+            more = sorted_h[pos] == wanted[same]
+            same, pos = same[more], pos[more]
+        if len(same):
+            groups = np.unique(wanted[same])
+            lo, hi = np.searchsorted(sorted_h, groups), np.searchsorted(sorted_h, groups, side="right")
+            n_each = hi - lo
+            at = np.repeat(lo - np.cumsum(n_each) + n_each, n_each) + np.arange(int(n_each.sum()))
+            cand = order[at] if hrows is None else hrows[order[at]]
+            who = norder[same]
+            good, where = _by_content(needles, own[who], hay, cand)
+            hit[s + who[good]] = True
+            if partner is not None:
+                partner[s + who[good]] = where[good]
     return hit
+
+
+def _equal(needles: np.ndarray, nrows: np.ndarray, hay: np.ndarray, hrows: np.ndarray) -> np.ndarray:
+    """Whether needle block nrows[i] is hay block hrows[i], byte for byte, a cache-sized step at a time."""
+    out = np.empty(len(nrows), dtype=bool)
+    for t in range(0, len(nrows), CHUNK):
+        out[t : t + CHUNK] = (hay[hrows[t : t + CHUNK]] == needles[nrows[t : t + CHUNK]]).all(axis=1)
+    return out
+
+
+def _by_content(needles: np.ndarray, nrows: np.ndarray, hay: np.ndarray, hrows: np.ndarray):
+    """Which needle blocks (at `nrows`) are among the hay blocks at `hrows`, and the hay row of each,
+    by sorting the hay blocks as bytes: _BATCH of them at a time, so memory stays bounded."""
+    found = np.zeros(len(nrows), dtype=bool)
+    where = np.full(len(nrows), -1, dtype=np.int64)
+    for t in range(0, len(hrows), _BATCH):
+        hr = hrows[t : t + _BATCH]
+        hv = np.ascontiguousarray(hay[hr]).view(_BYTES).ravel()
+        by = np.argsort(hv)
+        hv = hv[by]
+        for u in range(0, len(nrows), _BATCH):
+            todo = u + np.flatnonzero(~found[u : u + _BATCH])
+            nv = np.ascontiguousarray(needles[nrows[todo]]).view(_BYTES).ravel()
+            p = np.minimum(np.searchsorted(hv, nv), len(hv) - 1)
+            ok = hv[p] == nv
+            found[todo[ok]] = True
+            where[todo[ok]] = hr[by[p[ok]]]
+    return found, where
 
 
 def changed_counts(xa: np.ndarray, xb: np.ndarray, rows: np.ndarray) -> np.ndarray:
