@@ -22,6 +22,7 @@ from q9diff.compare.blocks import (
     concat,
     could_match,
     find_blocks,
+    follow,
 )
 
 _AHEAD = 16 << 20  # the scan asks the kernel for the next 16-32 MiB of both files (cold cache: one read)
@@ -69,27 +70,46 @@ def _sampled(words: np.ndarray) -> np.ndarray:
 
 
 def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int, Sample | None]:
-    """The weight (`weigh(rows)`: bytes per needle) of the needles found in hay; exact, or estimated
-    from `sample` (content-sampled needle and hay rows) when both sets are large and mostly new."""
+    """The weight (`weigh(rows)`: bytes per needle; `total` that of all) of the needles found in hay;
+    exact, or estimated from `sample` (content-sampled needle and hay rows) when both sets are large and
+    mostly new. Large and mostly moved, the sample's matches are anchors to follow first, and only what
+    following leaves is searched block by block."""
     nn = len(needles) if nrows is None else len(nrows)
     nh = len(hay) if hrows is None else len(hrows)
     if not nn or not nh:
         return 0, None
+    rows = np.arange(nn) if nrows is None else nrows
     if sample is not None and min(nn, nh) > EXACT_BLOCKS:
         s_n, s_h = sample
-        hit = find_blocks(needles, s_n, hay, s_h)
+        partner = np.full(len(s_n), -1, dtype=np.int64)
+        hit = find_blocks(needles, s_n, hay, s_h, partner)
         w = weigh(s_n)
         found, of = int(w[hit].sum()), int(w.sum())
         if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
             moved = (total * found + of // 2) // of if of else 0
             return moved, Sample(nn, len(s_n), int(hit.sum()))
-    rows = np.arange(nn) if nrows is None else nrows
+        in_hay = None
+        if hrows is not None:
+            in_hay = np.zeros(len(hay), dtype=bool)
+            in_hay[hrows] = True
+        rows = rows[~follow(needles, rows, hay, in_hay, s_n[hit], partner[hit])]
+        rest = _exact(needles, rows, hay, hrows)
+        return total - int(weigh(rows[~rest]).sum()), None
+    return int(weigh(rows[_exact(needles, rows, hay, hrows)]).sum()), None
+
+
+def _exact(needles, rows: np.ndarray, hay, hrows) -> np.ndarray:
+    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first."""
+    nn = len(rows)
+    nh = len(hay) if hrows is None else len(hrows)
     if nh > 8 * nn:
-        hrows = could_match(hay, hrows, needles, nrows)
-    elif nn > 8 * nh:
-        rows = could_match(needles, nrows, hay, hrows)
-    hit = find_blocks(needles, rows, hay, hrows)
-    return int(weigh(rows[hit]).sum()), None
+        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows))
+    if nn > 8 * nh:
+        keep = could_match(needles, rows, hay, hrows)
+        hit = np.zeros(nn, dtype=bool)
+        hit[np.searchsorted(rows, keep)] = find_blocks(needles, keep, hay, hrows)
+        return hit
+    return find_blocks(needles, rows, hay, hrows)
 
 
 def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
