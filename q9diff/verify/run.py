@@ -223,8 +223,15 @@ def check_llm(
     )  # fmt: skip
     anchor = "cpu" if "cpu" in free else ("reference" if "reference" in free else "candidate")
     forced_tokens = free[anchor].tokens
+
+    def fed_alike(trace: llm.Trace) -> bool:
+        """Whether the free run already fed this side the anchor's tokens: the teacher-forced run would
+        give every graph the same inputs again, so its logits are the free run's (nothing re-run)."""
+        n = len(forced_tokens)
+        return len(trace.tokens) == n and trace.tokens[: n - 1] == forced_tokens[: n - 1]
+
     forced = each(
-        {k: (lambda k=k: free[k]) if k == anchor else
+        {k: (lambda k=k: free[k]) if k == anchor or fed_alike(free[k]) else
             (lambda k=k, s=s: llm.greedy(s, layouts[k], prompt, len(forced_tokens), theta=theta, pad=pad,
                                          force=forced_tokens))
          for k, s in sessions.items()},
