@@ -18,7 +18,7 @@ import numpy as np
 
 from q9diff import kinds
 from q9diff.genie import config as genie_config
-from q9diff.guard import contained
+from q9diff.guard import contained, no_telemetry
 from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, to_device
 from q9diff.verify import llm
 
@@ -394,18 +394,27 @@ def verify(
             "candidate": cand_bins,
             **({"reference": binaries_of(reference)} if reference is not None else {}),
         }
-        opened.update(each({k: lambda bins=bins: run.open(bins) for k, bins in both.items()}, parallel))
+        jobs = {k: (lambda bins=bins: run.open(bins)) for k, bins in both.items()}
+        cpu_from = []  # the CPU side's recipe, found in its job (after the sides, as in turn)
+        if cpu:
+            no_telemetry()  # here, not in the job's thread: a child's environment is copied meanwhile
+
+            def cpu_side():
+                cpu_from.append(cpu_recipe(cand_bins, recipe))
+                return None if cpu_from[0] is None else cpu_session(cpu_from[0])
+
+            jobs["cpu"] = cpu_side  # the ONNX models load while the emulator children load theirs
+        opened.update(each(jobs, parallel))
         for label, path in (("candidate", candidate), ("reference", reference)):
             if label in opened:
                 sides.append(Side(label, str(path), run.name, tuple(opened[label].notes)))
         if cpu:
-            r = cpu_recipe(cand_bins, recipe)
-            if r is None:
+            cs = opened.pop("cpu")
+            if cs is None:
                 notes.append(f"no recipe beside {candidate}: no CPU reference (pass --recipe)")
             else:
-                cs = cpu_session(r)
                 opened["cpu"] = cs
-                sides.append(Side("cpu", str(r.path), "onnxruntime CPU", cs.notes))
+                sides.append(Side("cpu", str(cpu_from[0].path), "onnxruntime CPU", cs.notes))
         lay = llm.layout(opened["candidate"].graphs)
         if lay is None:
             cand = opened["candidate"]
