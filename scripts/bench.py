@@ -1,11 +1,11 @@
 """Speed and memory of q9diff, each figure a ratio against a baseline measured in the same run.
 
-    python scripts/bench.py [--check] [--seed] [--no-verify] [--repeat N] [A.bin B.bin]
+    python scripts/bench.py [--check] [--no-seed] [--no-verify] [--repeat N] [A.bin B.bin]
 
 Each case is timed --repeat times (3 by default), alternating with its baseline, and the medians are
-compared; --check exits 1 when any ratio is over its goal. The 1 GB pairs and the seed's 6-part set are
-compiled once by scripts/bench_pairs.py (the real compiler, minutes of CPU) and reused from its cache
-folder ($Q9DIFF_CACHE/bench, else ~/.cache/q9diff/bench). The cases:
+compared; --check exits 1 when any figure is over its goal (memory included). The 1 GB pairs and the
+seed's 6-part set are compiled once by scripts/bench_pairs.py (the real compiler, minutes of CPU) and
+reused from its cache folder ($Q9DIFF_CACHE/bench, else ~/.cache/q9diff/bench). The cases:
 
 - (a) `diff --json` of the 1 GB pair soc_model 0 / VTCM 4 MB vs 77 / 8 MB over the same weights, against
   the numpy floor (every byte of both files read and compared in 1 MiB blocks, in this process);
@@ -13,19 +13,23 @@ folder ($Q9DIFF_CACHE/bench, else ~/.cache/q9diff/bench). The cases:
 - (c) (a) after `sync; echo 3 > /proc/sys/vm/drop_caches` (root only), against `cat A B > /dev/null`
   after the same drop; q9diff's own code is read back in before each run, so both read only the pair;
 - (d) `inspect --json` of one 1 GB binary and (e) `--help`, against `python -I -c pass`;
-- (f) with --seed, the terminal diff and `--html` of the 6-part set (~4.7 GB a side) against the floor
+- (f) the terminal diff and `--html` of the 6-part set (~4.7 GB a side) against the floor
   over all parts, and the resident file pages at any moment against two parts' size;
 - (g) `verify fixtures/qwen-mini/local fixtures/qwen-mini/reference` with the rebuild cache warm, and
   where its time goes (worker start-up with the graph loads, graph executions, the CPU reference).
 
-Memory is sampled from /proc/PID/status every millisecond while q9diff runs: the peak anonymous memory
-(RssAnon, goal <= 256 MiB) and the peak resident file pages (RssFile, the mapped inputs).
+Memory is sampled every few ms while q9diff runs, in a run of its own (not a timed one): the peak
+anonymous memory (RssAnon of /proc/PID/status, goal <= 256 MiB) and the peak resident pages of its
+mappings of the inputs (Rss of those mappings in /proc/PID/smaps; the interpreter's libraries left out).
+The load average is printed first and last: the goals are for a quiet machine, the ratios hold under load only
+as far as q9diff and its baseline suffer alike.
 Given two files A B, only (a)-style rows for that pair are measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import mmap
 import os
 import statistics
@@ -59,6 +63,7 @@ class Row:
     goal: float  # the ratio's goal; for an absolute goal, seconds / baseline_seconds is shown beside
     absolute: float | None = None  # a goal in seconds instead of a ratio
     memory: str = ""
+    memory_ok: bool = True  # anonymous memory <= 256 MiB, and resident parts <= 2 where that is a goal
 
     @property
     def ratio(self) -> float:
@@ -66,17 +71,33 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        return self.seconds <= self.absolute if self.absolute is not None else self.ratio <= self.goal
+        fast = self.seconds <= self.absolute if self.absolute is not None else self.ratio <= self.goal
+        return fast and self.memory_ok
 
 
 @dataclass(frozen=True)
 class Peak:
     anon: int  # bytes
-    file: int
+    file: int  # resident pages of the inputs' own mappings (the interpreter's libraries left out)
 
 
-def run(argv: list[str], sample: bool = False, **kw) -> tuple[float, Peak | None]:
-    """Run argv (output discarded); its wall time, and with `sample` its peak RssAnon and RssFile."""
+def _inputs_resident(pid: int, inputs: set[str]) -> int:
+    """Resident bytes of `pid`'s mappings of the files `inputs`, from /proc/PID/smaps."""
+    total, mine = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if line[0] in "0123456789abcdef":  # a mapping's header: address perms offset dev inode path
+                fields = line.split(maxsplit=5)
+                mine = len(fields) == 6 and fields[5].rstrip("\n") in inputs
+            elif mine and line.startswith("Rss:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def run(argv: list[str], sample: bool = False, inputs: list[Path] = (), **kw) -> tuple[float, Peak | None]:
+    """Run argv (output discarded); its wall time, and with `sample` its peak RssAnon and the peak
+    resident pages of its mappings of `inputs` (files, or folders of *.bin), sampled every few ms."""
+    files = {str(f.resolve()) for p in inputs for f in (sorted(p.rglob("*.bin")) if p.is_dir() else [p])}
     t = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
     anon = file = 0
@@ -86,11 +107,10 @@ def run(argv: list[str], sample: bool = False, **kw) -> tuple[float, Peak | None
                 for line in f:
                     if line.startswith("RssAnon:"):
                         anon = max(anon, int(line.split()[1]) * 1024)
-                    elif line.startswith("RssFile:"):
-                        file = max(file, int(line.split()[1]) * 1024)
+            file = max(file, _inputs_resident(proc.pid, files))
         except (FileNotFoundError, ProcessLookupError):
             break
-        time.sleep(0.001)
+        time.sleep(0.002)
     proc.wait()
     return time.perf_counter() - t, Peak(anon, file) if sample else None
 
@@ -126,18 +146,24 @@ def paired(repeat: int, q9, base) -> tuple[float, float]:
     return statistics.median(qs), statistics.median(bs)
 
 
-def memory(peak: Peak, part_size: int | None = None) -> str:
-    anon = f"anon {peak.anon / MiB:.0f} MiB" + ("" if peak.anon <= ANON_GOAL else " (OVER 256)")
-    files = f", file pages {peak.file / MiB:.0f} MiB"
+def memory(peak: Peak, part_size: int | None = None) -> tuple[str, bool]:
+    """The memory column and whether it is within its goals: anonymous memory <= 256 MiB, and with
+    `part_size` the inputs' resident pages at any moment <= 2 parts."""
+    ok = peak.anon <= ANON_GOAL
+    text = f"anon {peak.anon / MiB:.0f} MiB" + ("" if ok else " (OVER 256)")
+    text += f", inputs resident {peak.file / MiB:.0f} MiB"
     if part_size:
-        files += f" = {peak.file / part_size:.2f} parts (goal <= 2)"
-    return anon + files
+        parts = peak.file / part_size
+        ok = ok and parts <= 2
+        text += f" = {parts:.2f} parts (goal <= 2{'' if parts <= 2 else ': OVER'})"
+    return text, ok
 
 
 def case_diff(label: str, a: Path, b: Path, repeat: int) -> Row:
     argv = [*CLI, "diff", "--json", str(a), str(b)]
     q, f = paired(repeat, lambda: run(argv)[0], lambda: numpy_floor([(a, b)]))
-    return Row(label, q, "numpy floor", f, 2.0, memory=memory(run(argv, sample=True)[1]))
+    text, ok = memory(run(argv, sample=True, inputs=[a, b])[1])
+    return Row(label, q, "numpy floor", f, 2.0, memory=text, memory_ok=ok)
 
 
 def drop_caches() -> None:
@@ -157,8 +183,9 @@ def case_cold(a: Path, b: Path, repeat: int) -> Row | str:
 
     q, c = paired(repeat, lambda: cold(argv), lambda: cold(["cat", str(a), str(b)]))  # output to /dev/null
     drop_caches()
-    peak = run(argv, sample=True)[1]
-    return Row("(c) (a) with a cold page cache", q, "cat A B > /dev/null, cold", c, 1.3, memory=memory(peak))
+    text, ok = memory(run(argv, sample=True, inputs=[a, b])[1])
+    return Row("(c) (a) with a cold page cache", q, "cat A B > /dev/null, cold", c, 1.3, memory=text,
+               memory_ok=ok)  # fmt: skip
 
 
 def case_startup(binary: Path, repeat: int) -> list[Row]:
@@ -184,9 +211,9 @@ def case_seed(folder: Path, repeat: int) -> list[Row]:
         for label, extra in (("terminal diff", []), ("--html", ["--html", f"{tmp}/r.html"])):
             argv = [*CLI, "diff", str(folder / "a"), str(folder / "b"), *extra]
             q, f = paired(repeat, lambda argv=argv: run(argv)[0], lambda: numpy_floor(pairs))
-            peak = run(argv, sample=True)[1]
-            rows.append(Row(f"(f) seed set, {label}", q, "numpy floor, all parts", f, 2.0,
-                            memory=memory(peak, part_size)))  # fmt: skip
+            text, ok = memory(run(argv, sample=True, inputs=[folder / "a", folder / "b"])[1], part_size)
+            rows.append(Row(f"(f) seed set, {label}", q, "numpy floor, all parts", f, 2.0, memory=text,
+                            memory_ok=ok))  # fmt: skip
     return rows
 
 
@@ -205,40 +232,80 @@ def case_verify(repeat: int) -> list[Row | str]:
 
 
 def verify_breakdown(args: list[str], env: dict) -> str:
-    """Where verify's time goes, from a profile of one warm run in a child (the parent's view: a worker's
-    start-up and graph loads, each graph execution's round trip, the CPU reference)."""
-    code = (
-        "import cProfile, pstats, sys, io, contextlib, json\n"
-        "from q9diff.cli import main\n"
-        f"sys.argv = ['q9diff', *{args!r}]\n"
-        "pr = cProfile.Profile(); pr.enable()\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    try: main()\n"
-        "    except SystemExit: pass\n"
-        "pr.disable()\n"
-        "st = pstats.Stats(pr).stats\n"
-        "def cum(file, fn): return sum(v[3] for k, v in st.items() if k[0].endswith(file) and k[2] == fn)\n"
-        "def calls(file, fn): return sum(v[1] for k, v in st.items() if k[0].endswith(file) and k[2] == fn)\n"
-        "print(json.dumps({'total': cum('cli/verify.py', 'verify'),\n"
-        "  'start': cum('runners/local.py', '_start'), 'starts': calls('runners/local.py', '_start'),\n"
-        "  'runs': cum('runners/worker.py', 'run'), 'n_runs': calls('runners/worker.py', 'run'),\n"
-        "  'cpu': cum('runners/local.py', 'run') + cum('runners/local.py', 'cpu_session'),\n"
-        "  'diff': cum('compare/diff.py', 'diff')}))\n"
+    """Where verify's time goes: one warm run in a child that times each kind of call (summed over the
+    threads the sides run in: the emulator children work at once, so the sums exceed the wall time)."""
+    r = subprocess.run(
+        [sys.executable, __file__, "--breakdown", *args], capture_output=True, text=True, env=env
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     try:
-        import json
-
         d = json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return f"    verify breakdown: not measured ({r.stderr.strip()[-200:]})"
-    rest = d["total"] - d["start"] - d["runs"] - d["cpu"]
+    s, n = d["seconds"], d["calls"]
+    runs = n.get("child run", 0)
     return (
-        f"    verify {d['total']:.2f} s in the parent: {d['starts']} emulator worker start-ups with"
-        f" their graph loads {d['start']:.2f} s, {d['n_runs']} graph runs on the emulator {d['runs']:.2f} s"
-        f" ({d['runs'] / max(d['n_runs'], 1) * 1000:.0f} ms each), CPU reference {d['cpu']:.2f} s, the rest"
-        f" (diffs {d['diff']:.2f} s, imports, reports) {rest:.2f} s"
+        f"    where (g)'s {d['wall']:.2f} s go (one warm run; per-side figures summed over the sides, which"
+        f" run at once): imports {d['imports']:.2f} s; {n.get('child load', 0)} emulator children start"
+        f" and load their graphs {s.get('child load', 0):.2f} s (the sides open in"
+        f" {s.get('open side', 0):.2f} s summed); decoding {s.get('decode', 0):.2f} s wall, of which"
+        f" {runs} graph runs on the emulator"
+        f" {s.get('child run', 0):.2f} s summed ({s.get('child run', 0) / max(runs, 1) * 1000:.0f} ms each);"
+        f" CPU reference: its ONNX models load {s.get('cpu load', 0):.2f} s, {n.get('cpu run', 0)} runs"
+        f" {s.get('cpu run', 0):.2f} s; the weight-shared crash record and the cached unshared rebuilds"
+        f" {s.get('cache', 0):.2f} s"
     )
+
+
+def _breakdown(args: list[str]) -> None:
+    """The child of verify_breakdown: `q9diff verify ARGS` with its calls timed, a JSON line out."""
+    import collections
+    import contextlib
+    import io
+    import threading
+
+    t0 = time.perf_counter()
+    import q9diff.cli
+    from q9diff.runners import local, worker
+    from q9diff.verify import run as vrun
+
+    imports = time.perf_counter() - t0
+    seconds, calls, lock = collections.defaultdict(float), collections.Counter(), threading.Lock()
+
+    def timed(owner, name, label=None):
+        f = getattr(owner, name)
+
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                what = label or f"child {a[1]['op']}"  # WorkerClient.request(self, message, ...)
+                with lock:
+                    seconds[what] += time.perf_counter() - t
+                    calls[what] += 1
+
+        setattr(owner, name, wrapper)
+
+    timed(worker.WorkerClient, "request")
+    timed(local.LocalRunner, "open", "open side")
+    timed(local.CpuSession, "__init__", "cpu load")
+    timed(local.CpuSession, "run", "cpu run")
+    timed(local, "unshared_rebuild", "cache")
+    timed(local, "_crash_memo", "cache")
+    timed(vrun, "check_llm", "decode")
+    sys.argv = ["q9diff", *args]
+    t = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            q9diff.cli.main()
+        except SystemExit:
+            pass
+    wall = time.perf_counter() - t + imports
+    print(json.dumps({"wall": wall, "imports": imports, "seconds": seconds, "calls": calls}))
+
+
+def load() -> str:
+    return f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)"
 
 
 def table(rows: list[Row | str]) -> str:
@@ -260,14 +327,17 @@ def table(rows: list[Row | str]) -> str:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--breakdown"]:
+        return _breakdown(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path, help="measure this pair only (as (a))")
     ap.add_argument("--check", action="store_true", help="exit 1 when any figure is over its goal")
-    ap.add_argument("--seed", action="store_true", help="also the seed's 6-part set (builds it once)")
+    ap.add_argument("--no-seed", action="store_true", help="leave out (f), the seed's 6-part set")
     ap.add_argument("--no-verify", action="store_true", help="leave out (g), verify of qwen-mini")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure, the median is shown (>= 3)")
     args = ap.parse_args()
     repeat = max(args.repeat, 3)
+    print(f"load average at the start: {load()}", flush=True)
     rows: list[Row | str] = []
     if args.files:
         a, b = args.files
@@ -281,10 +351,11 @@ def main() -> None:
         rows.append(case_diff("(b) 1 GB other weight values (all differ), diff --json", a, other, repeat))
         rows.append(case_cold(a, b, repeat))
         rows += case_startup(a, repeat)
-        if args.seed:
+        if not args.no_seed:
             rows += case_seed(bench_pairs.build_seed(), repeat)
         if not args.no_verify:
             rows += case_verify(repeat)
+    print(f"load average at the end: {load()}")
     print(table(rows))
     if args.check and not all(r.ok for r in rows if isinstance(r, Row)):
         sys.exit(1)

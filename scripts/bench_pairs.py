@@ -41,6 +41,14 @@ def cache_dir() -> Path:
     return Path(base) / "bench"
 
 
+def room(folder: Path, need: int) -> None:
+    """Stop before a build that would fill the disk, saying how much it needs and how much is free."""
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        sys.exit(f"{folder}: {need / 1e9:.1f} GB needed to build, {free / 1e9:.1f} GB free")
+
+
 def mlp(path: Path, layers: int, seed: int, rows: int = 1) -> None:
     """Write a QDQ w8a16 MatMul + Relu stack: the pattern the QNN EP compiles to fixed point."""
     import numpy as np
@@ -116,7 +124,7 @@ def build_pair() -> Path:
     folder = cache_dir() / "pair"
     if (folder / "done").exists():
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
+    room(folder, 5 * 10**9)  # three 1 GB binaries, a 1 GB model at a time and the compiler's copies
     # Each model alone in its folder: the backend links a model's siblings beside it.
     for out, seed, side in (("soc0", 7, "soc0"), ("soc77", 7, "soc77"), ("other", 8, "soc0")):
         if (folder / f"{out}.bin").exists():
@@ -140,7 +148,7 @@ def build_seed() -> Path:
     folder = cache_dir() / "seed"
     if (folder / "done").exists():
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
+    room(folder, 11 * 10**9)  # 2 x 4.7 GB of parts, a part's two models and the compiler's copies
     for i in range(1, SEED_PARTS + 1):
         name = f"part_{i}_of_{SEED_PARTS}"
         if all((folder / side / f"{name}.bin").exists() for side in ("a", "b")):
