@@ -9,6 +9,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
 from functools import cached_property
 
 from q9diff.errors import FormatError
@@ -27,6 +28,35 @@ from q9diff.format.model import (  # noqa: F401  (re-exported: the model of a Co
     _blob_info_fields,
 )
 from q9diff.format.options import decode_options
+
+
+def _first_ops(raw: bytes, start: int, limit: int, op_types: list[str]) -> list[Op]:
+    """The ops `_op_list` would find first in `raw` (at `start` in the file), found vectorized when numpy
+    is already loaded (a diff has it; `inspect` starts without it and finds all by byte search). Op n is
+    the first word after op n-1 whose index (word ^ OP_MARKER_XOR, top bit free) is n; while each index's
+    first word comes after the one before, those first words are the ops, and the byte search goes on
+    from where that stops holding."""
+    np = sys.modules.get("numpy")
+    if np is None or len(raw) < 8:
+        return []
+    words = np.frombuffer(raw, dtype="<u4")
+    idx = (words[:-1] ^ np.uint32(F.OP_MARKER_XOR)) & np.uint32(F.OP_INDEX_MASK)  # a record needs 2 words
+    cand = np.flatnonzero(idx < limit)
+    values, first = np.unique(idx[cand], return_index=True)  # each index's first word
+    n = _leading(values == np.arange(len(values)))  # indices 0..n-1 all there
+    pos = cand[first[:n]]
+    pos = pos[: _leading(pos[1:] > pos[:-1]) + 1] if n else pos  # and each after the one before
+    kinds = (words[pos + 1] & np.uint32(0x0FFFFFFF)).tolist()
+    n_types = len(op_types)
+    return [
+        Op(i, op_types[k] if k < n_types else f"type#{k}", start + 4 * p)
+        for i, (p, k) in enumerate(zip(pos.tolist(), kinds))
+    ]
+
+
+def _leading(mask) -> int:
+    """How many of a boolean array's first values are True."""
+    return len(mask) if mask.all() else int(mask.argmin())
 
 
 def _version(v) -> str | None:
@@ -318,7 +348,8 @@ class ContextBinary(MetadataReader):
         raw = bytes(self._buf[start : end - (end - start) % 4])
         find, last = raw.find, len(raw) - 8  # a record needs its kind word: it starts at `last` at most
         limit = min(len(raw) // 4, 1 << 20)
-        ops, at, n, n_types = [], 0, 0, len(op_types)  # at: where the search for op n starts
+        ops, n_types = _first_ops(raw, start, limit, op_types), len(op_types)
+        at, n = (ops[-1].offset - start + 4, len(ops)) if ops else (0, 0)  # where the search for op n starts
         while n < limit:
             v = (n ^ F.OP_MARKER_XOR) & F.OP_INDEX_MASK
             low, top = (v & 0xFFFFFF).to_bytes(3, "little"), v >> 24
