@@ -162,10 +162,13 @@ def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarra
     kinds, counts = np.unique(dist, return_counts=True)
     common = kinds[np.argsort(-counts)[:_DISTANCES]]
     words_n, words_h = needles.view(np.uint64), hay.view(np.uint64)
-    for s in range(0, len(rows), CHUNK):  # a cache-sized step of rows at a time
-        part = rows[s : s + CHUNK].astype(np.int64)
-        done = found[s : s + CHUNK]
-        before = np.searchsorted(at, part, side="right") - 1
+    rows = rows.astype(np.int64)
+    anchor = np.searchsorted(at, rows, side="right") - 1  # the anchor before each row (-1: none)
+    _in_runs(words_n, rows, words_h, in_hay, rows + dist[np.maximum(anchor, 0)], found)
+    left = np.flatnonzero(~found)
+    for s in range(0, len(left), CHUNK):  # what runs left, a cache-sized step of rows at a time
+        which = left[s : s + CHUNK]
+        part, before, done = rows[which], anchor[which], np.zeros(len(which), dtype=bool)
         for k, d in enumerate([None, None, *common]):
             sel = np.flatnonzero(~done)
             if not len(sel):
@@ -178,7 +181,28 @@ def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarra
             sel, target = sel[ok], target[ok]
             eq = (words_n[part[sel]] == words_h[target]).view(np.uint64)
             done[sel[(eq[:, 0] & eq[:, 1]) == _ALL_TRUE]] = True
+        found[which[done]] = True
     return found
+
+
+def _in_runs(words_n, rows: np.ndarray, words_h, in_hay, targets: np.ndarray, found: np.ndarray) -> None:
+    """Mark in `found` the needle rows equal to hay row `targets`, comparing runs of consecutive rows
+    with consecutive targets as slices, a cache-sized step at a time (no copies, one call per run);
+    where runs are short (under 64 rows on average) the row-by-row passes are cheaper, and do it."""
+    brk = np.flatnonzero((np.diff(rows) != 1) | (np.diff(targets) != 1)) + 1
+    if len(brk) * 64 > len(rows):
+        return
+    for s, e in zip([0, *brk.tolist()], [*brk.tolist(), len(rows)]):
+        r0, t0 = int(rows[s]), int(targets[s])
+        if t0 < 0 or t0 + e - s > len(words_h):
+            continue  # partly outside the hay: the row-by-row passes check each row
+        for u in range(0, e - s, CHUNK):
+            n = min(CHUNK, e - s - u)
+            eq = (words_n[r0 + u : r0 + u + n] == words_h[t0 + u : t0 + u + n]).view(np.uint64)
+            hit = (eq[:, 0] & eq[:, 1]) == _ALL_TRUE
+            if in_hay is not None:
+                hit &= in_hay[t0 + u : t0 + u + n]
+            found[s + u : s + u + n] = hit
 
 
 def changed_counts(xa: np.ndarray, xb: np.ndarray, rows: np.ndarray) -> np.ndarray:
