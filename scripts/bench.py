@@ -1,276 +1,364 @@
-"""Speed and memory of q9diff against baselines measured in the same run, printed as ratios.
+"""Speed and memory of q9diff, each figure a ratio against a baseline measured in the same run.
 
-    python scripts/bench.py [A.bin B.bin] [--large] [--verify]
+    python scripts/bench.py [--check] [--no-seed] [--no-verify] [--repeat N] [A.bin B.bin]
 
-Start-up first: `q9diff --help` and `q9diff inspect --json` against `python -c pass` (goals: --help within
-0.15 s, inspect within 0.2 s), and which heavy modules each command loads (none of plotly, deepdiff).
+Each case is timed --repeat times (3 by default), alternating with its baseline, and the medians are
+compared; --check exits 1 when any figure is over its goal (memory included). The 1 GB pairs and the
+seed's 6-part set are compiled once by scripts/bench_pairs.py (the real compiler, minutes of CPU) and
+reused from its cache folder ($Q9DIFF_CACHE/bench, else ~/.cache/q9diff/bench). The cases:
 
-Without files it uses the bundled qwen-mini pair; --large first compiles a pair of ~1 GB binaries
-(a w8 MLP, soc_model 0 + VTCM 4 MB vs soc_model 77 + VTCM 8 MB) with the ort-qnn backend into a
-temporary directory. --verify times
-running graphs: one graph execution through q9diff's worker protocol (child process, framed npz)
-against the same execution in-process, and `q9diff verify` of the bundled qwen-mini builds end to end.
+- (a) `diff --json` of the 1 GB pair soc_model 0 / VTCM 4 MB vs 77 / 8 MB over the same weights, against
+  the numpy floor (every byte of both files read and compared in 1 MiB blocks, in this process);
+- (b) the same model with other weight values (every weight differs), against the same floor;
+- (c) (a) after `sync; echo 3 > /proc/sys/vm/drop_caches` (root only), against `cat A B > /dev/null`
+  after the same drop; q9diff's own code is read back in before each run, so both read only the pair;
+- (d) `inspect --json` of one 1 GB binary and (e) `--help`, against `python -I -c pass`;
+- (f) the terminal diff and `--html` of the 6-part set (~4.7 GB a side) against the floor
+  over all parts, and the resident file pages at any moment against two parts' size;
+- (g) `verify fixtures/qwen-mini/local fixtures/qwen-mini/reference` with the rebuild cache warm, and
+  where its time goes (worker start-up with the graph loads, graph executions, the CPU reference).
+
+Memory is sampled every few ms while q9diff runs, in a run of its own (not a timed one): the peak
+anonymous memory (RssAnon of /proc/PID/status, goal <= 256 MiB) and the peak resident pages of its
+mappings of the inputs (Rss of those mappings in /proc/PID/smaps; the interpreter's libraries left out).
+The load average is printed first and last: the goals are for a quiet machine, the ratios hold under load only
+as far as q9diff and its baseline suffer alike.
+Given two files A B, only (a)-style rows for that pair are measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
+import json
+import mmap
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+CLI = [sys.executable, "-c", "from q9diff.cli import main; main()"]
+MiB = 1 << 20
+ANON_GOAL = 256 * MiB
+# What a run after a drop of the page cache reads back before it is timed: q9diff's own code only.
+WARM_CODE = (
+    "import numpy, q9diff.cli, q9diff.cli.diff, q9diff.compare.diff, q9diff.compare.summary,"
+    " q9diff.present.html"
+)
 
 
-def timed(fn, repeat: int = 3) -> float:
-    best = float("inf")
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: q9diff's median against its baseline's, and the goal for the ratio."""
+
+    work: str
+    seconds: float
+    baseline: str
+    baseline_seconds: float
+    goal: float  # the ratio's goal; for an absolute goal, seconds / baseline_seconds is shown beside
+    absolute: float | None = None  # a goal in seconds instead of a ratio
+    memory: str = ""
+    memory_ok: bool = True  # anonymous memory <= 256 MiB, and resident parts <= 2 where that is a goal
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.baseline_seconds
+
+    @property
+    def ok(self) -> bool:
+        fast = self.seconds <= self.absolute if self.absolute is not None else self.ratio <= self.goal
+        return fast and self.memory_ok
+
+
+@dataclass(frozen=True)
+class Peak:
+    anon: int  # bytes
+    file: int  # resident pages of the inputs' own mappings (the interpreter's libraries left out)
+
+
+def _inputs_resident(pid: int, inputs: set[str]) -> int:
+    """Resident bytes of `pid`'s mappings of the files `inputs`, from /proc/PID/smaps."""
+    total, mine = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if line[0] in "0123456789abcdef":  # a mapping's header: address perms offset dev inode path
+                fields = line.split(maxsplit=5)
+                mine = len(fields) == 6 and fields[5].rstrip("\n") in inputs
+            elif mine and line.startswith("Rss:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def run(argv: list[str], sample: bool = False, inputs: list[Path] = (), **kw) -> tuple[float, Peak | None]:
+    """Run argv (output discarded); its wall time, and with `sample` its peak RssAnon and the peak
+    resident pages of its mappings of `inputs` (files, or folders of *.bin), sampled every few ms."""
+    files = {str(f.resolve()) for p in inputs for f in (sorted(p.rglob("*.bin")) if p.is_dir() else [p])}
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    anon = file = 0
+    while sample and proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("RssAnon:"):
+                        anon = max(anon, int(line.split()[1]) * 1024)
+            file = max(file, _inputs_resident(proc.pid, files))
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(0.002)
+    proc.wait()
+    return time.perf_counter() - t, Peak(anon, file) if sample else None
+
+
+def numpy_floor(pairs: list[tuple[Path, Path]]) -> float:
+    """Read every byte of both files of each pair once and compare them in 1 MiB blocks: the least any
+    byte-level pass costs (numpy already imported, no interpreter start-up)."""
+    import numpy as np
+
+    t = time.perf_counter()
+    for a, b in pairs:
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            ma = mmap.mmap(fa.fileno(), 0, access=mmap.ACCESS_READ)
+            mb = mmap.mmap(fb.fileno(), 0, access=mmap.ACCESS_READ)
+            step = MiB
+            for off in range(0, max(len(ma), len(mb)), step):
+                xa = np.frombuffer(ma, np.uint8, max(0, min(step, len(ma) - off)), min(off, len(ma)))
+                xb = np.frombuffer(mb, np.uint8, max(0, min(step, len(mb) - off)), min(off, len(mb)))
+                k = min(len(xa), len(xb))
+                np.count_nonzero(xa[:k] != xb[:k])
+                np.count_nonzero(xa[k:]) + np.count_nonzero(xb[k:])
+            del xa, xb
+            ma.close(), mb.close()
+    return time.perf_counter() - t
+
+
+def paired(repeat: int, q9, base) -> tuple[float, float]:
+    """Medians of q9diff's and the baseline's times, measured alternately `repeat` times."""
+    qs, bs = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+        bs.append(base())
+        qs.append(q9())
+    return statistics.median(qs), statistics.median(bs)
 
 
-def sha256(path: Path) -> None:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
+def memory(peak: Peak, part_size: int | None = None) -> tuple[str, bool]:
+    """The memory column and whether it is within its goals: anonymous memory <= 256 MiB, and with
+    `part_size` the inputs' resident pages at any moment <= 2 parts."""
+    ok = peak.anon <= ANON_GOAL
+    text = f"anon {peak.anon / MiB:.0f} MiB" + ("" if ok else " (OVER 256)")
+    text += f", inputs resident {peak.file / MiB:.0f} MiB"
+    if part_size:
+        parts = peak.file / part_size
+        ok = ok and parts <= 2
+        text += f" = {parts:.2f} parts (goal <= 2{'' if parts <= 2 else ': OVER'})"
+    return text, ok
 
 
-CMP_INTO_PIPE = 'cmp -l "$0" "$1" 2>/dev/null | cat >/dev/null'
-PEAK_RSS: dict[str, int] = {}
-RUN_WITH_RSS = (
-    "import atexit, sys\n"
-    "rss = lambda: int(next(ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')).split()[1])\n"
-    "atexit.register(lambda: print('maxrss', rss(), file=sys.stderr))\n"
-    "from q9diff.cli import main\n"
-    "main()\n"
-)
+def case_diff(label: str, a: Path, b: Path, repeat: int) -> Row:
+    argv = [*CLI, "diff", "--json", str(a), str(b)]
+    q, f = paired(repeat, lambda: run(argv)[0], lambda: numpy_floor([(a, b)]))
+    text, ok = memory(run(argv, sample=True, inputs=[a, b])[1])
+    return Row(label, q, "numpy floor", f, 2.0, memory=text, memory_ok=ok)
 
 
-def q9(*args: str) -> str:
-    """Run the q9diff CLI in a fresh process; record that process's own peak RSS (KiB) by command."""
-    r = subprocess.run([sys.executable, "-c", RUN_WITH_RSS, *args], capture_output=True, text=True)
-    for line in r.stderr.splitlines():
-        if line.startswith("maxrss "):
-            PEAK_RSS[args[0]] = max(PEAK_RSS.get(args[0], 0), int(line.split()[1]))
-    return r.stdout
+def drop_caches() -> None:
+    subprocess.run(["sync"], check=True)
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    subprocess.run([sys.executable, "-c", WARM_CODE], check=True)
 
 
-HEAVY = ("plotly", "deepdiff", "numpy", "pydantic", "rich", "construct", "onnxruntime", "onnx")
-WHICH_MODULES = (
-    "import sys\n"
-    "from q9diff.cli import main\n"
-    "try:\n    main()\n"
-    "except SystemExit:\n    pass\n"
-    f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))), file=sys.stderr)\n"
-)
+def case_cold(a: Path, b: Path, repeat: int) -> Row | str:
+    if os.geteuid() != 0:
+        return "(c) cold cache: skipped, dropping the page cache needs root"
+    argv = [*CLI, "diff", "--json", str(a), str(b)]
+
+    def cold(cmd, **kw):
+        drop_caches()
+        return run(cmd, **kw)[0]
+
+    q, c = paired(repeat, lambda: cold(argv), lambda: cold(["cat", str(a), str(b)]))  # output to /dev/null
+    drop_caches()
+    text, ok = memory(run(argv, sample=True, inputs=[a, b])[1])
+    return Row("(c) (a) with a cold page cache", q, "cat A B > /dev/null, cold", c, 1.3, memory=text,
+               memory_ok=ok)  # fmt: skip
 
 
-def startup(binary: Path) -> None:
-    """Start-up cost of small jobs, as ratios against an empty Python in the same run."""
-    py = [sys.executable, "-c"]
-    base = timed(lambda: subprocess.run([*py, "pass"]), 7)
-    cli = "from q9diff.cli import main; main()"
-    jobs = {"--help": ["--help"], "inspect --json": ["inspect", "--json", str(binary)]}
-    goals = {"--help": 0.15, "inspect --json": 0.2}
-    print(f"start-up: python -c pass {base:.3f} s")
-    for label, args in jobs.items():
-        t = timed(lambda args=args: subprocess.run([*py, cli, *args], capture_output=True), 7)
-        loaded = subprocess.run([*py, WHICH_MODULES, *args], capture_output=True, text=True).stderr.split()
-        mark = "within" if t <= goals[label] else "OVER"
-        ratio = f"{t / base:.1f}x python -c pass"
-        print(f"  q9diff {label}: {t:.3f} s = {ratio} ({mark} the {goals[label]} s goal);")
-        print(f"    of {', '.join(HEAVY)} it loads {', '.join(loaded) or 'none'}")
-
-
-def large_pair(tmp: Path) -> tuple[Path, Path]:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(7)
-    n, layers = 2048, 240  # 240 x 2048 x 2048 uint8 ~ 1 GB of w8 weights, activations u16 (QDQ: w8a16)
-    nodes, inits = [], []
-
-    def q_dq(name: str, scale: float, zero: int, dtype=np.uint16) -> str:
-        """Quantize then dequantize `name`: the QDQ pattern the QNN EP compiles to fixed point."""
-        inits.extend(
-            [
-                numpy_helper.from_array(np.array(scale, np.float32), f"{name}_s"),
-                numpy_helper.from_array(np.array(zero, dtype), f"{name}_z"),
-            ]
-        )
-        nodes.append(helper.make_node("QuantizeLinear", [name, f"{name}_s", f"{name}_z"], [f"{name}_q"]))
-        nodes.append(
-            helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [f"{name}_dq"])
-        )
-        return f"{name}_dq"
-
-    x = q_dq("x", 1 / 30000, 32768)
-    for i in range(layers):
-        w = rng.integers(0, 255, (n, n), dtype=np.uint8)
-        inits += [
-            numpy_helper.from_array(w, f"w{i}"),
-            numpy_helper.from_array(np.array(0.01, np.float32), f"s{i}"),
-            numpy_helper.from_array(np.array(128, np.uint8), f"z{i}"),
-        ]
-        nodes.append(helper.make_node("DequantizeLinear", [f"w{i}", f"s{i}", f"z{i}"], [f"wf{i}"]))
-        nodes.append(helper.make_node("MatMul", [x, f"wf{i}"], [f"h{i}"]))
-        x = q_dq(f"h{i}", 0.05, 32768)
-    g = helper.make_graph(
-        nodes,
-        "big",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, n])],
-        inits,
+def case_startup(binary: Path, repeat: int) -> list[Row]:
+    py = [sys.executable, "-I", "-c", "pass"]
+    base = lambda: run(py)[0]  # noqa: E731
+    rows = []
+    inspect = [*CLI, "inspect", "--json", str(binary)]
+    q, p = paired(max(repeat, 7), lambda: run(inspect)[0], base)
+    rows.append(
+        Row(f"(d) inspect --json of {binary.stat().st_size / 1e9:.1f} GB", q, "python -I -c pass", p, 6.0)
     )
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])  # uint16 QDQ
-    m.ir_version = 10
-    onnx.save(m, tmp / "big.onnx")
-    from q9diff.backends.ort_qnn import OrtQnnBackend
-    from q9diff.build.recipe import Recipe
-
-    out = []
-    for soc, vtcm in ((0, 4), (77, 8)):  # the seed's pair: VTCM re-tiles the weights
-        r = Recipe.from_dict(
-            {
-                "schema": "q9diff.recipe/1",
-                "backend": "ort-qnn",
-                "settings": {"soc_model": soc, "dsp_arch": "v73", "vtcm_mb": vtcm},
-                "parts": [
-                    {
-                        "name": "big",
-                        "output": f"big_{soc}.bin",
-                        "graphs": [{"name": "big", "model": "big.onnx"}],
-                    }
-                ],
-            },
-            "bench",
-            path=tmp / "recipe.json",
-        )
-        out += OrtQnnBackend().compile(r, tmp / f"soc{soc}")
-    return out[0], out[1]
+    q, p = paired(max(repeat, 7), lambda: run([*CLI, "--help"])[0], base)
+    rows.append(Row("(e) --help", q, "python -I -c pass", p, 0.15 / p, absolute=0.15))
+    return rows
 
 
-def bench_verify() -> None:
-    import numpy as np
+def case_seed(folder: Path, repeat: int) -> list[Row]:
+    parts = sorted((folder / "a").glob("*.bin"))
+    pairs = [(p, folder / "b" / p.name) for p in parts]
+    part_size = max(p.stat().st_size for p in parts)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, extra in (("terminal diff", []), ("--html", ["--html", f"{tmp}/r.html"])):
+            argv = [*CLI, "diff", str(folder / "a"), str(folder / "b"), *extra]
+            q, f = paired(repeat, lambda argv=argv: run(argv)[0], lambda: numpy_floor(pairs))
+            text, ok = memory(run(argv, sample=True, inputs=[folder / "a", folder / "b"])[1], part_size)
+            rows.append(Row(f"(f) seed set, {label}", q, "numpy floor, all parts", f, 2.0, memory=text,
+                            memory_ok=ok))  # fmt: skip
+    return rows
 
-    from q9diff.runners.local import LocalRunner
-    from q9diff.runners.worker import _Worker
-    from q9diff.verify.run import seeded_inputs
 
-    binary = ROOT / "fixtures/qwen-mini/local/genie/part_1_of_2_prompt.bin"
-    session = LocalRunner().open([binary])
-    graph = session.graphs[0]
-    feeds = {k: np.asarray(v, t.dtype) for (k, v), t in zip(seeded_inputs(graph, 0).items(), graph.inputs)}
-    t_worker = timed(lambda: [session.run(graph, feeds) for _ in range(20)]) / 20
-    session.close()
-    direct = _Worker()
-    direct.load([str(binary)])
-    t_direct = timed(lambda: [direct.run(0, feeds) for _ in range(20)]) / 20
-    print(f"one graph execution ({binary.name}): in-process {t_direct * 1000:.1f} ms, through the worker")
-    print(f"  protocol {t_worker * 1000:.1f} ms = {t_worker / t_direct:.2f}x in-process")
+def case_verify(repeat: int) -> list[Row | str]:
+    """verify of the bundled builds, the rebuild cache warm (filled by a first, untimed run)."""
     qwen = ROOT / "fixtures/qwen-mini"
-    args = ("verify", str(qwen / "local"), str(qwen / "reference"), "--steps", "16")
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["Q9DIFF_CACHE"] = cache  # cold: the weight-shared parts are rebuilt unshared first
-        cold = timed(lambda: q9(*args), 1)
-        warm = timed(lambda: q9(*args), 1)
-    print(f"q9diff verify qwen-mini local vs reference vs CPU, 16 steps: {cold:.2f} s with an empty cache,")
-    print(f"  {warm:.2f} s with the unshared rebuilds cached = {warm / cold:.2f}x")
-    print(
-        f"peak RSS of q9diff verify: {PEAK_RSS.get('verify', 0) / 1024:.0f} MiB (the parent; children apart)"
+    argv = [*CLI, "verify", str(qwen / "local"), str(qwen / "reference")]
+    cache = Path(os.environ.get("Q9DIFF_CACHE") or Path.home() / ".cache/q9diff")
+    env = dict(os.environ, Q9DIFF_CACHE=str(cache))
+    run(argv, env=env)
+    times = [run(argv, env=env)[0] for _ in range(repeat)]
+    base = statistics.median(run([sys.executable, "-I", "-c", "pass"])[0] for _ in range(5))
+    row = Row("(g) verify qwen-mini local vs reference, warm", statistics.median(times), "python -I -c pass",
+              base, 5.0 / base, absolute=5.0)  # fmt: skip
+    return [row, verify_breakdown(argv[3:], env)]
+
+
+def verify_breakdown(args: list[str], env: dict) -> str:
+    """Where verify's time goes: one warm run in a child that times each kind of call (summed over the
+    threads the sides run in: the emulator children work at once, so the sums exceed the wall time)."""
+    r = subprocess.run(
+        [sys.executable, __file__, "--breakdown", *args], capture_output=True, text=True, env=env
     )
+    try:
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return f"    verify breakdown: not measured ({r.stderr.strip()[-200:]})"
+    s, n = d["seconds"], d["calls"]
+    runs = n.get("child run", 0)
+    return (
+        f"    where (g)'s {d['wall']:.2f} s go (one warm run; per-side figures summed over the sides, which"
+        f" run at once): imports {d['imports']:.2f} s; {n.get('child load', 0)} emulator children start"
+        f" and load their graphs {s.get('child load', 0):.2f} s (the sides open in"
+        f" {s.get('open side', 0):.2f} s summed); decoding {s.get('decode', 0):.2f} s wall, of which"
+        f" {runs} graph runs on the emulator"
+        f" {s.get('child run', 0):.2f} s summed ({s.get('child run', 0) / max(runs, 1) * 1000:.0f} ms each);"
+        f" CPU reference: its ONNX models load {s.get('cpu load', 0):.2f} s, {n.get('cpu run', 0)} runs"
+        f" {s.get('cpu run', 0):.2f} s; the weight-shared crash record and the cached unshared rebuilds"
+        f" {s.get('cache', 0):.2f} s"
+    )
+
+
+def _breakdown(args: list[str]) -> None:
+    """The child of verify_breakdown: `q9diff verify ARGS` with its calls timed, a JSON line out."""
+    import collections
+    import contextlib
+    import io
+    import threading
+
+    t0 = time.perf_counter()
+    import q9diff.cli
+    from q9diff.runners import local, worker
+    from q9diff.verify import run as vrun
+
+    imports = time.perf_counter() - t0
+    seconds, calls, lock = collections.defaultdict(float), collections.Counter(), threading.Lock()
+
+    def timed(owner, name, label=None):
+        f = getattr(owner, name)
+
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                what = label or f"child {a[1]['op']}"  # WorkerClient.request(self, message, ...)
+                with lock:
+                    seconds[what] += time.perf_counter() - t
+                    calls[what] += 1
+
+        setattr(owner, name, wrapper)
+
+    timed(worker.WorkerClient, "request")
+    timed(local.LocalRunner, "open", "open side")
+    timed(local.CpuSession, "__init__", "cpu load")
+    timed(local.CpuSession, "run", "cpu run")
+    timed(local, "unshared_rebuild", "cache")
+    timed(local, "_crash_memo", "cache")
+    timed(vrun, "check_llm", "decode")
+    sys.argv = ["q9diff", *args]
+    t = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            q9diff.cli.main()
+        except SystemExit:
+            pass
+    wall = time.perf_counter() - t + imports
+    print(json.dumps({"wall": wall, "imports": imports, "seconds": seconds, "calls": calls}))
+
+
+def load() -> str:
+    return f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)"
+
+
+def table(rows: list[Row | str]) -> str:
+    out = [
+        "| work | q9diff | baseline (same run) | ratio | goal | | memory (peak) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for r in rows:
+        if isinstance(r, str):
+            notes.append(r)
+            continue
+        goal = f"<= {r.absolute:.2f} s" if r.absolute is not None else f"<= {r.goal:g}x"
+        out.append(
+            f"| {r.work} | {r.seconds:.3f} s | {r.baseline} {r.baseline_seconds:.3f} s | {r.ratio:.2f}x |"
+            f" {goal} | {'ok' if r.ok else 'OVER'} | {r.memory} |"
+        )
+    return "\n".join(out + notes)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("files", nargs="*", type=Path)
-    ap.add_argument("--large", action="store_true")
-    ap.add_argument("--verify", action="store_true", help="also time running graphs and q9diff verify")
+    if sys.argv[1:2] == ["--breakdown"]:
+        return _breakdown(sys.argv[2:])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", type=Path, help="measure this pair only (as (a))")
+    ap.add_argument("--check", action="store_true", help="exit 1 when any figure is over its goal")
+    ap.add_argument("--no-seed", action="store_true", help="leave out (f), the seed's 6-part set")
+    ap.add_argument("--no-verify", action="store_true", help="leave out (g), verify of qwen-mini")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure, the median is shown (>= 3)")
     args = ap.parse_args()
-    if args.verify:
-        bench_verify()
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.files:
-            a, b = args.files
-        elif args.large:
-            a, b = large_pair(Path(tmp))
-        else:
-            a = ROOT / "fixtures/qwen-mini/local/part_1_of_2.bin"
-            b = ROOT / "fixtures/qwen-mini/reference/part_1_of_2.bin"
-        size = a.stat().st_size
-        startup(a)
-        print(f"pair: {a} ({size} bytes) vs {b} ({b.stat().st_size} bytes)")
-        base_py = timed(lambda: subprocess.run([sys.executable, "-c", "pass"]))
-        # cmp -l prints a line per differing byte: into a pipe that discards it (captured, a 1 GB pair's
-        # lines fill the memory; to /dev/null, GNU cmp stops at the first difference), once for a large
-        # pair, where it takes minutes
-        t_cmp = timed(
-            lambda: subprocess.run(["sh", "-c", CMP_INTO_PIPE, str(a), str(b)]),
-            1 if size > 1 << 28 else 3,
-        )
-        t_sha = timed(lambda: (sha256(a), sha256(b)))
-        t_inspect = timed(lambda: q9("inspect", "--json", str(a)))
-        t_diff = timed(lambda: q9("diff", "--json", str(a), str(b)))
+    repeat = max(args.repeat, 3)
+    print(f"load average at the start: {load()}", flush=True)
+    rows: list[Row | str] = []
+    if args.files:
+        a, b = args.files
+        rows.append(case_diff(f"diff --json {a.name} {b.name}", a, b, repeat))
+    else:
+        import bench_pairs
 
-        def meta_only():
-            from q9diff.format.binary import ContextBinary
-
-            cb = ContextBinary.open(a)
-            return cb.soc_model, [g.vtcm_size for g in cb.graphs]
-
-        t_meta = timed(meta_only)
-
-        def numpy_floor():
-            """Read every byte of both files once and compare them in 1 MiB blocks: the least any
-            byte-level pass costs."""
-            import mmap
-
-            import numpy as np
-
-            with open(a, "rb") as fa, open(b, "rb") as fb:
-                ma = mmap.mmap(fa.fileno(), 0, access=mmap.ACCESS_READ)
-                mb = mmap.mmap(fb.fileno(), 0, access=mmap.ACCESS_READ)
-                step = 1 << 20
-                for off in range(0, max(len(ma), len(mb)), step):
-                    xa = np.frombuffer(ma, np.uint8, max(0, min(step, len(ma) - off)), min(off, len(ma)))
-                    xb = np.frombuffer(mb, np.uint8, max(0, min(step, len(mb) - off)), min(off, len(mb)))
-                    k = min(len(xa), len(xb))
-                    np.count_nonzero(xa[:k] != xb[:k])
-                    np.count_nonzero(xa[k:]) + np.count_nonzero(xb[k:])
-
-        def moved_new_pass():
-            from q9diff.compare.diff import _region_rows
-            from q9diff.format.binary import ContextBinary
-
-            rows = _region_rows(ContextBinary.open(a), ContextBinary.open(b))
-            return sum(r["moved_bytes"] for r in rows), sum(r["new_bytes"] for r in rows)
-
-        t_floor = timed(numpy_floor)
-        t_moved = timed(moved_new_pass)
-        moved, new = moved_new_pass()
-        print(f"baseline: python start {base_py:.3f} s, cmp -l {t_cmp:.3f} s, sha256 of both {t_sha:.3f} s")
-        print(f"q9diff inspect --json: {t_inspect:.3f} s = {t_inspect / t_cmp:.2f}x cmp -l")
-        print(f"q9diff diff --json:    {t_diff:.3f} s = {t_diff / t_cmp:.2f}x cmp -l,", end=" ")
-        print(f"{t_diff / t_sha:.2f}x sha256 of both")
-        print(f"metadata only (open + socModel + vtcm): {t_meta * 1000:.2f} ms")
-        print(
-            f"moved/new pass (every region, {moved} bytes moved, {new} new): {t_moved:.3f} s ="
-            f" {t_moved / t_floor:.2f}x the numpy read floor ({t_floor:.3f} s: every byte of both files"
-            " read and compared in 1 MiB blocks)"
-        )
-        for cmd, kib in PEAK_RSS.items():
-            ratio = kib * 1024 / size
-            print(f"peak RSS of q9diff {cmd}: {kib / 1024:.0f} MiB = {ratio:.3f}x the first file's size")
-        verdict = q9("diff", str(a), str(b)).splitlines()
-        print("verdict:", verdict[0] if verdict else "(none)")
+        pair = bench_pairs.build_pair()
+        a, b, other = pair / "soc0.bin", pair / "soc77.bin", pair / "other.bin"
+        rows.append(case_diff("(a) 1 GB soc_model 0 vs 77, same weights, diff --json", a, b, repeat))
+        rows.append(case_diff("(b) 1 GB other weight values (all differ), diff --json", a, other, repeat))
+        rows.append(case_cold(a, b, repeat))
+        rows += case_startup(a, repeat)
+        if not args.no_seed:
+            rows += case_seed(bench_pairs.build_seed(), repeat)
+        if not args.no_verify:
+            rows += case_verify(repeat)
+    print(f"load average at the end: {load()}")
+    print(table(rows))
+    if args.check and not all(r.ok for r in rows if isinstance(r, Row)):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -76,3 +76,74 @@ def test_the_html_report_carries_the_table_that_adds_up(tmp_path):
     res = _diff("vtcm_2mb.bin", "vtcm_8mb.bin")
     total = sum(x["changed_bytes"] for x in res.attribution)
     assert f'title="{total:,d} bytes"' in page  # the total row, exact bytes on hover
+
+
+def test_large_regions_are_sampled_first_and_exact_unless_mostly_new(monkeypatch):
+    """With the sampling threshold lowered to 64 blocks (8 KiB), the fixtures' pools count as large:
+    a region the content sample finds mostly moved is still searched block by block (the same figures
+    as without sampling), and a mostly-new one carries its estimate, said in the JSON and the verdict."""
+    from q9diff.compare import attribution
+
+    pairs = [
+        ("vtcm_2mb.bin", "vtcm_8mb.bin"),
+        ("opt_1.bin", "opt_3.bin"),
+        ("int4_unpacked.bin", "packing_off.bin"),
+    ]
+    exact = {p: to_json(_diff(*p)) for p in pairs}
+    monkeypatch.setattr(attribution, "EXACT_BLOCKS", 64)
+    for p in pairs[:2]:  # the pools mostly moved: searched exactly, the figures of an unsampled search
+        pools = [r for r in to_json(_diff(*p))["regions"] if r["name"].endswith("const_pool")]
+        assert pools == [r for r in exact[p]["regions"] if r["name"].endswith("const_pool")], p
+        assert pools[0]["moved_bytes"] > 60_000
+    data = to_json(_diff(*pairs[2]))
+    pool = next(r for r in data["regions"] if r["name"].endswith("const_pool"))
+    est = pool["moved_estimate"]
+    assert 0 < est["sampled_blocks"] < est["blocks"] and est["found_blocks"] <= est["sampled_blocks"]
+    assert pool["moved_bytes"] + pool["new_bytes"] == pool["changed_bytes"]
+    assert pool["changed_bytes"] == next(
+        r["changed_bytes"] for r in exact[pairs[2]]["regions"] if r["name"] == pool["name"]
+    )
+    assert data["weights_verdict"].startswith("weights differ: ~"), data["weights_verdict"]
+    assert any(row.get("estimated") for row in data["attribution"])
+    assert "moved_estimate" not in str(exact[pairs[2]])  # without sampling, nothing is estimated
+
+
+def _pool_blocks(folder: str, part: str):
+    from q9diff.compare.blocks import as_blocks
+
+    cb = ContextBinary.open(FIXTURES / "qwen-mini" / folder / part)
+    r = next(r for r in cb.regions if r.name == "PICKLE[0]/inner/const_pool")
+    return as_blocks(cb._buf, r.offset, r.size)
+
+
+def test_a_hash_is_not_the_content(monkeypatch):
+    """find_blocks says found exactly where a byte comparison does: on qwen-mini's pools (whose blocks
+    include some with two words swapped, which the old hash could not tell apart), and when every hash
+    collides (one multiplier for all words: any reordering of a block's words hashes the same) with one
+    round of candidates, so the rest are matched by content."""
+    import numpy as np
+
+    from q9diff.compare import blocks
+
+    for part in ("part_1_of_2.bin", "part_2_of_2.bin"):
+        hay, needles = _pool_blocks("local", part), _pool_blocks("reference", part)
+        # the reference's blocks, and each with its words reordered: collisions for a sum of the words
+        words = needles.view(np.uint64)
+        needles = np.concatenate(
+            [
+                needles,
+                words[:, ::-1].copy().view(np.uint8),
+                words[:, 1:].repeat(2, 1)[:, :16].copy().view(np.uint8),
+            ]
+        )
+        known = {bytes(h) for h in hay}
+        truth = np.array([bytes(b) in known for b in needles])
+        assert 0 < truth.sum() < len(truth)
+        rows = np.arange(len(needles))[::-1].copy()
+        for mult, rounds in ((blocks._MULT, blocks._ROUNDS), (np.ones_like(blocks._MULT), 1)):
+            monkeypatch.setattr(blocks, "_MULT", mult)
+            monkeypatch.setattr(blocks, "_ROUNDS", rounds)
+            partner = np.full(len(rows), -1, dtype=np.int64)
+            hit = blocks.find_blocks(needles, rows, hay, None, partner)
+            assert (hit == truth[rows]).all(), (part, rounds)
+            assert all((hay[partner[i]] == needles[rows[i]]).all() for i in np.flatnonzero(hit))

@@ -41,3 +41,37 @@ def test_options_and_ops_decode(path):
         ops = cb.ops(i)
         assert ops and ops[-1].kind == "@SyncOp"
         assert [op.index for op in ops] == list(range(len(ops)))
+
+
+@pytest.mark.parametrize("path", BINS, ids=IDS)
+def test_the_op_walk_is_the_same_with_numpy_and_without(path, monkeypatch):
+    """With numpy loaded (a diff) the ops are found vectorized, without it (inspect) by a byte search:
+    the same ops, regions and list ends either way."""
+    import sys
+
+    with_numpy = ContextBinary.open(path)
+    walked = [with_numpy.layout(i) for i in range(len(with_numpy.graphs))], with_numpy.regions
+    monkeypatch.delitem(sys.modules, "numpy")
+    without = ContextBinary.open(path)
+    assert walked == ([without.layout(i) for i in range(len(without.graphs))], without.regions)
+    assert walked[0][0].ops
+
+
+def test_the_op_walk_goes_on_by_byte_search_where_an_index_shows_up_early(tmp_path, monkeypatch):
+    """A word inside op 2's record that reads as op 5's marker: op 5's first word then comes before op 4,
+    the vectorized walk stops there and the byte search goes on, past it, to the real op 5."""
+    import struct
+    import sys
+
+    from q9diff.format import structs as F
+
+    src = BINS[0]
+    ops = ContextBinary.open(src).ops(0)
+    assert ops[3].offset - ops[2].offset >= 12
+    data = bytearray(src.read_bytes())
+    struct.pack_into("<I", data, ops[2].offset + 8, 5 ^ F.OP_MARKER_XOR)
+    path = tmp_path / "early.bin"
+    path.write_bytes(bytes(data))
+    with_numpy = ContextBinary.open(path).ops(0)
+    monkeypatch.delitem(sys.modules, "numpy")
+    assert with_numpy == ContextBinary.open(path).ops(0) == ops

@@ -59,9 +59,13 @@ def test_weight_shared_binaries_run_rebuilt_unshared_and_say_so(qwen_verdict, q9
     assert len(kept) == 4 and all(
         Path(k).parent == q9diff_cache / "unshared" and Path(k).is_dir() for k in kept
     )
+    # The emulator's crash is recorded (a signal, the same every run), so a later open skips the attempt.
+    memos = list((q9diff_cache / "emulator").glob("*.crash"))
+    assert memos and all("crashed (signal" in m.read_text() for m in memos)
     session = LocalRunner().open([QWEN / "local" / "part_1_of_2.bin"])
     session.close()
     assert "cached in" in session.notes[0]  # the compiler is deterministic: the rebuild is reused
+    assert any(f"({m.read_text()})" in session.notes[0] for m in (q9diff_cache / "emulator").glob("*.crash"))
 
 
 def test_single_graph_soc_model_pair_and_cpu_reference():
@@ -240,3 +244,38 @@ def test_dialog_values_come_from_a_config_with_another_name(tmp_path):
     assert expected != DialogConfig()  # the fixture's config sets values the defaults do not have
     assert DialogConfig.of(tmp_path) == expected
     assert DialogConfig.of(tmp_path / "qwen_mini.json") == expected
+
+
+def test_a_side_already_fed_the_anchors_tokens_is_not_decoded_again():
+    """The teacher-forced run feeds the CPU's tokens; a side whose own greedy run fed the same tokens
+    would give every graph the same inputs again, so its graphs run once, not twice. What that rests
+    on, measured: the emulator's logits for the same inputs are the same when run again."""
+    import numpy as np
+
+    from q9diff.runners.local import cpu_session
+    from q9diff.verify import llm
+    from q9diff.verify.run import DialogConfig, check_llm, cpu_recipe
+
+    bins = [QWEN / "local" / "part_1_of_2.bin", QWEN / "local" / "part_2_of_2.bin"]
+    emulator, cpu = LocalRunner().open(bins), cpu_session(cpu_recipe(bins, None))
+    runs = []
+
+    class Counted:
+        graphs = emulator.graphs
+
+        def run(self, graph, inputs):
+            runs.append(graph.name)
+            return emulator.run(graph, inputs)
+
+    try:
+        d = DialogConfig.of(QWEN / "local")
+        prompt, pad = [d.bos, 5, 6, 7], d.eos or 0
+        check = check_llm({"candidate": Counted(), "cpu": cpu}, prompt, 4, d.theta, pad)
+        assert check.tokens["candidate"] == check.tokens["cpu"]  # measured: the greedy tokens agree
+        assert len(runs) == 2 * 4  # 2 parts x (the prompt + 3 tokens): decoded once, not twice
+        lay = llm.layout(emulator.graphs)
+        free = llm.greedy(emulator, lay, prompt, 4, theta=d.theta, pad=pad)
+        forced = llm.greedy(emulator, lay, prompt, 4, theta=d.theta, pad=pad, force=check.tokens["cpu"])
+        assert np.array_equal(free.logits, forced.logits)
+    finally:
+        emulator.close()

@@ -248,12 +248,10 @@ def _report_not_read(out: Path | None, read: list[Path], flag: str = "--html") -
 
 
 def _read_errors() -> tuple[type[Exception], ...]:
-    """What a reader raises on bytes it cannot make sense of (construct is imported only when used)."""
+    """What a reader raises on bytes it cannot make sense of."""
     import struct
 
-    from construct import ConstructError
-
-    return (ValueError, IndexError, struct.error, ConstructError)
+    return (ValueError, IndexError, struct.error)
 
 
 def _open(path: Path):

@@ -296,6 +296,8 @@ def _print_regions(res) -> None:
     """Every changed region of both files (bloaty-style: the rows add up to the totals), in bytes."""
     from rich.table import Table
 
+    from q9diff.compare.attribution import estimate_note
+
     a, b = res.a, res.b
     graphs = [g.name for g in a.graphs]
     if any(r["name"].startswith("PICKLE[") for r in res.regions if r["delta"] or r["changed_bytes"]):
@@ -320,26 +322,30 @@ def _print_regions(res) -> None:
             part, name = head, "  " + rest
         else:
             part, name = None, r["name"]
+        about = "~" if "moved_estimate" in r else ""
         rt.add_row(
             _t(name),
             str(r["a_size"]),
             str(r["b_size"]),
             f"{r['delta']:+d}",
             str(r["changed_bytes"]),
-            str(r["moved_bytes"]),
-            str(r["new_bytes"]),
+            f"{about}{r['moved_bytes']}",
+            f"{about}{r['new_bytes']}",
         )
+    about = "~" if estimate_note(res.regions) else ""
     rt.add_row(
         "total",
         str(a.size),
         str(b.size),
         f"{b.size - a.size:+d}",
         str(sum(r["changed_bytes"] for r in res.regions)),
-        str(sum(r["moved_bytes"] for r in res.regions)),
-        str(sum(r["new_bytes"] for r in res.regions)),
+        f"{about}{sum(r['moved_bytes'] for r in res.regions)}",
+        f"{about}{sum(r['new_bytes'] for r in res.regions)}",
         end_section=False,
     )
     console.print(rt)
+    if about:
+        console.print(_t(estimate_note(res.regions)))
 
 
 def _print_attribution(res) -> None:
@@ -350,7 +356,8 @@ def _print_attribution(res) -> None:
     for col in ("effect", "changed bytes", "size delta"):
         at.add_column(col, justify="left" if col == "effect" else "right")
     for row in res.attribution:
-        at.add_row(_t(row["bucket"]), f"{row['changed_bytes']:,d}", f"{row['size_delta']:+,d}")
+        about = "~" if row.get("estimated") else ""
+        at.add_row(_t(row["bucket"]), f"{about}{row['changed_bytes']:,d}", f"{row['size_delta']:+,d}")
     at.add_row(
         "total",
         f"{sum(r['changed_bytes'] for r in res.attribution):,d}",

@@ -10,110 +10,208 @@ shared WEIGHTS pool (soc + VTCM + O), is found re-laid out in the other file (at
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from q9diff.compare.blocks import (
+    BLOCK,
+    SCAN,
+    as_blocks,
+    changed_counts,
+    concat,
+    could_match,
+    find_blocks,
+    follow,
+)
 from q9diff.units import nbytes
 
-BLOCK = 128
-_MULT = np.array(
-    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93] * (BLOCK // 32),
-    dtype=np.uint64,
-)
-_CHUNK = 1 << 15  # rows per step: 4 MiB of blocks, cache-sized
+_AHEAD = 16 << 20  # the scan asks the kernel for the next 16-32 MiB of both files (cold cache: one read)
+# Up to EXACT_BLOCKS blocks on a side every block is searched, as always. Beyond, a sample decides first:
+# blocks whose content key falls below _SAMPLED (1 in 128, by content, so a moved block and the block it
+# came from are sampled together) are searched exactly; when under 1/MOSTLY_NEW of their changed bytes
+# moved, the region is mostly new and its moved bytes are estimated from the sample (said so in the
+# output); otherwise every block is searched, up to EXACT_MAX blocks a side (1 GiB: bounded memory).
+EXACT_BLOCKS = 1 << 20
+EXACT_MAX = 1 << 23
+MOSTLY_NEW = 20
+_SAMPLED = np.uint64(1 << 57)
+_KEY = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _blocks(buf, offset: int, size: int) -> np.ndarray:
-    n = size // BLOCK
-    return np.frombuffer(buf, dtype=np.uint8, count=n * BLOCK, offset=offset).reshape(n, BLOCK)
+@dataclass(frozen=True)
+class Sample:
+    """How a region's moved bytes were estimated: `sampled` of its `blocks` changed blocks (chosen by
+    content) were searched exactly and `found` of them are elsewhere in the other file's region."""
+
+    blocks: int
+    sampled: int
+    found: int
+
+    def __add__(self, other: Sample | None) -> Sample:
+        if other is None:
+            return self
+        return Sample(self.blocks + other.blocks, self.sampled + other.sampled, self.found + other.found)
 
 
-def _hash(blocks: np.ndarray) -> np.ndarray:
-    words = blocks.view(np.uint64)
-    with np.errstate(over="ignore"):
-        return (words * _MULT).sum(axis=1, dtype=np.uint64)
+@dataclass(frozen=True)
+class MovedNew:
+    """A region's changed bytes split into moved and new; `estimate` says how, when moved is estimated."""
+
+    changed: int
+    moved: int
+    new: int
+    estimate: Sample | None = None
 
 
-def _hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """Hashes of `view`'s blocks (those at `rows`, or all), computed a cache-sized chunk at a time."""
-    n = len(view) if rows is None else len(rows)
-    out = np.empty(n, dtype=np.uint64)
-    for s in range(0, n, _CHUNK):
-        part = view[s : s + _CHUNK] if rows is None else view[rows[s : s + _CHUNK]]
-        out[s : s + _CHUNK] = _hash(part)
-    return out
+def _sampled(words: np.ndarray) -> np.ndarray:
+    """Which blocks (rows of 16 words) the content sample takes: a key of one word (a read of one cache
+    line per block), its top 7 bits 0."""
+    return words[:, 5] * _KEY < _SAMPLED
 
 
-def _found(
-    needles: np.ndarray, nrows: np.ndarray | None, hay: np.ndarray, hrows: np.ndarray | None
-) -> np.ndarray:
-    """For each block of `needles` (at `nrows`, or all), whether the same 128 bytes are a block of `hay`
-    (at `hrows`, or all): hashes sorted on both sides, then every match verified byte for byte."""
+def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int, Sample | None]:
+    """The weight (`weigh(rows)`: bytes per needle; `total` that of all) of the needles found in hay;
+    exact, or estimated from `sample` (content-sampled needle and hay rows) when both sets are large and
+    mostly new. Large and mostly moved, the sample's matches are anchors to follow first, and only what
+    following leaves is searched block by block."""
     nn = len(needles) if nrows is None else len(nrows)
-    nh_all = len(hay) if hrows is None else len(hrows)
-    if not nn or not nh_all:
-        return np.zeros(nn, dtype=bool)
-    hh = _hashes(hay, hrows)
-    order = np.argsort(hh)
-    sorted_h = hh[order]
-    nh = _hashes(needles, nrows)
-    norder = np.argsort(nh)  # searching sorted needles walks the haystack once: ~5x faster than random
-    pos = np.searchsorted(sorted_h, nh[norder])
-    pos[pos == len(sorted_h)] = 0
-    hit = np.empty(nn, dtype=bool)
-    cand = np.empty(nn, dtype=np.int64)
-    hit[norder] = sorted_h[pos] == nh[norder]
-    cand[norder] = order[pos]
-    if hrows is not None:
-        cand = hrows[cand]
-    idx = np.flatnonzero(hit)
-    for s in range(0, len(idx), _CHUNK):
-        part = idx[s : s + _CHUNK]
-        own = part if nrows is None else nrows[part]
-        hit[part] = (hay[cand[part]] == needles[own]).all(axis=1)
-    return hit
+    nh = len(hay) if hrows is None else len(hrows)
+    if not nn or not nh:
+        return 0, None
+    rows = np.arange(nn) if nrows is None else nrows
+    if sample is not None and min(nn, nh) > EXACT_BLOCKS:
+        s_n, s_h = sample
+        partner = np.full(len(s_n), -1, dtype=np.int64)
+        hit = find_blocks(needles, s_n, hay, s_h, partner)
+        w = weigh(s_n)
+        found, of = int(w[hit].sum()), int(w.sum())
+        if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
+            moved = (total * found + of // 2) // of if of else 0
+            return moved, Sample(nn, len(s_n), int(hit.sum()))
+        in_hay = None
+        if hrows is not None:
+            in_hay = np.zeros(len(hay), dtype=bool)
+            in_hay[hrows] = True
+        rows = rows[~follow(needles, rows, hay, in_hay, s_n[hit], partner[hit])]
+        rest = _exact(needles, rows, hay, hrows)
+        return total - int(weigh(rows[~rest]).sum()), None
+    return int(weigh(rows[_exact(needles, rows, hay, hrows)]).sum()), None
 
 
-def moved_new(a, ra: list, b, rb: list) -> tuple[int, int, int]:
+def _exact(needles, rows: np.ndarray, hay, hrows) -> np.ndarray:
+    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first."""
+    nn = len(rows)
+    nh = len(hay) if hrows is None else len(hrows)
+    if nh > 8 * nn:
+        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows))
+    if nn > 8 * nh:
+        keep = could_match(needles, rows, hay, hrows)
+        hit = np.zeros(nn, dtype=bool)
+        hit[np.searchsorted(rows, keep)] = find_blocks(needles, keep, hay, hrows)
+        return hit
+    return find_blocks(needles, rows, hay, hrows)
+
+
+def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
+    """One pass in file order over the first `nb` blocks of region x of a and y of b, with the next
+    16-32 MiB of both files asked for ahead: the changed bytes, the changed rows, and with `sample` the
+    content-sampled rows of a and b (all of them with `every`, else the changed ones) and b's changed
+    sampled rows."""
+    wa = as_blocks(a.data, x.offset, nb * BLOCK).view(np.uint64)
+    wb = as_blocks(b.data, y.offset, nb * BLOCK).view(np.uint64)
+    dtype = np.int32 if nb < 1 << 31 else np.int64
+    xor = np.empty((min(nb, SCAN), BLOCK // 8), dtype=np.uint64)
+    nonzero = np.empty(xor.shape, dtype=bool)
+    changed, ahead, clean = 0, 0, True  # clean: the last step found no change
+    rows, sa, sb, sb_changed = [], [], [], []
+    for s in range(0, nb, SCAN):
+        if s * BLOCK + _AHEAD > ahead:
+            a.will_need(x.offset + ahead, _AHEAD)
+            b.will_need(y.offset + ahead, _AHEAD)
+            ahead += _AHEAD
+        ca, cb = wa[s : s + SCAN], wb[s : s + SCAN]
+        if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
+            continue
+        m = len(ca)
+        xx = np.bitwise_xor(ca, cb, out=xor[:m])
+        nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
+        r = np.flatnonzero(nz[:, 0] | nz[:, 1])
+        clean = not len(r)
+        if len(r):
+            changed += int(np.count_nonzero(xx.view(np.uint8)))
+            r = r.astype(dtype)
+            rows.append(r + s)
+        if not sample:
+            continue
+        if every:
+            ka, kb = _sampled(ca), _sampled(cb)
+            sa.append(np.flatnonzero(ka) + s)
+            sb.append(np.flatnonzero(kb) + s)
+            sb_changed.append(r[kb[r]] + s)
+        elif len(r):
+            pa, pb = (ca, cb) if len(r) == m else (ca[r], cb[r])
+            sa.append(r[_sampled(pa)] + s)
+            sb_changed.append(r[_sampled(pb)] + s)
+    return changed, concat(rows, dtype), concat(sa, dtype), concat(sb, dtype), concat(sb_changed, dtype)
+
+
+def _sampled_rows(view: np.ndarray, start: int = 0) -> np.ndarray:
+    """The content-sampled rows of `view` from `start` on."""
+    words = view.view(np.uint64)
+    parts = [np.flatnonzero(_sampled(words[s : s + SCAN])) + s for s in range(start, len(view), SCAN)]
+    return concat(parts, np.int64)
+
+
+def moved_new(a, ra: list, b, rb: list) -> MovedNew:
     """(changed, moved, new) bytes between two groups of same-named regions, paired in order; a size
     difference counts as changed bytes too. moved + new == changed."""
     changed = moved = 0
+    estimate = None
     for x, y in zip(ra, rb):
         n = min(x.size, y.size)
         full = n - n % BLOCK
-        xa = _blocks(a.data, x.offset, full)
-        xb = _blocks(b.data, y.offset, full)
-        diff_rows, diff_counts = [], []
-        for s in range(0, len(xa), _CHUNK):
-            ne = xa[s : s + _CHUNK] != xb[s : s + _CHUNK]
-            if not ne.any():  # most of a near-identical pair: nothing more to do here
-                continue
-            counts = np.count_nonzero(ne, axis=1)
-            rows = np.flatnonzero(counts)
-            diff_rows.append(rows + s)
-            diff_counts.append(counts[rows])
-        rows = np.concatenate(diff_rows) if diff_rows else np.zeros(0, dtype=np.int64)
-        counts = np.concatenate(diff_counts) if diff_counts else np.zeros(0, dtype=np.int64)
+        sample = max(x.size, y.size) // BLOCK > EXACT_BLOCKS
+        same = x.size == y.size
+        block_changed, rows, sa, sb, sb_changed = _scan(a, x, b, y, full // BLOCK, sample, not same)
+        xa = as_blocks(a.data, x.offset, full)
+        xb = as_blocks(b.data, y.offset, full)
         tail_a = np.frombuffer(a.data, dtype=np.uint8, count=n - full, offset=x.offset + full)
         tail_b = np.frombuffer(b.data, dtype=np.uint8, count=n - full, offset=y.offset + full)
         tail_changed = int(np.count_nonzero(tail_a != tail_b))
         extra = abs(x.size - y.size)
-        changed += int(counts.sum()) + tail_changed + extra
+        changed += block_changed + tail_changed + extra
         if not len(rows) and not extra:
             continue
-        if x.size == y.size:
+
+        def weigh(r, xa=xa, xb=xb):
+            return changed_counts(xa, xb, r)
+
+        if same:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
-            hit = _found(xb, rows, xa, rows)
+            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa))
         else:
-            hit = _found(xb, rows, _blocks(a.data, x.offset, x.size), None)
-        moved += int(counts[hit].sum())
+            all_a = as_blocks(a.data, x.offset, x.size)
+            if sample:
+                sa = np.concatenate([sa, _sampled_rows(all_a, len(xa))])
+            found, est = _search(xb, rows, all_a, None, weigh, block_changed, (sb_changed, sa))
+        moved += found
+        estimate = est + estimate if est else estimate
         if extra:
             longer, lr, other, orr = (b, y, a, x) if y.size > x.size else (a, x, b, y)
             k = (extra // BLOCK) * BLOCK
             ext = np.frombuffer(longer.data, dtype=np.uint8, count=k, offset=lr.offset + n).reshape(-1, BLOCK)
-            moved += int(_found(ext, None, _blocks(other.data, orr.offset, orr.size), None).sum()) * BLOCK
+            hay = as_blocks(other.data, orr.offset, orr.size)
+            hay_sample = (sa if other is a else sb) if sample else None
+            ext_sample = (_sampled_rows(ext), hay_sample) if sample else None
+            found, est = _search(
+                ext, None, hay, None, lambda r: np.full(len(r), BLOCK), len(ext) * BLOCK, ext_sample
+            )
+            moved += found
+            estimate = est + estimate if est else estimate
     for extra_regions in (ra[len(rb) :], rb[len(ra) :]):
         changed += sum(r.size for r in extra_regions)
-    return changed, moved, changed - moved
+    return MovedNew(changed, moved, changed - moved, estimate)
 
 
 # Which effect a region's changed bytes belong to, by the kind its walker gave it (Region.kind). Moved
@@ -136,39 +234,62 @@ def bucket_of(kind: str) -> str:
 
 
 def buckets(rows: list[dict]) -> list[dict]:
-    """One row per bucket: every changed byte and every byte of size delta in exactly one row."""
+    """One row per bucket: every changed byte and every byte of size delta in exactly one row. A bucket
+    holding a region's estimated split (`moved_estimate`) says so: "estimated": true."""
     out: dict[str, dict] = {}
 
-    def add(name: str, changed: int, delta: int) -> None:
+    def add(name: str, changed: int, delta: int, estimated: bool) -> None:
         row = out.setdefault(name, {"bucket": name, "changed_bytes": 0, "size_delta": 0})
         row["changed_bytes"] += changed
         row["size_delta"] += delta
+        if estimated:
+            row["estimated"] = True
 
     for r in rows:
         if not r["changed_bytes"] and not r["delta"]:
             continue
         own = bucket_of(r["kind"])
+        estimated = "moved_estimate" in r
         if r["moved_bytes"]:
-            add(MOVED_BUCKET, r["moved_bytes"], 0)
-        add(own, r["new_bytes"], r["delta"])
+            add(MOVED_BUCKET, r["moved_bytes"], 0, estimated)
+        add(own, r["new_bytes"], r["delta"], estimated and r["new_bytes"] > 0)
     return [row for row in out.values() if row["changed_bytes"] or row["size_delta"]]
 
 
+def estimate_note(rows: list[dict]) -> str | None:
+    """One sentence on how moved bytes were estimated, when any region's were."""
+    est = [r["moved_estimate"] for r in rows if "moved_estimate" in r]
+    if not est:
+        return None
+    blocks, sampled = sum(e["blocks"] for e in est), sum(e["sampled_blocks"] for e in est)
+    found = sum(e["found_blocks"] for e in est)
+    return (
+        f"~ estimated: {len(est)} large region(s) mostly new, moved bytes scaled from {sampled} of their"
+        f" {blocks} changed {BLOCK}-byte blocks sampled by content ({found} found elsewhere, each verified"
+        " byte for byte); every other figure is exact"
+    )
+
+
 def weights_verdict(rows: list[dict], roots: list[str]) -> str | None:
-    """One sentence on the weights: identical but re-laid out, or new content. Its numbers are bytes, as
-    in the attribution table: the weights' moved bytes are part of the `re_tiling` row, which also holds
-    what moved elsewhere (padding, tails), so both are named where they differ."""
+    """One sentence on the weights: identical but re-laid out, or new content ("~" where estimated). Its
+    numbers are bytes, as in the attribution table: the weights' moved bytes are part of the `re_tiling`
+    row, which also holds what moved elsewhere (padding, tails), so both are named where they differ."""
     w = [r for r in rows if bucket_of(r["kind"]) == "weights"]
     changed = sum(r["changed_bytes"] for r in w)
     if not changed:
         return None
     moved, new = sum(r["moved_bytes"] for r in w), sum(r["new_bytes"] for r in w)
+    about = "~" if any("moved_estimate" in r for r in w) else ""
     all_moved = sum(r["moved_bytes"] for r in rows)
-    of = f", within {MOVED_BUCKET}'s {nbytes(all_moved)}"
+    of = f", within {MOVED_BUCKET}'s {about}{nbytes(all_moved)}"
     of = f", all of {MOVED_BUCKET}" if all_moved == moved else of
     by = f": an effect of {', '.join(roots)}" if roots else ""
     if new == 0:
-        return f"weights identical, re-laid out ({nbytes(moved)} moved{of}; 0 new){by}"
+        return f"weights identical, re-laid out ({about}{nbytes(moved)} moved{of}; 0 new){by}"
     if new < changed // 20:
-        return f"weights re-laid out ({nbytes(moved)} moved{of}) with {nbytes(new)} of new constant data{by}"
-    return f"weights differ: {nbytes(new)} new content ({nbytes(moved)} moved{of if moved else ''})"
+        return (
+            f"weights re-laid out ({about}{nbytes(moved)} moved{of}) with {about}{nbytes(new)} of new"
+            f" constant data{by}"
+        )
+    moved_text = f"{about}{nbytes(moved)} moved{of if moved else ''}"
+    return f"weights differ: {about}{nbytes(new)} new content ({moved_text})"

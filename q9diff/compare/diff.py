@@ -125,19 +125,21 @@ def _region_rows(a: ContextBinary, b: ContextBinary) -> list[dict]:
     for name in list(ra) + [n for n in rb if n not in ra]:
         la, lb = ra.get(name, []), rb.get(name, [])
         sa, sb = sum(r.size for r in la), sum(r.size for r in lb)
-        changed, moved, new = moved_new(a, la, b, lb)
-        rows.append(
-            {
-                "name": name,
-                "kind": (la or lb)[0].kind,
-                "a_size": sa,
-                "b_size": sb,
-                "delta": sb - sa,
-                "changed_bytes": changed,
-                "moved_bytes": moved,
-                "new_bytes": new,
-            }
-        )
+        mn = moved_new(a, la, b, lb)
+        row = {
+            "name": name,
+            "kind": (la or lb)[0].kind,
+            "a_size": sa,
+            "b_size": sb,
+            "delta": sb - sa,
+            "changed_bytes": mn.changed,
+            "moved_bytes": mn.moved,
+            "new_bytes": mn.new,
+        }
+        if mn.estimate is not None:  # a large region, mostly new: moved estimated from a sample
+            e = mn.estimate
+            row["moved_estimate"] = {"blocks": e.blocks, "sampled_blocks": e.sampled, "found_blocks": e.found}
+        rows.append(row)
     return rows
 
 

@@ -20,26 +20,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from q9diff.format.binary import ContextBinary
 
 IN_RANGE_MIN = 0.9  # share of a block's bytes in [-8, 7] above which it holds 4-bit values one per byte
 MIN_POOL_BYTES = 16 * 1024  # fewer 4-bit bytes than this are too few to judge
 BLOCK = 4096  # pools are judged block by block
+HEAD = 512  # the bytes of a block read first
 ZEROS_MAX = 0.6  # a block of mostly zeros is padding, not weights
 SAMPLE_BLOCK, SAMPLE_BLOCKS = 256 * 1024, 64  # read at most 16 MiB, spread evenly over the pools
 
 
 @dataclass(frozen=True)
 class PoolStats:
-    """Byte statistics of a binary's weights pools (all graphs' const pools and the shared pool)."""
+    """How many bytes of a binary's weights pools (all graphs' const pools and the shared pool) hold
+    4-bit values one per byte."""
 
     pool_bytes: int
     sampled_bytes: int
-    in_4bit_range: float  # share of bytes whose signed value lies in [-8, 7]
-    low_nibble_bits: float
-    high_nibble_bits: float
     four_bit_bytes: int  # bytes in blocks holding 4-bit values one per byte (scaled up when sampled)
 
 
@@ -55,42 +52,40 @@ class PackingNotice:
     message: str
 
 
-def _entropy(counts: np.ndarray) -> float:
-    p = counts[counts > 0] / max(int(counts.sum()), 1)
-    return float(-(p * np.log2(p)).sum())
+# Bytes whose signed value lies outside [-8, 7]: what `bytes.translate` deletes to count the rest.
+_OUT_OF_RANGE = bytes(range(8, 248))
+
+
+def _in_range(raw: bytes) -> int:
+    return len(raw.translate(None, _OUT_OF_RANGE))
 
 
 def pool_stats(cb: ContextBinary) -> PoolStats | None:
-    """Statistics over the weights pools; None when the binary has no pool region. One byte histogram
-    gives all three numbers: signed [-8, 7] is bytes 0x00-0x07 and 0xF8-0xFF, nibbles are its 16 x 16
-    view."""
+    """Statistics over the weights pools; None when the binary has no pool region. Counted per 4 KiB
+    block with bytes methods (no numpy: `inspect` starts without it): a block whose head already has
+    more bytes out of range than the whole may have is decided there (8-bit weights), the others on
+    the shares of bytes in range and of zeros."""
     pools = [r for r in cb.regions if r.kind == "weights" and r.size > 0]  # const_pool, WEIGHTS/<n>/pool
     total = sum(r.size for r in pools)
     if not total:
         return None
     whole = total <= SAMPLE_BLOCK * SAMPLE_BLOCKS
     step = total // SAMPLE_BLOCKS
-    counts = np.zeros(256, dtype=np.int64)
-    four_bit_blocks = 0
+    sampled = four_bit_blocks = 0
+    head_out_max = BLOCK - IN_RANGE_MIN * BLOCK
     for r in pools:
         for start in [0] if whole else range(0, r.size, step):
             n = r.size if whole else min(SAMPLE_BLOCK, r.size - start)
-            chunk = np.frombuffer(cb.data, np.uint8, n, r.offset + start)
-            counts += np.bincount(chunk, minlength=256)
-            blocks = chunk[: n // BLOCK * BLOCK].reshape(-1, BLOCK)
-            in_range = ((blocks < 8) | (blocks >= 248)).mean(axis=1)
-            four_bit_blocks += int(
-                np.count_nonzero((in_range >= IN_RANGE_MIN) & ((blocks == 0).mean(axis=1) <= ZEROS_MAX))
-            )
-    sampled = int(counts.sum())
-    nibbles = counts.reshape(16, 16)  # [high nibble, low nibble]
+            sampled += n
+            chunk = bytes(cb.data[r.offset + start : r.offset + start + n // BLOCK * BLOCK])
+            for o in range(0, len(chunk), BLOCK):
+                if HEAD - _in_range(chunk[o : o + HEAD]) > head_out_max:
+                    continue
+                block = chunk[o : o + BLOCK]
+                if _in_range(block) >= IN_RANGE_MIN * BLOCK and block.count(0) <= ZEROS_MAX * BLOCK:
+                    four_bit_blocks += 1
     return PoolStats(
-        pool_bytes=total,
-        sampled_bytes=sampled,
-        in_4bit_range=float((counts[:8].sum() + counts[248:].sum()) / sampled),
-        low_nibble_bits=_entropy(nibbles.sum(axis=0)),
-        high_nibble_bits=_entropy(nibbles.sum(axis=1)),
-        four_bit_bytes=four_bit_blocks * BLOCK * total // sampled,
+        pool_bytes=total, sampled_bytes=sampled, four_bit_bytes=four_bit_blocks * BLOCK * total // sampled
     )
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
 from functools import cached_property
-
-import numpy as np
 
 from q9diff.errors import FormatError
 from q9diff.format import flatbuf
@@ -31,6 +30,35 @@ from q9diff.format.model import (  # noqa: F401  (re-exported: the model of a Co
 from q9diff.format.options import decode_options
 
 
+def _first_ops(raw: bytes, start: int, limit: int, op_types: list[str]) -> list[Op]:
+    """The ops `_op_list` would find first in `raw` (at `start` in the file), found vectorized when numpy
+    is already loaded (a diff has it; `inspect` starts without it and finds all by byte search). Op n is
+    the first word after op n-1 whose index (word ^ OP_MARKER_XOR, top bit free) is n; while each index's
+    first word comes after the one before, those first words are the ops, and the byte search goes on
+    from where that stops holding."""
+    np = sys.modules.get("numpy")
+    if np is None or len(raw) < 8:
+        return []
+    words = np.frombuffer(raw, dtype="<u4")
+    idx = (words[:-1] ^ np.uint32(F.OP_MARKER_XOR)) & np.uint32(F.OP_INDEX_MASK)  # a record needs 2 words
+    cand = np.flatnonzero(idx < limit)
+    values, first = np.unique(idx[cand], return_index=True)  # each index's first word
+    n = _leading(values == np.arange(len(values)))  # indices 0..n-1 all there
+    pos = cand[first[:n]]
+    pos = pos[: _leading(pos[1:] > pos[:-1]) + 1] if n else pos  # and each after the one before
+    kinds = (words[pos + 1] & np.uint32(0x0FFFFFFF)).tolist()
+    n_types = len(op_types)
+    return [
+        Op(i, op_types[k] if k < n_types else f"type#{k}", start + 4 * p)
+        for i, (p, k) in enumerate(zip(pos.tolist(), kinds))
+    ]
+
+
+def _leading(mask) -> int:
+    """How many of a boolean array's first values are True."""
+    return len(mask) if mask.all() else int(mask.argmin())
+
+
 def _version(v) -> str | None:
     return None if v is None else f"{v.major}.{v.minor}.{v.patch}"
 
@@ -43,6 +71,7 @@ class ContextBinary(MetadataReader):
         self._buf = memoryview(buf)
         self.size = len(self._buf)
         self._words_cache = None
+        self._map: mmap.mmap | None = None  # the file's mapping, when opened from a file
         self._options: dict[int, dict[str, str]] = {}
         self._parse_header()
 
@@ -62,7 +91,20 @@ class ContextBinary(MetadataReader):
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
             raise FormatError(p, None, f"a readable file ({exc.strerror})") from None
-        return cls(mapped, p)
+        cb = cls(mapped, p)
+        cb._map = mapped
+        return cb
+
+    def will_need(self, offset: int, size: int) -> None:
+        """Ask the kernel to read [offset, offset + size) of the file now (MADV_WILLNEED): a pass over a
+        cold file then waits for the disk once, in file order, instead of at every page it touches."""
+        m = self._map
+        if m is None or m.closed:
+            return
+        start = max(offset, 0) // mmap.PAGESIZE * mmap.PAGESIZE
+        end = min(offset + size, len(m))
+        if end > start:
+            m.madvise(mmap.MADV_WILLNEED, start, end - start)
 
     @property
     def data(self) -> memoryview:
@@ -77,7 +119,7 @@ class ContextBinary(MetadataReader):
     def release(self) -> None:
         """Unmap the file (a directory diff does so once a part is compared, so a set of 1 GB parts
         never holds more than one pair). Values already read stay; reading bytes afterwards fails."""
-        buf, self._buf, self._words_cache = self._buf, memoryview(b""), None
+        buf, self._buf, self._words_cache, self._map = self._buf, memoryview(b""), None, None
         mapped = buf.obj
         try:
             buf.release()
@@ -194,9 +236,6 @@ class ContextBinary(MetadataReader):
                 return out, pos
         raise FormatError(self.path, pos, "the pickle header end tag Zz")
 
-    def _words(self, start: int, end: int) -> np.ndarray:
-        return np.frombuffer(self._buf, dtype="<u4", count=(end - start) // 4, offset=start)
-
     def layout(self, graph_index: int) -> PickleLayout | None:
         """Walk one graph's PICKLE record into regions, options and ops."""
         return self._layouts.get(graph_index)
@@ -311,37 +350,38 @@ class ContextBinary(MetadataReader):
         return [s.decode("ascii", "replace") for s in raw.split(b"\x00")][:count]
 
     def _op_list(self, start: int, end: int, op_types: list[str]) -> tuple[list[Op], int]:
-        """Ops in execution order: each record starts with op_index ^ OP_MARKER_XOR; ends at OP_LIST_END."""
+        """Ops in execution order: each record starts with op_index ^ OP_MARKER_XOR (its top bit free),
+        the next word its kind; the list ends at OP_LIST_END. Op n is the first such word after op n-1,
+        found by a byte search for the word's low three bytes (no numpy: `inspect` starts without it)."""
         if end - start < 8:
             return [], start
-        words = self._words(start, end - (end - start) % 4)
-        idx = (words ^ np.uint32(F.OP_MARKER_XOR)) & np.uint32(F.OP_INDEX_MASK)
-        cands = np.flatnonzero(idx[:-1] < min(len(words), 1 << 20))  # a record needs its kind word
-        stops = np.flatnonzero(words == np.uint32(F.OP_LIST_END))
-        ops, want = [], 0
-        # Python ints, not numpy scalars, in the loop: it visits every candidate word
-        for c, i, k in zip(cands.tolist(), idx[cands].tolist(), words[cands + 1].tolist()):
-            if i == want:
-                kind_i = k & 0x0FFFFFFF
-                kind = op_types[kind_i] if kind_i < len(op_types) else f"type#{kind_i}"
-                ops.append(Op(want, kind, start + 4 * c))
-                want += 1
+        raw = bytes(self._buf[start : end - (end - start) % 4])
+        find, last = raw.find, len(raw) - 8  # a record needs its kind word: it starts at `last` at most
+        limit = min(len(raw) // 4, 1 << 20)
+        ops, n_types = _first_ops(raw, start, limit, op_types), len(op_types)
+        at, n = (ops[-1].offset - start + 4, len(ops)) if ops else (0, 0)  # where the search for op n starts
+        while n < limit:
+            v = (n ^ F.OP_MARKER_XOR) & F.OP_INDEX_MASK
+            low, top = (v & 0xFFFFFF).to_bytes(3, "little"), v >> 24
+            pos = find(low, at)
+            while pos >= 0 and (pos & 3 or raw[pos + 3] & 0x7F != top):
+                pos = find(low, pos + 1)
+            if pos < 0 or pos > last:
+                break
+            kind_i = int.from_bytes(raw[pos + 4 : pos + 8], "little") & 0x0FFFFFFF
+            ops.append(Op(n, op_types[kind_i] if kind_i < n_types else f"type#{kind_i}", start + pos))
+            at, n = pos + 4, n + 1
         if not ops:
             return [], start
-        last = (ops[-1].offset - start) // 4
-        after = stops[stops > last]
-        list_end = start + 4 * (int(after[0]) + 1) if len(after) else ops[-1].offset + 8
+        stop = raw.find(struct.pack("<I", F.OP_LIST_END), at)
+        while stop >= 0 and stop % 4:
+            stop = raw.find(struct.pack("<I", F.OP_LIST_END), stop + 1)
+        list_end = start + stop + 4 if stop >= 0 else ops[-1].offset + 8
         return ops, list_end
 
     def _is_zero(self, start: int, end: int) -> bool:
-        if end <= start:
-            return True
         step = 1 << 20
-        for s in range(start, end, step):
-            chunk = np.frombuffer(self._buf, dtype=np.uint8, count=min(step, end - s), offset=s)
-            if chunk.any():
-                return False
-        return True
+        return all(not bytes(self._buf[s : min(s + step, end)]).strip(b"\0") for s in range(start, end, step))
 
     def _fill(self, regions: list[Region], start: int, end: int, pre: str) -> list[Region]:
         """Sort, check and close the gaps: zero gaps become `padding`, others `unknown`."""

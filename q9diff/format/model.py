@@ -81,13 +81,12 @@ def _blob_info_fields(raw: bytes) -> dict[str, int]:
     ):
         blob = F.GraphBlobInfo.parse(raw[: F.GRAPH_BLOB_INFO_SIZE])
         if blob.version1 == 1:
-            out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in BLOB_INFO_FIELDS}
-            out.update({k: int(blob[k]) for k in BLOB_INFO_V2_EXTRA})
+            out = {k: getattr(blob, k) for k in (*BLOB_INFO_FIELDS, *BLOB_INFO_V2_EXTRA)}
             out["blob_info_size"] = F.GRAPH_BLOB_INFO_SIZE
     elif len(raw) >= F.GRAPH_BLOB_INFO_V1_SIZE and struct.unpack_from("<I", raw, 0)[0] == 1:
         padded = raw[: F.GRAPH_BLOB_INFO_V1_SIZE] + bytes(F.GRAPH_BLOB_INFO_SIZE - F.GRAPH_BLOB_INFO_V1_SIZE)
         blob = F.GraphBlobInfo.parse(padded)
-        out = {k: int(blob[k]) if k != "htp_dlbc" else blob[k][0] for k in F.GRAPH_BLOB_INFO_V1_FIELDS}
+        out = {k: getattr(blob, k) for k in F.GRAPH_BLOB_INFO_V1_FIELDS}
         out["blob_info_size"] = F.GRAPH_BLOB_INFO_V1_SIZE
     return out
 

@@ -1,20 +1,40 @@
-"""Byte layout of a QNN HTP context binary (QNN 2.22 - QAIRT 2.51), as construct definitions and slot maps.
+"""Byte layout of a QNN HTP context binary (QNN 2.22 - QAIRT 2.51), as record layouts and slot maps.
 
-Nothing here runs logic; `q9diff.format.binary` walks the file with these definitions. Every fact names
+Nothing here runs logic but `Layout`, a named view of `struct`; `q9diff.format.binary` walks the file with
+these definitions. (They were construct Structs: importing construct cost every command ~25 ms of start-up,
+for five fixed-size records.) Every fact names
 its evidence: "oracle" means the value was checked against libQnnSystem.so (tests/test_parser.py
 compares every field on every fixture), "fixtures" means byte walks over all of fixtures/ left
 no gap and no overlap.
 """
 
-from construct import Bytes, Const, Int32ub, Int32ul, Int64ul, Padding, Struct
+import struct
+from types import SimpleNamespace
+
+
+class Layout:
+    """A fixed-size record: (name, struct code) fields in order, a name of None for padding, little-
+    endian unless `order` says otherwise; `parse` reads the first `size` bytes into named attributes."""
+
+    def __init__(self, *fields: tuple[str | None, str], order: str = "<") -> None:
+        self.names = tuple(name for name, _ in fields if name)
+        self._struct = struct.Struct(order + "".join(code for _, code in fields))
+        self.size = self._struct.size
+
+    def sizeof(self) -> int:
+        return self.size
+
+    def parse(self, data: bytes) -> SimpleNamespace:
+        return SimpleNamespace(**dict(zip(self.names, self._struct.unpack_from(data))))
+
 
 # File header, 40 bytes. Evidence: every fixture; sizes equal the oracle's contextBlobSize.
 FILE_MAGIC = b"\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x01"
-FileHeader = Struct(
-    "magic" / Const(FILE_MAGIC),  # four big-endian u32 2, 3, 0, 1 in every QAIRT 2.47-2.51 file
-    "metadata_size" / Int64ul,  # FlatBuffer of the BinaryInfo, starts at 0x28
-    "blob_offset" / Int64ul,  # 0x1000 in every file seen
-    "blob_size" / Int64ul,  # == oracle contextBlobSize
+FileHeader = Layout(
+    ("magic", "16s"),  # FILE_MAGIC: four big-endian u32 2, 3, 0, 1 in every QAIRT 2.47-2.51 file
+    ("metadata_size", "Q"),  # FlatBuffer of the BinaryInfo, starts at 0x28
+    ("blob_offset", "Q"),  # 0x1000 in every file seen
+    ("blob_size", "Q"),  # == oracle contextBlobSize
 )
 FILE_HEADER_SIZE = FileHeader.sizeof()
 METADATA_OFFSET = 0x28
@@ -31,11 +51,11 @@ LEGACY_METADATA_BASE = 0x28
 LEGACY_ROOT_SLOTS = {"binary_info": 0, "metadata_size": 2}
 
 # Context blob header, 32 bytes; version == oracle contextBlobVersion. Evidence: fixtures.
-BlobHeader = Struct(
-    "major" / Int64ul,
-    "minor" / Int64ul,
-    "patch" / Int64ul,
-    "directory_size" / Int64ul,  # FlatBuffer of the record directory at blob + 0x20
+BlobHeader = Layout(
+    ("major", "Q"),
+    ("minor", "Q"),
+    ("patch", "Q"),
+    ("directory_size", "Q"),  # FlatBuffer of the record directory at blob + 0x20
 )
 BLOB_HEADER_SIZE = BlobHeader.sizeof()
 # Blob header word 3 means different things by blob version (evidence: the real binaries and fixtures):
@@ -51,26 +71,26 @@ PACKED_FIRST_PICKLE_BIAS = 8
 
 # Per-graph HTP blob info inside metadata GraphInfo v3 slot 2 (raw 112 bytes). Layout from the
 # public QnnHtpSystemContext.h field order; every value equals the oracle's.
-GraphBlobInfo = Struct(
-    "version1" / Int32ul,
-    Padding(4),
-    "spill_fill_buffer_size" / Int64ul,
-    "vtcm_size" / Int32ul,  # bytes
-    "optimization_level" / Int32ul,
-    "htp_dlbc" / Bytes(1),
-    Padding(7),
-    "num_hvx_threads" / Int64ul,
-    "version2" / Int32ul,
-    Padding(4),
-    "native_k_channel_size" / Int64ul,
-    "native_v_channel_size" / Int64ul,
-    "is_safe_share_io" / Int32ul,
-    Padding(4),
-    "io_tensor_size" / Int64ul,
-    "op_data_size" / Int64ul,
-    "const_size" / Int64ul,
-    "ddr_tensor_size" / Int64ul,
-    "shared_weights_size" / Int64ul,
+GraphBlobInfo = Layout(
+    ("version1", "I"),
+    (None, "4x"),
+    ("spill_fill_buffer_size", "Q"),
+    ("vtcm_size", "I"),  # bytes
+    ("optimization_level", "I"),
+    ("htp_dlbc", "B"),
+    (None, "7x"),
+    ("num_hvx_threads", "Q"),
+    ("version2", "I"),
+    (None, "4x"),
+    ("native_k_channel_size", "Q"),
+    ("native_v_channel_size", "Q"),
+    ("is_safe_share_io", "I"),
+    (None, "4x"),
+    ("io_tensor_size", "Q"),
+    ("op_data_size", "Q"),
+    ("const_size", "Q"),
+    ("ddr_tensor_size", "Q"),
+    ("shared_weights_size", "Q"),
 )
 GRAPH_BLOB_INFO_SIZE = GraphBlobInfo.sizeof()  # 112
 # QNN 2.32-2.34 write only the first record (40 bytes, version 1): the v2 fields are not recorded.
@@ -85,8 +105,8 @@ GRAPH_BLOB_INFO_V1_FIELDS = (
     "num_hvx_threads",
 )
 
-ApiVersion = Struct("major" / Int32ul, "minor" / Int32ul, "patch" / Int32ul)
-ContextMetadata = Struct("version" / Int32ul, "dsp_arch" / Int32ul)  # metadata slot 15
+ApiVersion = Layout(("major", "I"), ("minor", "I"), ("patch", "I"))
+ContextMetadata = Layout(("version", "I"), ("dsp_arch", "I"))  # metadata slot 15
 
 # The metadata root table holds one slot: the versioned BinaryInfo wrapper. Evidence: oracle.
 METADATA_ROOT_SLOT = 0
@@ -158,7 +178,7 @@ RECORD_SLOTS = {"name": 0, "size": 1, "align": 2, "offset": 4}
 # Pickles: arrays of u32 words (tag scheme of the public HTP/core/pickle_header_tags.h).
 BARREL_MAGIC = 0x3790FA5C  # a record holding several pickles
 PICKLE_MAGIC = 0x7309F72B  # one compiled graph
-PickleStart = Struct("magic" / Int32ul, "header_words" / Int32ul)  # low 16 bits: header length in words
+PickleStart = Layout(("magic", "I"), ("header_words", "I"))  # low 16 bits: header length in words
 # A header record: descriptor word = tag << 16 | length in words (descriptor included).
 TAG_END = b"Zz"
 TAG_OPTIONS = b"Op"
@@ -216,4 +236,4 @@ SIZES_CONST_UNIT = 64
 PAGE = 0x1000
 
 # An AR and CL in AI Hub graph names, e.g. prompt_ar32_cl128_1_of_2.
-BIG_ENDIAN_WORD = Int32ub
+BIG_ENDIAN_WORD = Layout(("word", "I"), order=">")

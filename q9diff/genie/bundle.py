@@ -14,8 +14,6 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from construct import ConstructError
-
 from q9diff import jsonc
 from q9diff.errors import FormatError, Q9Error
 from q9diff.format.binary import ContextBinary, Graph
@@ -221,7 +219,7 @@ def _open_part(index: int, ref: FileRef, opened: dict[Path, Part] | None = None)
         part.binary = cb
     except FormatError as exc:
         part.problem = str(exc)
-    except (ValueError, IndexError, OSError, MemoryError, struct.error, ConstructError) as exc:
+    except (ValueError, IndexError, OSError, MemoryError, struct.error) as exc:
         part.problem = f"{ref.path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
     return part
 

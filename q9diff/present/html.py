@@ -104,11 +104,15 @@ def _attribution(data: dict) -> str:
     rows = data.get("attribution") or []
     if not rows or "different_models" in data:
         return f"<p><b>byte attribution: {NOT_MEANINGFUL}</b></p>" if rows else ""
+    from q9diff.compare.attribution import estimate_note
+
     body = "".join(
-        f"<tr><td>{_e(r['bucket'])}</td><td class='n'>{_size(r['changed_bytes'])}</td>"
-        f"<td class='n'>{_size(r['size_delta'], signed=True)}</td></tr>"
+        f"<tr><td>{_e(r['bucket'])}</td><td class='n'>{'~' if r.get('estimated') else ''}"
+        f"{_size(r['changed_bytes'])}</td><td class='n'>{_size(r['size_delta'], signed=True)}</td></tr>"
         for r in rows
     )
+    note = estimate_note(data.get("regions") or [])
+    body += f"<tr><td colspan='3'>{_e(note)}</td></tr>" if note else ""
     changed = sum(r["changed_bytes"] for r in rows)
     delta = sum(r["size_delta"] for r in rows)
     verdict = f"<p><b>{_e(data['weights_verdict'])}</b></p>" if data.get("weights_verdict") else ""

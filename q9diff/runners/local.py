@@ -8,10 +8,11 @@ motivating generic-SoC bug) shows only on a device (`ssh://` runner).
 Weight-shared binaries (several graphs in one context, AI Hub's LLM layout) do not load on x86: the
 backend logs "Binary has already been prepared with Weight Sharing enabled … deserialization will
 proceed with weight sharing" and the process segfaults (Genie on the same emulator says "Shared
-weights buffer isn't supported on this platform"). The local runner tries anyway (in its child);
-when the child dies on a multi-graph binary it rebuilds that binary's recipe with one context per
-graph and no weight sharing, checks the rebuilt graphs have the same names and I/O, runs those, and
-says so in the session's notes.
+weights buffer isn't supported on this platform"). The local runner tries anyway (in its child), once
+per file and emulator version (the crash is recorded in the cache, the next run skips the seconds the
+emulator takes to die); when the child dies on a multi-graph binary it rebuilds that binary's recipe
+with one context per graph and no weight sharing, checks the rebuilt graphs have the same names and
+I/O, runs those, and says so in the session's notes.
 """
 
 from __future__ import annotations
@@ -117,16 +118,21 @@ class LocalSession(WorkerSession):
 
     def _open(self, binaries: list[Path]) -> None:
         originals = [graph_specs(b, i) for i, b in enumerate(binaries)]
-        try:
-            self._worker_graphs = self._start(binaries)
-            self.graphs = tuple(g for specs in originals for g in specs)
-            return
-        except RunnerError as exc:
-            shared = [b for b, specs in zip(binaries, originals) if len(specs) > 1]
-            if not shared:
-                raise
-            crash = str(exc)
-        self.close()
+        shared = [b for b, specs in zip(binaries, originals) if len(specs) > 1]
+        memo = _crash_memo(binaries) if shared else None
+        crash = memo.read_text() if memo is not None and memo.is_file() else None
+        if crash is None:
+            try:
+                self._worker_graphs = self._start(binaries)
+                self.graphs = tuple(g for specs in originals for g in specs)
+                return
+            except RunnerError as exc:
+                if not shared:
+                    raise
+                crash = str(exc)
+            self.close()
+            if "crashed" in crash:  # a signal, not a timeout: the same every time
+                _remember(memo, crash)
         paths, graphs, notes = [], [], []
         for i, (b, specs) in enumerate(zip(binaries, originals)):
             if len(specs) == 1:
@@ -148,6 +154,34 @@ class LocalSession(WorkerSession):
         self._worker_graphs = self._start(paths)
         self.graphs = tuple(graphs)
         self.notes = tuple(notes)
+
+
+def _crash_memo(binaries: list[Path]) -> Path:
+    """Where the crash of these very files (path, size, mtime) on this emulator version is recorded: the
+    emulator takes seconds to load a weight-shared binary before it dies, every run, and always the same
+    way, so a run that saw it once skips the attempt and says what it saw."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        emulator = version("onnxruntime-qnn")
+    except PackageNotFoundError:
+        emulator = "?"
+    key = [emulator]
+    for b in binaries:
+        st = Path(b).stat()
+        key += [str(Path(b).resolve()), str(st.st_size), str(st.st_mtime_ns)]
+    return cache_root() / "emulator" / (hashlib.sha256("\0".join(key).encode()).hexdigest() + ".crash")
+
+
+def _remember(memo: Path, crash: str) -> None:
+    from q9diff.build.recipe import write_atomic
+
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(memo, crash)
+    except OSError:  # an unwritable cache only costs the next run the attempt
+        pass
 
 
 class LocalRunner:

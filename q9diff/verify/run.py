@@ -18,7 +18,7 @@ import numpy as np
 
 from q9diff import kinds
 from q9diff.genie import config as genie_config
-from q9diff.guard import contained
+from q9diff.guard import contained, no_telemetry
 from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, to_device
 from q9diff.verify import llm
 from q9diff.verify.verdict import judge
@@ -187,28 +187,62 @@ def _first_divergence(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+def each(jobs: dict, parallel: bool) -> dict:
+    """Each job's result by name, the jobs run at once in threads when `parallel` (sides whose graphs run
+    in child processes: the emulator children compute on as many cores as there are). An error is the
+    first job's in order, as one after the other would give; results made before it are closed."""
+    if not parallel or len(jobs) < 2:
+        return {k: job() for k, job in jobs.items()}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = {k: pool.submit(job) for k, job in jobs.items()}
+    failed = [f.exception() for f in futures.values() if f.exception() is not None]
+    if failed:
+        for f in futures.values():
+            if f.exception() is None and hasattr(f.result(), "close"):
+                f.result().close()
+        raise failed[0]
+    return {k: f.result() for k, f in futures.items()}
+
+
 def check_llm(
     sessions: dict[str, Session],
     prompt: list[int],
     steps: int,
     theta: float,
     pad: int,
+    parallel: bool = False,
 ) -> LlmCheck:
-    """Greedy decoding on every side; drift teacher-forced on the CPU's tokens (else the reference's)."""
+    """Greedy decoding on every side (at once with `parallel`); drift teacher-forced on the CPU's
+    tokens (else the reference's)."""
     layouts = {}
     for label, s in sessions.items():
         lay = llm.layout(s.graphs)
         if lay is None:
             raise RunnerError(f"{label}: not an LLM in Genie's layout (input_ids, attention_mask, logits)")
         layouts[label] = lay
-    free = {k: llm.greedy(s, layouts[k], prompt, steps, theta=theta, pad=pad) for k, s in sessions.items()}
+    free = each(
+        {k: lambda k=k, s=s: llm.greedy(s, layouts[k], prompt, steps, theta=theta, pad=pad)
+         for k, s in sessions.items()},
+        parallel,
+    )  # fmt: skip
     anchor = "cpu" if "cpu" in free else ("reference" if "reference" in free else "candidate")
     forced_tokens = free[anchor].tokens
-    forced = {
-        k: free[k] if k == anchor else llm.greedy(s, layouts[k], prompt, len(forced_tokens), theta=theta,
-                                                   pad=pad, force=forced_tokens)
-        for k, s in sessions.items()
-    }  # fmt: skip
+
+    def fed_alike(trace: llm.Trace) -> bool:
+        """Whether the free run already fed this side the anchor's tokens: the teacher-forced run would
+        give every graph the same inputs again, so its logits are the free run's (nothing re-run)."""
+        n = len(forced_tokens)
+        return len(trace.tokens) == n and trace.tokens[: n - 1] == forced_tokens[: n - 1]
+
+    forced = each(
+        {k: (lambda k=k: free[k]) if k == anchor or fed_alike(free[k]) else
+            (lambda k=k, s=s: llm.greedy(s, layouts[k], prompt, len(forced_tokens), theta=theta, pad=pad,
+                                         force=forced_tokens))
+         for k, s in sessions.items()},
+        parallel,
+    )  # fmt: skip
     drift = []
     for i in range(len(forced_tokens)):
         vs_cpu = {
@@ -363,21 +397,34 @@ def verify(
 
     opened: dict[str, Session] = {}
     sides, notes = [], []
+    parallel = run.name == "local"  # children on this machine: both sides load and run at once
     try:
         cand_bins = binaries_of(candidate)
-        opened["candidate"] = run.open(cand_bins)
-        sides.append(Side("candidate", str(candidate), run.name, tuple(opened["candidate"].notes)))
-        if reference is not None:
-            opened["reference"] = run.open(binaries_of(reference))
-            sides.append(Side("reference", str(reference), run.name, tuple(opened["reference"].notes)))
+        both = {
+            "candidate": cand_bins,
+            **({"reference": binaries_of(reference)} if reference is not None else {}),
+        }
+        jobs = {k: (lambda bins=bins: run.open(bins)) for k, bins in both.items()}
+        cpu_from = []  # the CPU side's recipe, found in its job (after the sides, as in turn)
         if cpu:
-            r = cpu_recipe(cand_bins, recipe)
-            if r is None:
+            no_telemetry()  # here, not in the job's thread: a child's environment is copied meanwhile
+
+            def cpu_side():
+                cpu_from.append(cpu_recipe(cand_bins, recipe))
+                return None if cpu_from[0] is None else cpu_session(cpu_from[0])
+
+            jobs["cpu"] = cpu_side  # the ONNX models load while the emulator children load theirs
+        opened.update(each(jobs, parallel))
+        for label, path in (("candidate", candidate), ("reference", reference)):
+            if label in opened:
+                sides.append(Side(label, str(path), run.name, tuple(opened[label].notes)))
+        if cpu:
+            cs = opened.pop("cpu")
+            if cs is None:
                 notes.append(f"no recipe beside {candidate}: no CPU reference (pass --recipe)")
             else:
-                cs = cpu_session(r)
                 opened["cpu"] = cs
-                sides.append(Side("cpu", str(r.path), "onnxruntime CPU", cs.notes))
+                sides.append(Side("cpu", str(cpu_from[0].path), "onnxruntime CPU", cs.notes))
         lay = llm.layout(opened["candidate"].graphs)
         if lay is None:
             cand = opened["candidate"]
@@ -399,7 +446,7 @@ def verify(
             prompt = [int(x) for x in rng.integers(0, lay.vocab, 8)]
         ids = ([dialog.bos] if dialog.bos is not None else []) + list(prompt)
         pad = dialog.eos if dialog.eos is not None else 0
-        check = check_llm(opened, ids, steps, dialog.theta, pad)
+        check = check_llm(opened, ids, steps, dialog.theta, pad, parallel)
         return VerifyResult(tuple(sides), (), check, tuple(notes))
     finally:
         for s in opened.values():

@@ -1,0 +1,241 @@
+"""Finding BLOCK-byte blocks of one buffer among the blocks of another, exactly: numpy hashes narrow the
+candidates and every candidate is verified byte for byte, so a block said to be found is there. Kept
+apart from `attribution` (which decides what to search, in what order, and what the figures mean) so
+each stays one reading.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BLOCK = 128
+
+
+def _odd_constants(n: int) -> list[int]:
+    """n distinct odd 64-bit multipliers, the splitmix64 sequence from 0 (fixed: the hash is the same in
+    every run)."""
+    out, x, m = [], 0, (1 << 64) - 1
+    for _ in range(n):
+        x = (x + 0x9E3779B97F4A7C15) & m
+        z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        out.append((z ^ (z >> 31)) | 1)
+    return out
+
+
+# One multiplier per word: with the four of before repeated, a block with words 5 and 9 swapped hashed
+# the same (qwen-mini's pools hold such blocks). Each word is folded (w ^ w >> 29) first, so its high bits
+# reach the low ones instead of counting only as a parity.
+_MULT = np.array(_odd_constants(BLOCK // 8), dtype=np.uint64)
+_FOLD = np.uint64(29)
+CHUNK = 1 << 15  # rows per step: 4 MiB of blocks, cache-sized
+SCAN = 1 << 13  # blocks per step of the scan: 1 MiB of each side
+_NEEDLES = 1 << 20  # needles hashed and searched per step, so memory stays bounded
+_ROUNDS = 4  # hay blocks of a needle's hash tried in turn; beyond, the rest are matched by content
+_BATCH = 1 << 18  # blocks sorted by content at a time there (32 MiB)
+_BYTES = np.dtype((np.void, BLOCK))  # a block as one value: sorted and compared as bytes
+_ALL_TRUE = np.uint64(0x0101010101010101)  # 8 bools, all True, seen as one word
+_DISTANCES = 8  # the most common anchor distances tried after a row's neighbouring anchors
+
+
+def as_blocks(buf, offset: int, size: int) -> np.ndarray:
+    n = size // BLOCK
+    return np.frombuffer(buf, dtype=np.uint8, count=n * BLOCK, offset=offset).reshape(n, BLOCK)
+
+
+def _hash(blocks: np.ndarray) -> np.ndarray:
+    words = blocks.view(np.uint64)
+    with np.errstate(over="ignore"):
+        return ((words ^ (words >> _FOLD)) * _MULT).sum(axis=1, dtype=np.uint64)
+
+
+def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Hashes of `view`'s blocks (those at `rows`, or all), computed a cache-sized chunk at a time."""
+    n = len(view) if rows is None else len(rows)
+    out = np.empty(n, dtype=np.uint64)
+    for s in range(0, n, CHUNK):
+        part = view[s : s + CHUNK] if rows is None else view[rows[s : s + CHUNK]]
+        out[s : s + CHUNK] = _hash(part)
+    return out
+
+
+def find_blocks(
+    needles: np.ndarray,
+    nrows: np.ndarray | None,
+    hay: np.ndarray,
+    hrows: np.ndarray | None,
+    partner: np.ndarray | None = None,
+) -> np.ndarray:
+    """For each block of `needles` (at `nrows`, or all), whether the same 128 bytes are a block of `hay`
+    (at `hrows`, or all); where found, `partner` (if given) gets the hay row. Hashes sorted on both sides
+    narrow the candidates and each is verified byte for byte. A hash is not the content: a needle whose
+    candidate differs tries the next hay block of its hash, _ROUNDS in all, and one still unanswered (a
+    hash shared by more blocks, as crafted input can make) is matched by content, so the answer is exact
+    and the work bounded."""
+    nn = len(needles) if nrows is None else len(nrows)
+    nh_all = len(hay) if hrows is None else len(hrows)
+    hit = np.zeros(nn, dtype=bool)
+    if not nn or not nh_all:
+        return hit
+    hh = hashes(hay, hrows)
+    order = np.argsort(hh)
+    order = order.astype(np.uint32) if len(order) < 1 << 32 else order
+    sorted_h = hh[order]
+    del hh
+    for s in range(0, nn, _NEEDLES):
+        own = np.arange(s, min(nn, s + _NEEDLES)) if nrows is None else nrows[s : s + _NEEDLES]
+        nh = hashes(needles, own)
+        norder = np.argsort(nh)  # searching sorted needles walks the haystack once: ~5x faster than random
+        wanted = nh[norder]
+        pos = np.searchsorted(sorted_h, wanted)
+        pos[pos == len(sorted_h)] = 0
+        same = np.flatnonzero(sorted_h[pos] == wanted)  # positions in norder
+        pos = pos[same]
+        for _ in range(_ROUNDS):
+            if not len(same):
+                break
+            who, cand = norder[same], order[pos]
+            if hrows is not None:
+                cand = hrows[cand]
+            good = _equal(needles, own[who], hay, cand)
+            hit[s + who[good]] = True
+            if partner is not None:
+                partner[s + who[good]] = cand[good]
+            # the next hay block in hash order, while it has the same hash
+            same, pos = same[~good], pos[~good] + 1
+            more = pos < len(sorted_h)
+            same, pos = same[more], pos[more]
+            more = sorted_h[pos] == wanted[same]
+            same, pos = same[more], pos[more]
+        if len(same):
+            groups = np.unique(wanted[same])
+            lo, hi = np.searchsorted(sorted_h, groups), np.searchsorted(sorted_h, groups, side="right")
+            n_each = hi - lo
+            at = np.repeat(lo - np.cumsum(n_each) + n_each, n_each) + np.arange(int(n_each.sum()))
+            cand = order[at] if hrows is None else hrows[order[at]]
+            who = norder[same]
+            good, where = _by_content(needles, own[who], hay, cand)
+            hit[s + who[good]] = True
+            if partner is not None:
+                partner[s + who[good]] = where[good]
+    return hit
+
+
+def _equal(needles: np.ndarray, nrows: np.ndarray, hay: np.ndarray, hrows: np.ndarray) -> np.ndarray:
+    """Whether needle block nrows[i] is hay block hrows[i], byte for byte, a cache-sized step at a time."""
+    out = np.empty(len(nrows), dtype=bool)
+    for t in range(0, len(nrows), CHUNK):
+        out[t : t + CHUNK] = (hay[hrows[t : t + CHUNK]] == needles[nrows[t : t + CHUNK]]).all(axis=1)
+    return out
+
+
+def _by_content(needles: np.ndarray, nrows: np.ndarray, hay: np.ndarray, hrows: np.ndarray):
+    """Which needle blocks (at `nrows`) are among the hay blocks at `hrows`, and the hay row of each,
+    by sorting the hay blocks as bytes: _BATCH of them at a time, so memory stays bounded."""
+    found = np.zeros(len(nrows), dtype=bool)
+    where = np.full(len(nrows), -1, dtype=np.int64)
+    for t in range(0, len(hrows), _BATCH):
+        hr = hrows[t : t + _BATCH]
+        hv = np.ascontiguousarray(hay[hr]).view(_BYTES).ravel()
+        by = np.argsort(hv)
+        hv = hv[by]
+        for u in range(0, len(nrows), _BATCH):
+            todo = u + np.flatnonzero(~found[u : u + _BATCH])
+            nv = np.ascontiguousarray(needles[nrows[todo]]).view(_BYTES).ravel()
+            p = np.minimum(np.searchsorted(hv, nv), len(hv) - 1)
+            ok = hv[p] == nv
+            found[todo[ok]] = True
+            where[todo[ok]] = hr[by[p[ok]]]
+    return found, where
+
+
+def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """Which needle blocks at `rows` (ascending) are found by following anchors: needle row at[k]
+    (ascending) is hay row to[k]. Moved content moves in runs (the seed-scale parts: 29 distances, 99.98%
+    of neighbours at their neighbour's), so row r is tried at r plus the distance of the anchor before it,
+    then after it, then the most common distances; every hit verified byte for byte, only in hay rows
+    `in_hay` marks (a mask, or all). What it does not find may still be elsewhere: search that."""
+    found = np.zeros(len(rows), dtype=bool)
+    if not len(at):
+        return found
+    dist = to.astype(np.int64) - at
+    kinds, counts = np.unique(dist, return_counts=True)
+    common = kinds[np.argsort(-counts)[:_DISTANCES]]
+    words_n, words_h = needles.view(np.uint64), hay.view(np.uint64)
+    rows = rows.astype(np.int64)
+    anchor = np.searchsorted(at, rows, side="right") - 1  # the anchor before each row (-1: none)
+    _in_runs(words_n, rows, words_h, in_hay, rows + dist[np.maximum(anchor, 0)], found)
+    left = np.flatnonzero(~found)
+    for s in range(0, len(left), CHUNK):  # what runs left, a cache-sized step of rows at a time
+        which = left[s : s + CHUNK]
+        part, before, done = rows[which], anchor[which], np.zeros(len(which), dtype=bool)
+        for k, d in enumerate([None, None, *common]):
+            sel = np.flatnonzero(~done)
+            if not len(sel):
+                break
+            # the anchor before the row, the one after it, then the common distances
+            target = part[sel] + (dist[np.clip(before[sel] + k, 0, len(at) - 1)] if d is None else d)
+            ok = (target >= 0) & (target < len(hay))
+            if in_hay is not None:
+                ok[ok] = in_hay[target[ok]]
+            sel, target = sel[ok], target[ok]
+            eq = (words_n[part[sel]] == words_h[target]).view(np.uint64)
+            done[sel[(eq[:, 0] & eq[:, 1]) == _ALL_TRUE]] = True
+        found[which[done]] = True
+    return found
+
+
+def _in_runs(words_n, rows: np.ndarray, words_h, in_hay, targets: np.ndarray, found: np.ndarray) -> None:
+    """Mark in `found` the needle rows equal to hay row `targets`, comparing runs of consecutive rows
+    with consecutive targets as slices, a cache-sized step at a time (no copies, one call per run);
+    where runs are short (under 64 rows on average) the row-by-row passes are cheaper, and do it."""
+    brk = np.flatnonzero((np.diff(rows) != 1) | (np.diff(targets) != 1)) + 1
+    if len(brk) * 64 > len(rows):
+        return
+    for s, e in zip([0, *brk.tolist()], [*brk.tolist(), len(rows)]):
+        r0, t0 = int(rows[s]), int(targets[s])
+        if t0 < 0 or t0 + e - s > len(words_h):
+            continue  # partly outside the hay: the row-by-row passes check each row
+        for u in range(0, e - s, CHUNK):
+            n = min(CHUNK, e - s - u)
+            eq = (words_n[r0 + u : r0 + u + n] == words_h[t0 + u : t0 + u + n]).view(np.uint64)
+            hit = (eq[:, 0] & eq[:, 1]) == _ALL_TRUE
+            if in_hay is not None:
+                hit &= in_hay[t0 + u : t0 + u + n]
+            found[s + u : s + u + n] = hit
+
+
+def changed_counts(xa: np.ndarray, xb: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Changed bytes of the blocks at `rows` (a's block against b's at the same place)."""
+    out = np.empty(len(rows), dtype=np.int64)
+    for s in range(0, len(rows), CHUNK):
+        r = rows[s : s + CHUNK]
+        out[s : s + CHUNK] = np.count_nonzero(xa[r] != xb[r], axis=1)
+    return out
+
+
+def _word5(view: np.ndarray, rows: np.ndarray | None, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of one step (from `s`) of `view` (at `rows`, or all) and their blocks' word 5."""
+    words = view.view(np.uint64)
+    if rows is None:
+        return np.arange(s, min(len(view), s + SCAN)), words[s : s + SCAN, 5]
+    r = rows[s : s + SCAN]
+    return r, words[r, 5]
+
+
+def could_match(view: np.ndarray, rows: np.ndarray | None, other: np.ndarray, orows: np.ndarray | None):
+    """The rows of `view` (at `rows`, or all) whose block's word 5 is word 5 of a block of `other`: the
+    only ones that can equal one. Few blocks on one side then cost one read of a word per block of the
+    other, not hashing and sorting every block."""
+    n, no = (len(view) if rows is None else len(rows)), (len(other) if orows is None else len(orows))
+    keys = np.unique(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, SCAN)]))
+    out = []
+    for s in range(0, n, SCAN):
+        r, k = _word5(view, rows, s)
+        pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+        out.append(r[keys[pos] == k])
+    return concat(out, np.int64)
+
+
+def concat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
