@@ -138,7 +138,9 @@ def numpy_floor(pairs: list[tuple[Path, Path]]) -> float:
 
 
 def paired(repeat: int, q9, base) -> tuple[float, float]:
-    """Medians of q9diff's and the baseline's times, measured alternately `repeat` times."""
+    """Medians of q9diff's and the baseline's times, measured alternately `repeat` times, after one
+    untimed run of the baseline (the inputs in the page cache, also after the cold case dropped it)."""
+    base()
     qs, bs = [], []
     for _ in range(repeat):
         bs.append(base())

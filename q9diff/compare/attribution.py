@@ -31,7 +31,8 @@ _AHEAD = 16 << 20  # the scan asks the kernel for the next 16-32 MiB of both fil
 # blocks whose content key falls below _SAMPLED (1 in 128, by content, so a moved block and the block it
 # came from are sampled together) are searched exactly; when under 1/MOSTLY_NEW of their changed bytes
 # moved, the region is mostly new and its moved bytes are estimated from the sample (said so in the
-# output); otherwise every block is searched, up to EXACT_MAX blocks a side (1 GiB: bounded memory).
+# output); otherwise the sample's matches are followed as anchors and what that leaves is searched block
+# by block, exact, up to EXACT_MAX blocks a side (1 GiB: bounded memory; beyond, estimated).
 EXACT_BLOCKS = 1 << 20
 EXACT_MAX = 1 << 23
 MOSTLY_NEW = 20
