@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -71,62 +72,60 @@ def diff_cmd(
     if md_out is not None and str(md_out) != "-":
         _report_path(md_out, [candidate, reference], "--markdown")
     stdout_once(as_json, md_out, html_out)
-    quiet = as_json or brief
+    out = Outputs(as_json, html_out, md_out, verbose, brief)
     if reference is None:
         tg.no_reference(candidate, reference, device)
         data = tg.judged(candidate, device)
-        with _busy(f"writing {html_out or md_out}", quiet or html_out is None):
-            write_reports(_as_saved(data), html_out, md_out)
-        to_stdout = as_json or _md_stdout(md_out)
-        if as_json:
-            _print_json(data)
-        elif not brief and not to_stdout:
-            tg.print_target(data)
-        if not brief:
-            said(html_out, md_out, to_stdout)
-        raise typer.Exit(0 if data["matches"] else 1)
+        _deliver(out, data, lambda: tg.print_target(data), 0 if data["matches"] else 1)
     candidate, reference = _inputs(candidate, reference)
     findings = tg.reference_findings(reference, device) if device is not None else []
     for f in findings:
         _note(f"warning: {f}")
     try:
         aimed = {"target": {"name": device.name, "reference_findings": findings}} if device else {}
-        _compare(candidate, reference, as_json, html_out, md_out, verbose, brief, aimed)
+        _compare(candidate, reference, out, aimed)
     except typer.Exit as done:
         raise typer.Exit(1 if findings and done.exit_code == 0 else done.exit_code) from None
 
 
-def _compare(
-    candidate: Path,
-    reference: Path,
-    as_json: bool,
-    html_out: Path | None,
-    md_out: Path | None,
-    verbose: bool,
-    brief: bool,
-    aimed: dict,
-) -> None:
+def _compare(candidate: Path, reference: Path, out: Outputs, aimed: dict) -> None:
     """`aimed`: the --target given beside the reference and what it found, kept in the saved result."""
-    quiet = as_json or brief
     if _is_set(candidate):
-        _set_diff(candidate, reference, as_json, html_out, md_out, verbose, brief, aimed)
+        _set_diff(candidate, reference, out, aimed)
     res = _open_pair(candidate, reference)
     from q9diff.compare.diff import to_json
 
     swapped = _swapped(candidate, reference, res.causes, "", ([res.a], [res.b]))
     if swapped:
         _note(f"warning: {swapped}")
-    data = to_json(res) | aimed
-    with _busy(f"writing {html_out or md_out}", quiet or html_out is None):
-        write_reports(_as_saved(data), html_out, md_out)
-    to_stdout = as_json or _md_stdout(md_out)
-    if as_json:
+    _deliver(out, to_json(res) | aimed, lambda: show_pair(res, out.verbose), 0 if res.identical else 1)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a diff goes: JSON or the terminal view on stdout, the HTML and Markdown reports."""
+
+    as_json: bool
+    html_out: Path | None
+    md_out: Path | None
+    verbose: bool
+    brief: bool  # -q: nothing printed, the exit status only
+
+
+def _deliver(out: Outputs, data: dict, show, code: int) -> None:
+    """Write the reports from the saved form of `data`, print the JSON or `show()` the terminal view,
+    say what was written, and leave with `code`."""
+    quiet = out.as_json or out.brief
+    with _busy(f"writing {out.html_out or out.md_out}", quiet or out.html_out is None):
+        write_reports(_as_saved(data), out.html_out, out.md_out)
+    to_stdout = out.as_json or _md_stdout(out.md_out)
+    if out.as_json:
         _print_json(data)
-    elif not brief and not to_stdout:
-        show_pair(res, verbose)
-    if not brief:  # -q: nothing printed, the exit status only
-        said(html_out, md_out, to_stdout)
-    raise typer.Exit(0 if res.identical else 1)
+    elif not out.brief and not to_stdout:
+        show()
+    if not out.brief:
+        said(out.html_out, out.md_out, to_stdout)
+    raise typer.Exit(code)
 
 
 def show_pair(res, verbose: bool = False) -> None:
@@ -151,20 +150,10 @@ def _fix(suggestions: list[dict], heading: str = "Fix") -> None:
     _print_suggestions(suggestions)
 
 
-def _set_diff(
-    a: Path,
-    b: Path,
-    as_json: bool,
-    html_out: Path | None,
-    md_out: Path | None,
-    verbose: bool,
-    brief: bool,
-    aimed: dict,
-) -> None:
+def _set_diff(a: Path, b: Path, out: Outputs, aimed: dict) -> None:
     from q9diff.compare.diff import set_to_json
 
-    quiet = as_json or brief
-    sd = _diff_sets(a, b, quiet=quiet)
+    sd = _diff_sets(a, b, quiet=out.as_json or out.brief)
     if not sd.pairs and not sd.unpaired_a and not sd.unpaired_b:
         _fail(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
     data = set_to_json(sd) | aimed
@@ -173,16 +162,7 @@ def _set_diff(
     swapped = _swapped(a, b, data["causes"], "", sides(data))
     if swapped:
         _note(f"warning: {swapped}")
-    with _busy(f"writing {html_out or md_out}", quiet or html_out is None):
-        write_reports(_as_saved(data), html_out, md_out)
-    to_stdout = as_json or _md_stdout(md_out)
-    if as_json:
-        _print_json(data)
-    elif not brief and not to_stdout:
-        print_set(sd, data, verbose)
-    if not brief:  # -q: nothing printed, the exit status only
-        said(html_out, md_out, to_stdout)
-    raise typer.Exit(0 if sd.identical else 1)
+    _deliver(out, data, lambda: print_set(sd, data, out.verbose), 0 if sd.identical else 1)
 
 
 def print_set(sd, data: dict, verbose: bool = False) -> None:
