@@ -116,8 +116,9 @@ def _deliver(out: Outputs, data: dict, show, code: int) -> None:
     """Write the reports from the saved form of `data`, print the JSON or `show()` the terminal view,
     say what was written, and leave with `code`."""
     quiet = out.as_json or out.brief
-    with _busy(f"writing {out.html_out or out.md_out}", quiet or out.html_out is None):
-        write_reports(_as_saved(data), out.html_out, out.md_out)
+    if out.html_out is not None or out.md_out is not None:  # the saved form only where a report needs it
+        with _busy(f"writing {out.html_out or out.md_out}", quiet or out.html_out is None):
+            write_reports(_as_saved(data), out.html_out, out.md_out)
     to_stdout = out.as_json or _md_stdout(out.md_out)
     if out.as_json:
         _print_json(data)
