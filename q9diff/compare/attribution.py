@@ -17,16 +17,18 @@ import numpy as np
 from q9diff.compare.blocks import (
     BLOCK,
     SCAN,
+    WORKERS,
     as_blocks,
     changed_counts,
     concat,
     could_match,
     find_blocks,
     follow,
+    in_parallel,
+    word_key,
 )
 from q9diff.units import nbytes
 
-_AHEAD = 16 << 20  # the scan asks the kernel for the next 16-32 MiB of both files (cold cache: one read)
 # Up to EXACT_BLOCKS blocks on a side every block is searched, as always. Beyond, a sample decides first:
 # blocks whose content key falls below _SAMPLED (1 in 128, by content, so a moved block and the block it
 # came from are sampled together) are searched exactly; when under 1/MOSTLY_NEW of their changed bytes
@@ -37,7 +39,6 @@ EXACT_BLOCKS = 1 << 20
 EXACT_MAX = 1 << 23
 MOSTLY_NEW = 20
 _SAMPLED = np.uint64(1 << 57)
-_KEY = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,14 @@ class MovedNew:
 def _sampled(words: np.ndarray) -> np.ndarray:
     """Which blocks (rows of 16 words) the content sample takes: a key of one word (a read of one cache
     line per block), its top 7 bits 0."""
-    return words[:, 5] * _KEY < _SAMPLED
+    return word_key(words[:, 5]) < _SAMPLED
 
 
-def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int, Sample | None]:
+def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) -> tuple[int, Sample | None]:
     """The weight (`weigh(rows)`: bytes per needle; `total` that of all) of the needles found in hay;
     exact, or estimated from `sample` (content-sampled needle and hay rows) when both sets are large and
     mostly new. Large and mostly moved, the sample's matches are anchors to follow first, and only what
-    following leaves is searched block by block."""
+    following leaves is searched block by block (`keys`: the hay rows' word_key, where the scan kept them)."""
     nn = len(needles) if nrows is None else len(nrows)
     nh = len(hay) if hrows is None else len(hrows)
     if not nn or not nh:
@@ -95,17 +96,18 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int,
             in_hay = np.zeros(len(hay), dtype=bool)
             in_hay[hrows] = True
         rows = rows[~follow(needles, rows, hay, in_hay, s_n[hit], partner[hit])]
-        rest = _exact(needles, rows, hay, hrows)
+        rest = _exact(needles, rows, hay, hrows, keys)
         return total - int(weigh(rows[~rest]).sum()), None
     return int(weigh(rows[_exact(needles, rows, hay, hrows)]).sum()), None
 
 
-def _exact(needles, rows: np.ndarray, hay, hrows) -> np.ndarray:
-    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first."""
+def _exact(needles, rows: np.ndarray, hay, hrows, keys=None) -> np.ndarray:
+    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first
+    (on the hay's `keys` where given)."""
     nn = len(rows)
     nh = len(hay) if hrows is None else len(hrows)
     if nh > 8 * nn:
-        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows))
+        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows, keys))
     if nn > 8 * nh:
         keep = could_match(needles, rows, hay, hrows)
         hit = np.zeros(nn, dtype=bool)
@@ -114,24 +116,47 @@ def _exact(needles, rows: np.ndarray, hay, hrows) -> np.ndarray:
     return find_blocks(needles, rows, hay, hrows)
 
 
+_GROUP = 64  # scan steps a worker takes at a time: 64 MiB of each side
+
+
 def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
-    """One pass in file order over the first `nb` blocks of region x of a and y of b, with the next
-    16-32 MiB of both files asked for ahead: the changed bytes, the changed rows, and with `sample` the
-    content-sampled rows of a and b (all of them with `every`, else the changed ones) and b's changed
-    sampled rows."""
+    """One pass over the first `nb` blocks of region x of a and y of b, in groups of _GROUP steps that
+    the workers take in file order (two groups at a time), each asking the kernel for the group after
+    next: the changed bytes, the changed rows, and with `sample` the content-sampled rows of a and b
+    (all of them with `every`, else the changed ones), b's changed sampled rows, and (not `every`) the
+    word_key of a's changed rows, which saves the exact search a read of each hay block."""
     wa = as_blocks(a.data, x.offset, nb * BLOCK).view(np.uint64)
     wb = as_blocks(b.data, y.offset, nb * BLOCK).view(np.uint64)
     dtype = np.int32 if nb < 1 << 31 else np.int64
-    xor = np.empty((min(nb, SCAN), BLOCK // 8), dtype=np.uint64)
+    span = SCAN * _GROUP
+
+    def ahead(lo: int) -> None:
+        a.will_need(x.offset + lo * BLOCK, span * BLOCK)
+        b.will_need(y.offset + lo * BLOCK, span * BLOCK)
+
+    def group(lo: int):
+        ahead(lo + WORKERS * span)
+        return _steps(wa, wb, lo, min(nb, lo + span), dtype, sample, every)
+
+    starts = range(0, nb, span)
+    for lo in starts[:WORKERS]:
+        ahead(lo)
+    parts = in_parallel(group, list(starts))
+    out = [sum(p[0] for p in parts)]
+    for k in range(1, 5):
+        out.append(concat([q for p in parts for q in p[k]], dtype))
+    return (*out, concat([q for p in parts for q in p[5]], np.uint64))
+
+
+def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
+    """The scan of rows lo..hi (words `wa`, `wb`) a step of SCAN blocks at a time: changed bytes, and the
+    lists of changed rows, sampled rows of a and b and b's changed sampled rows, in file order."""
+    xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
-    changed, ahead, clean = 0, 0, True  # clean: the last step found no change
-    rows, sa, sb, sb_changed = [], [], [], []
-    for s in range(0, nb, SCAN):
-        if s * BLOCK + _AHEAD > ahead:
-            a.will_need(x.offset + ahead, _AHEAD)
-            b.will_need(y.offset + ahead, _AHEAD)
-            ahead += _AHEAD
-        ca, cb = wa[s : s + SCAN], wb[s : s + SCAN]
+    changed, clean = 0, True  # clean: the last step found no change
+    rows, sa, sb, sb_changed, keys = [], [], [], [], []
+    for s in range(lo, hi, SCAN):
+        ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
         if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
             continue
         m = len(ca)
@@ -152,9 +177,11 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
             sb_changed.append(r[kb[r]] + s)
         elif len(r):
             pa, pb = (ca, cb) if len(r) == m else (ca[r], cb[r])
-            sa.append(r[_sampled(pa)] + s)
+            ka = word_key(pa[:, 5])
+            keys.append(ka)
+            sa.append(r[ka < _SAMPLED] + s)
             sb_changed.append(r[_sampled(pb)] + s)
-    return changed, concat(rows, dtype), concat(sa, dtype), concat(sb, dtype), concat(sb_changed, dtype)
+    return changed, rows, sa, sb, sb_changed, keys
 
 
 def _sampled_rows(view: np.ndarray, start: int = 0) -> np.ndarray:
@@ -174,7 +201,7 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
         full = n - n % BLOCK
         sample = max(x.size, y.size) // BLOCK > EXACT_BLOCKS
         same = x.size == y.size
-        block_changed, rows, sa, sb, sb_changed = _scan(a, x, b, y, full // BLOCK, sample, not same)
+        block_changed, rows, sa, sb, sb_changed, keys = _scan(a, x, b, y, full // BLOCK, sample, not same)
         xa = as_blocks(a.data, x.offset, full)
         xb = as_blocks(b.data, y.offset, full)
         tail_a = np.frombuffer(a.data, dtype=np.uint8, count=n - full, offset=x.offset + full)
@@ -190,7 +217,8 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
 
         if same:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
-            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa))
+            keys = keys if len(keys) == len(rows) else None  # kept by a sampled scan
+            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa), keys)
         else:
             all_a = as_blocks(a.data, x.offset, x.size)
             if sample:

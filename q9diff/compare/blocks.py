@@ -35,7 +35,28 @@ _ROUNDS = 4  # hay blocks of a needle's hash tried in turn; beyond, the rest are
 _BATCH = 1 << 18  # blocks sorted by content at a time there (32 MiB)
 _BYTES = np.dtype((np.void, BLOCK))  # a block as one value: sorted and compared as bytes
 _ALL_TRUE = np.uint64(0x0101010101010101)  # 8 bools, all True, seen as one word
+KEY = np.uint64(0x9E3779B97F4A7C15)  # word_key's multiplier (2^64 / golden ratio, odd)
 _DISTANCES = 8  # the most common anchor distances tried after a row's neighbouring anchors
+
+
+WORKERS = 2  # the machines q9diff runs on have 2 cores or more; numpy lets go of the GIL over a step
+_pool = None
+
+
+def workers():
+    """The threads that compare, hash and scan big regions in parallel, started once (a set of parts
+    reuses them): numpy releases the GIL inside each call, so two halves of a pass run side by side."""
+    global _pool
+    if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="q9diff")
+    return _pool
+
+
+def in_parallel(fn, items: list) -> list:
+    """fn over items, in the workers when there is more than one item, results in order."""
+    return list(workers().map(fn, items)) if len(items) > 1 else [fn(x) for x in items]
 
 
 def as_blocks(buf, offset: int, size: int) -> np.ndarray:
@@ -163,7 +184,7 @@ def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarra
     common = kinds[np.argsort(-counts)[:_DISTANCES]]
     words_n, words_h = needles.view(np.uint64), hay.view(np.uint64)
     rows = rows.astype(np.int64)
-    anchor = np.searchsorted(at, rows, side="right") - 1  # the anchor before each row (-1: none)
+    anchor = _anchor_before(rows, at)
     _in_runs(words_n, rows, words_h, in_hay, rows + dist[np.maximum(anchor, 0)], found)
     left = np.flatnonzero(~found)
     for s in range(0, len(left), CHUNK):  # what runs left, a cache-sized step of rows at a time
@@ -185,6 +206,18 @@ def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarra
     return found
 
 
+def _anchor_before(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each of `rows` (ascending) the index of the last anchor row `at` (ascending, distinct) at or
+    before it, -1 for none. Anchors are the rows' own sampled ones: then a running count over the rows
+    gives it in one pass, where a search per row costs a binary search among the anchors."""
+    pos = np.searchsorted(rows, at)
+    if len(pos) and pos[-1] < len(rows) and np.array_equal(rows[pos], at):
+        mark = np.zeros(len(rows), dtype=np.int32)
+        mark[pos] = 1
+        return np.cumsum(mark, dtype=np.int32 if len(rows) < 1 << 31 else np.int64) - 1  # int32: 7x faster
+    return np.searchsorted(at, rows, side="right") - 1
+
+
 def _in_runs(words_n, rows: np.ndarray, words_h, in_hay, targets: np.ndarray, found: np.ndarray) -> None:
     """Mark in `found` the needle rows equal to hay row `targets`, comparing runs of consecutive rows
     with consecutive targets as slices, a cache-sized step at a time (no copies, one call per run);
@@ -192,17 +225,24 @@ def _in_runs(words_n, rows: np.ndarray, words_h, in_hay, targets: np.ndarray, fo
     brk = np.flatnonzero((np.diff(rows) != 1) | (np.diff(targets) != 1)) + 1
     if len(brk) * 64 > len(rows):
         return
-    for s, e in zip([0, *brk.tolist()], [*brk.tolist(), len(rows)]):
-        r0, t0 = int(rows[s]), int(targets[s])
-        if t0 < 0 or t0 + e - s > len(words_h):
-            continue  # partly outside the hay: the row-by-row passes check each row
-        for u in range(0, e - s, CHUNK):
-            n = min(CHUNK, e - s - u)
-            eq = (words_n[r0 + u : r0 + u + n] == words_h[t0 + u : t0 + u + n]).view(np.uint64)
-            hit = (eq[:, 0] & eq[:, 1]) == _ALL_TRUE
-            if in_hay is not None:
-                hit &= in_hay[t0 + u : t0 + u + n]
-            found[s + u : s + u + n] = hit
+    runs = list(zip([0, *brk.tolist()], [*brk.tolist(), len(rows)]))
+    half = len(rows) // 2  # the two workers take the runs before and after the middle row
+    cut = next((k for k, (s, _) in enumerate(runs) if s >= half), len(runs))
+
+    def compare(part: list) -> None:
+        for s, e in part:
+            r0, t0 = int(rows[s]), int(targets[s])
+            if t0 < 0 or t0 + e - s > len(words_h):
+                continue  # partly outside the hay: the row-by-row passes check each row
+            for u in range(0, e - s, CHUNK):
+                n = min(CHUNK, e - s - u)
+                eq = (words_n[r0 + u : r0 + u + n] == words_h[t0 + u : t0 + u + n]).view(np.uint64)
+                hit = (eq[:, 0] & eq[:, 1]) == _ALL_TRUE
+                if in_hay is not None:
+                    hit &= in_hay[t0 + u : t0 + u + n]
+                found[s + u : s + u + n] = hit
+
+    in_parallel(compare, [p for p in (runs[:cut], runs[cut:]) if p])
 
 
 def changed_counts(xa: np.ndarray, xb: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -223,18 +263,32 @@ def _word5(view: np.ndarray, rows: np.ndarray | None, s: int) -> tuple[np.ndarra
     return r, words[r, 5]
 
 
-def could_match(view: np.ndarray, rows: np.ndarray | None, other: np.ndarray, orows: np.ndarray | None):
+def word_key(word5: np.ndarray) -> np.ndarray:
+    """A block's key: its word 5 times an odd constant (one to one, so equal keys are equal words), the
+    bits well mixed for the content sample to take the blocks whose key's top bits are 0."""
+    return word5 * KEY
+
+
+def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None, keys=None) -> np.ndarray:
     """The rows of `view` (at `rows`, or all) whose block's word 5 is word 5 of a block of `other`: the
     only ones that can equal one. Few blocks on one side then cost one read of a word per block of the
-    other, not hashing and sorting every block."""
+    other, not hashing and sorting every block; none where the scan kept the view's `keys` (word_key of
+    each row's word 5, in the order of `rows`)."""
     n, no = (len(view) if rows is None else len(rows)), (len(other) if orows is None else len(orows))
-    keys = np.unique(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, SCAN)]))
-    out = []
-    for s in range(0, n, SCAN):
-        r, k = _word5(view, rows, s)
-        pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
-        out.append(r[keys[pos] == k])
-    return concat(out, np.int64)
+    wanted = np.unique(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, SCAN)]))
+    if keys is not None:
+        wanted = np.unique(word_key(wanted))
+
+    def step(s: int) -> np.ndarray:
+        if keys is None:
+            r, k = _word5(view, rows, s)
+        else:
+            r = np.arange(s, min(n, s + SCAN)) if rows is None else rows[s : s + SCAN]
+            k = keys[s : s + SCAN]
+        pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
+        return r[wanted[pos] == k]
+
+    return concat(in_parallel(step, list(range(0, n, SCAN))), np.int64)
 
 
 def concat(parts: list, dtype) -> np.ndarray:
