@@ -72,6 +72,28 @@ def _sampled(words: np.ndarray) -> np.ndarray:
     return word_key(words[:, 5]) < _SAMPLED
 
 
+class Parts:
+    """Rows (or keys) a scan found, kept as its steps' arrays and joined only when a search needs them
+    whole: a region found mostly new from its sample never needs them, and joining would double them."""
+
+    def __init__(self, parts: list, dtype):
+        self.parts, self.dtype, self._whole = parts, dtype, None
+        self.n = sum(len(p) for p in parts)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def whole(self) -> np.ndarray:
+        if self._whole is None:
+            self._whole, self.parts = concat(self.parts, self.dtype), []
+        return self._whole
+
+
+def _whole(rows):
+    return rows.whole if isinstance(rows, Parts) else rows
+
+
 def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) -> tuple[int, Sample | None]:
     """The weight (`weigh(rows)`: bytes per needle; `total` that of all) of the needles found in hay;
     exact, or estimated from `sample` (content-sampled needle and hay rows) when both sets are large and
@@ -81,7 +103,6 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) ->
     nh = len(hay) if hrows is None else len(hrows)
     if not nn or not nh:
         return 0, None
-    rows = np.arange(nn) if nrows is None else nrows
     if sample is not None and min(nn, nh) > EXACT_BLOCKS:
         s_n, s_h = sample
         partner = np.full(len(s_n), -1, dtype=np.int64)
@@ -91,6 +112,8 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) ->
         if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
             moved = (total * found + of // 2) // of if of else 0
             return moved, Sample(nn, len(s_n), int(hit.sum()))
+        rows, hrows, keys = _whole(nrows), _whole(hrows), _whole(keys)
+        rows = np.arange(nn) if rows is None else rows
         in_hay = None
         if hrows is not None:
             in_hay = np.zeros(len(hay), dtype=bool)
@@ -98,6 +121,7 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) ->
         rows = rows[~follow(needles, rows, hay, in_hay, s_n[hit], partner[hit])]
         rest = _exact(needles, rows, hay, hrows, keys)
         return total - int(weigh(rows[~rest]).sum()), None
+    rows, hrows = (np.arange(nn) if nrows is None else _whole(nrows)), _whole(hrows)
     return int(weigh(rows[_exact(needles, rows, hay, hrows)]).sum()), None
 
 
@@ -142,10 +166,9 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
     for lo in starts[:WORKERS]:
         ahead(lo)
     parts = in_parallel(group, list(starts))
-    out = [sum(p[0] for p in parts)]
-    for k in range(1, 5):
-        out.append(concat([q for p in parts for q in p[k]], dtype))
-    return (*out, concat([q for p in parts for q in p[5]], np.uint64))
+    joined = [concat([q for p in parts for q in p[k]], dtype) for k in (2, 3, 4)]  # the samples: small
+    rows = Parts([q for p in parts for q in p[1]], dtype)
+    return sum(p[0] for p in parts), rows, *joined, Parts([q for p in parts for q in p[5]], np.uint64)
 
 
 def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
