@@ -19,6 +19,7 @@ from q9diff.compare.blocks import (
     SCAN,
     WORKERS,
     as_blocks,
+    block_hash,
     changed_counts,
     concat,
     could_match,
@@ -104,10 +105,10 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) ->
     if not nn or not nh:
         return 0, None
     if sample is not None and min(nn, nh) > EXACT_BLOCKS:
-        s_n, s_h = sample
+        s_n, s_h, *pre = sample  # pre: the sampled blocks' hashes and needles' weights, from the scan
         partner = np.full(len(s_n), -1, dtype=np.int64)
-        hit = find_blocks(needles, s_n, hay, s_h, partner)
-        w = weigh(s_n)
+        hit = find_blocks(needles, s_n, hay, s_h, partner, *pre[:2])
+        w = pre[2] if pre else weigh(s_n)
         found, of = int(w[hit].sum()), int(w.sum())
         if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
             moved = (total * found + of // 2) // of if of else 0
@@ -143,12 +144,29 @@ def _exact(needles, rows: np.ndarray, hay, hrows, keys=None) -> np.ndarray:
 _GROUP = 64  # scan steps a worker takes at a time: 64 MiB of each side
 
 
-def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
+@dataclass
+class Scanned:
+    """What one pass over a region pair found: its changed bytes and rows; with a sample, the sampled
+    rows of a and b (all of them for regions of other sizes, else the changed ones) and b's changed
+    sampled rows; for regions of one size also a's changed rows' word_key (`keys`, the exact search then
+    reads no hay block again) and, taken while the blocks were in cache, the sampled blocks' hashes
+    (`hash_a`, `hash_b`) and b's sampled rows' changed bytes (`weight_b`)."""
+
+    changed: int
+    rows: Parts
+    sa: np.ndarray
+    sb: np.ndarray
+    sb_changed: np.ndarray
+    keys: Parts
+    hash_a: np.ndarray
+    hash_b: np.ndarray
+    weight_b: np.ndarray
+
+
+def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
     """One pass over the first `nb` blocks of region x of a and y of b, in groups of _GROUP steps that
     the workers take in file order (two groups at a time), each asking the kernel for the group after
-    next: the changed bytes, the changed rows, and with `sample` the content-sampled rows of a and b
-    (all of them with `every`, else the changed ones), b's changed sampled rows, and (not `every`) the
-    word_key of a's changed rows, which saves the exact search a read of each hay block."""
+    next."""
     wa = as_blocks(a.data, x.offset, nb * BLOCK).view(np.uint64)
     wb = as_blocks(b.data, y.offset, nb * BLOCK).view(np.uint64)
     dtype = np.int32 if nb < 1 << 31 else np.int64
@@ -166,18 +184,30 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool):
     for lo in starts[:WORKERS]:
         ahead(lo)
     parts = in_parallel(group, list(starts))
-    joined = [concat([q for p in parts for q in p[k]], dtype) for k in (2, 3, 4)]  # the samples: small
-    rows = Parts([q for p in parts for q in p[1]], dtype)
-    return sum(p[0] for p in parts), rows, *joined, Parts([q for p in parts for q in p[5]], np.uint64)
+
+    def joined(k: int, kind=dtype):  # the samples: small
+        return concat([q for p in parts for q in p[k]], kind)
+
+    return Scanned(
+        sum(p[0] for p in parts),
+        Parts([q for p in parts for q in p[1]], dtype),
+        joined(2),
+        joined(3),
+        joined(4),
+        Parts([q for p in parts for q in p[5]], np.uint64),
+        joined(6, np.uint64),
+        joined(7, np.uint64),
+        joined(8, np.int64),
+    )
 
 
 def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
     """The scan of rows lo..hi (words `wa`, `wb`) a step of SCAN blocks at a time: changed bytes, and the
-    lists of changed rows, sampled rows of a and b and b's changed sampled rows, in file order."""
+    lists of Scanned's arrays, in file order."""
     xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
     changed, clean = 0, True  # clean: the last step found no change
-    rows, sa, sb, sb_changed, keys = [], [], [], [], []
+    rows, sa, sb, sb_changed, keys, hash_a, hash_b, weight_b = [], [], [], [], [], [], [], []
     for s in range(lo, hi, SCAN):
         ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
         if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
@@ -202,9 +232,13 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
             pa, pb = (ca, cb) if len(r) == m else (ca[r], cb[r])
             ka = word_key(pa[:, 5])
             keys.append(ka)
-            sa.append(r[ka < _SAMPLED] + s)
-            sb_changed.append(r[_sampled(pb)] + s)
-    return changed, rows, sa, sb, sb_changed, keys
+            ia, ib = np.flatnonzero(ka < _SAMPLED), np.flatnonzero(_sampled(pb))
+            sa.append(r[ia] + s)
+            sb_changed.append(r[ib] + s)
+            hash_a.append(block_hash(pa[ia]))
+            hash_b.append(block_hash(pb[ib]))
+            weight_b.append(np.count_nonzero(xx[r[ib]].view(np.uint8), axis=1))
+    return changed, rows, sa, sb, sb_changed, keys, hash_a, hash_b, weight_b
 
 
 def _sampled_rows(view: np.ndarray, start: int = 0) -> np.ndarray:
@@ -224,7 +258,9 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
         full = n - n % BLOCK
         sample = max(x.size, y.size) // BLOCK > EXACT_BLOCKS
         same = x.size == y.size
-        block_changed, rows, sa, sb, sb_changed, keys = _scan(a, x, b, y, full // BLOCK, sample, not same)
+        scanned = _scan(a, x, b, y, full // BLOCK, sample, not same)
+        block_changed, rows, sa, sb = scanned.changed, scanned.rows, scanned.sa, scanned.sb
+        sb_changed = scanned.sb_changed
         xa = as_blocks(a.data, x.offset, full)
         xb = as_blocks(b.data, y.offset, full)
         tail_a = np.frombuffer(a.data, dtype=np.uint8, count=n - full, offset=x.offset + full)
@@ -240,8 +276,9 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
 
         if same:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
-            keys = keys if len(keys) == len(rows) else None  # kept by a sampled scan
-            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa), keys)
+            pre = (scanned.hash_b, scanned.hash_a, scanned.weight_b)
+            keys = scanned.keys if len(scanned.keys) == len(rows) else None  # kept by a sampled scan
+            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa, *pre), keys)
         else:
             all_a = as_blocks(a.data, x.offset, x.size)
             if sample:

@@ -64,7 +64,7 @@ def as_blocks(buf, offset: int, size: int) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8, count=n * BLOCK, offset=offset).reshape(n, BLOCK)
 
 
-def _hash(blocks: np.ndarray) -> np.ndarray:
+def block_hash(blocks: np.ndarray) -> np.ndarray:
     words = blocks.view(np.uint64)
     with np.errstate(over="ignore"):
         return ((words ^ (words >> _FOLD)) * _MULT).sum(axis=1, dtype=np.uint64)
@@ -76,7 +76,7 @@ def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     out = np.empty(n, dtype=np.uint64)
     for s in range(0, n, CHUNK):
         part = view[s : s + CHUNK] if rows is None else view[rows[s : s + CHUNK]]
-        out[s : s + CHUNK] = _hash(part)
+        out[s : s + CHUNK] = block_hash(part)
     return out
 
 
@@ -86,26 +86,29 @@ def find_blocks(
     hay: np.ndarray,
     hrows: np.ndarray | None,
     partner: np.ndarray | None = None,
+    needle_hashes: np.ndarray | None = None,
+    hay_hashes: np.ndarray | None = None,
 ) -> np.ndarray:
     """For each block of `needles` (at `nrows`, or all), whether the same 128 bytes are a block of `hay`
     (at `hrows`, or all); where found, `partner` (if given) gets the hay row. Hashes sorted on both sides
     narrow the candidates and each is verified byte for byte. A hash is not the content: a needle whose
     candidate differs tries the next hay block of its hash, _ROUNDS in all, and one still unanswered (a
     hash shared by more blocks, as crafted input can make) is matched by content, so the answer is exact
-    and the work bounded."""
+    and the work bounded. The hashes (block_hash) may come computed, by a scan that had the blocks in
+    cache."""
     nn = len(needles) if nrows is None else len(nrows)
     nh_all = len(hay) if hrows is None else len(hrows)
     hit = np.zeros(nn, dtype=bool)
     if not nn or not nh_all:
         return hit
-    hh = hashes(hay, hrows)
+    hh = hashes(hay, hrows) if hay_hashes is None else hay_hashes
     order = np.argsort(hh)
     order = order.astype(np.uint32) if len(order) < 1 << 32 else order
     sorted_h = hh[order]
     del hh
     for s in range(0, nn, _NEEDLES):
         own = np.arange(s, min(nn, s + _NEEDLES)) if nrows is None else nrows[s : s + _NEEDLES]
-        nh = hashes(needles, own)
+        nh = hashes(needles, own) if needle_hashes is None else needle_hashes[s : s + _NEEDLES]
         norder = np.argsort(nh)  # searching sorted needles walks the haystack once: ~5x faster than random
         wanted = nh[norder]
         pos = np.searchsorted(sorted_h, wanted)
