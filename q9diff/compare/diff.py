@@ -90,6 +90,7 @@ def _one(values):
 def observe(cb: ContextBinary) -> dict:
     graphs = cb.graphs
     opts = [cb.options(i) for i in range(len(graphs))]
+    op_kinds = tuple(cb.op_kinds(i) for i in range(len(graphs)))  # the walk's own tuples, no copy
     return {
         "soc_model": requested_soc_model(cb.soc_model, cb.dsp_arch, opts[0] if opts else {}, cb.build_id),
         "dsp_arch": cb.dsp_arch,
@@ -100,8 +101,9 @@ def observe(cb: ContextBinary) -> dict:
         "weight_sharing": any(r.name.startswith("WEIGHTS/") for r in cb.records),
         **{k: _one(PACKING.get(o.get(k)) for o in opts) if opts else None for k in PACKING_OPTIONS},
         "io_dtypes": tuple(sorted({t.dtype for g in graphs for t in g.inputs + g.outputs})),
-        # Whether the compiler picked float (fp16) kernels: the kernel names carry it.
-        "fp16_kernels": any(FP16_KERNEL in op.kind for i in range(len(graphs)) for op in cb.ops(i)),
+        # Whether the compiler picked float (fp16) kernels: the kernel names carry it. Each distinct name
+        # is tested once (a graph of thousands of ops has a few dozen kinds).
+        "fp16_kernels": any(FP16_KERNEL in k for kinds in op_kinds for k in set(kinds)),
         "num_graphs": len(graphs),
         "build_id": cb.build_id,
         # Shapes apart from names: two exports of one model may name their tensors differently.
@@ -110,7 +112,7 @@ def observe(cb: ContextBinary) -> dict:
         "soc_type": _one(o.get("soc_type") for o in opts),
         "spill_fill_buffer_size": _one(g.spill_fill_buffer_size for g in graphs),
         "const_size": _one(g.const_size for g in graphs),
-        "op_kinds": tuple(tuple(op.kind for op in cb.ops(i)) for i in range(len(graphs))),
+        "op_kinds": op_kinds,
         "other_options": tuple(
             tuple(sorted((k, v) for k, v in o.items() if k not in SETTING_OPTIONS)) for o in opts
         ),
