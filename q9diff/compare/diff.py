@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from q9diff import kinds
@@ -256,7 +257,17 @@ def _optimization_ran(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) ->
 
 
 def _has_unknown(v) -> bool:
-    return v is None or (isinstance(v, tuple) and any(_has_unknown(x) for x in v))
+    """None anywhere in a (nested) tuple, looked for one nesting level at a time: a level's element types
+    are read in C (`map(type, ...)`), so a level of strings or ints (an op list's thousands of kind
+    names, the options' keys and values) is never walked in Python."""
+    level = [v]
+    while True:
+        types = set(map(type, level))
+        if type(None) in types:
+            return True
+        if not any(issubclass(t, tuple) for t in types):
+            return False
+        level = list(chain.from_iterable(x for x in level if isinstance(x, tuple)))
 
 
 def _unknown_reason(cb: ContextBinary, getter: str) -> str | None:
