@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from q9diff import kinds
@@ -90,6 +91,7 @@ def _one(values):
 def observe(cb: ContextBinary) -> dict:
     graphs = cb.graphs
     opts = [cb.options(i) for i in range(len(graphs))]
+    op_kinds = tuple(cb.op_kinds(i) for i in range(len(graphs)))  # the walk's own tuples, no copy
     return {
         "soc_model": requested_soc_model(cb.soc_model, cb.dsp_arch, opts[0] if opts else {}, cb.build_id),
         "dsp_arch": cb.dsp_arch,
@@ -100,8 +102,9 @@ def observe(cb: ContextBinary) -> dict:
         "weight_sharing": any(r.name.startswith("WEIGHTS/") for r in cb.records),
         **{k: _one(PACKING.get(o.get(k)) for o in opts) if opts else None for k in PACKING_OPTIONS},
         "io_dtypes": tuple(sorted({t.dtype for g in graphs for t in g.inputs + g.outputs})),
-        # Whether the compiler picked float (fp16) kernels: the kernel names carry it.
-        "fp16_kernels": any(FP16_KERNEL in op.kind for i in range(len(graphs)) for op in cb.ops(i)),
+        # Whether the compiler picked float (fp16) kernels: the kernel names carry it. Each distinct name
+        # is tested once (a graph of thousands of ops has a few dozen kinds).
+        "fp16_kernels": any(FP16_KERNEL in k for kinds in op_kinds for k in set(kinds)),
         "num_graphs": len(graphs),
         "build_id": cb.build_id,
         # Shapes apart from names: two exports of one model may name their tensors differently.
@@ -110,7 +113,7 @@ def observe(cb: ContextBinary) -> dict:
         "soc_type": _one(o.get("soc_type") for o in opts),
         "spill_fill_buffer_size": _one(g.spill_fill_buffer_size for g in graphs),
         "const_size": _one(g.const_size for g in graphs),
-        "op_kinds": tuple(tuple(op.kind for op in cb.ops(i)) for i in range(len(graphs))),
+        "op_kinds": op_kinds,
         "other_options": tuple(
             tuple(sorted((k, v) for k, v in o.items() if k not in SETTING_OPTIONS)) for o in opts
         ),
@@ -254,7 +257,17 @@ def _optimization_ran(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) ->
 
 
 def _has_unknown(v) -> bool:
-    return v is None or (isinstance(v, tuple) and any(_has_unknown(x) for x in v))
+    """None anywhere in a (nested) tuple, looked for one nesting level at a time: a level's element types
+    are read in C (`map(type, ...)`), so a level of strings or ints (an op list's thousands of kind
+    names, the options' keys and values) is never walked in Python."""
+    level = [v]
+    while True:
+        types = set(map(type, level))
+        if type(None) in types:
+            return True
+        if not any(issubclass(t, tuple) for t in types):
+            return False
+        level = list(chain.from_iterable(x for x in level if isinstance(x, tuple)))
 
 
 def _unknown_reason(cb: ContextBinary, getter: str) -> str | None:

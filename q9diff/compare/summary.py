@@ -27,7 +27,7 @@ def inspect_summary(cb: ContextBinary) -> dict:
         d.update({k: getattr(g, k) for k in BLOB_INFO_FIELDS})
         d["options"] = cb.options(i)
         d["options_vs_recorded"] = options_vs_recorded(cb, i)
-        d["ops"] = [op.kind for op in cb.ops(i)]
+        d["ops"] = list(cb.op_kinds(i))
         graphs.append(d)
     return {
         "schema": SCHEMA,

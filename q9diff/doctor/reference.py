@@ -120,7 +120,7 @@ def check_quant_io(ctx: Context) -> Iterator[Hit | Note]:
 
 
 def _kernels(p: Part, needle: str) -> list[str]:
-    return sorted(op.kind for i in range(len(p.binary.graphs)) for op in p.binary.ops(i) if needle in op.kind)
+    return sorted(k for i in range(len(p.binary.graphs)) for k in p.binary.op_kinds(i) if needle in k)
 
 
 def check_gather(ctx: Context) -> Iterator[Hit | Note]:

@@ -30,15 +30,16 @@ from q9diff.format.model import (  # noqa: F401  (re-exported: the model of a Co
 from q9diff.format.options import decode_options
 
 
-def _first_ops(raw: bytes, start: int, limit: int, op_types: list[str]) -> list[Op]:
-    """The ops `_op_list` would find first in `raw` (at `start` in the file), found vectorized when numpy
-    is already loaded (a diff has it; `inspect` starts without it and finds all by byte search). Op n is
-    the first word after op n-1 whose index (word ^ OP_MARKER_XOR, top bit free) is n; while each index's
-    first word comes after the one before, those first words are the ops, and the byte search goes on
-    from where that stops holding."""
+def _first_ops(raw: bytes, start: int, limit: int, op_types: list[str]) -> tuple[list[str], list[int]]:
+    """The kinds and offsets of the ops `_op_list` would find first in `raw` (at `start` in the file),
+    found vectorized when numpy is already loaded (a diff has it; `inspect` starts without it and finds
+    all by byte search). Op n is the first word after op n-1 whose index (word ^ OP_MARKER_XOR, top bit
+    free) is n; while each index's first word comes after the one before, those first words are the
+    ops, and the byte search goes on from where that stops holding. Kinds are looked up in an object
+    array of the op-type table, so no Python loop runs per op."""
     np = sys.modules.get("numpy")
     if np is None or len(raw) < 8:
-        return []
+        return [], []
     words = np.frombuffer(raw, dtype="<u4")
     idx = (words[:-1] ^ np.uint32(F.OP_MARKER_XOR)) & np.uint32(F.OP_INDEX_MASK)  # a record needs 2 words
     cand = np.flatnonzero(idx < limit)
@@ -46,12 +47,18 @@ def _first_ops(raw: bytes, start: int, limit: int, op_types: list[str]) -> list[
     n = _leading(values == np.arange(len(values)))  # indices 0..n-1 all there
     pos = cand[first[:n]]
     pos = pos[: _leading(pos[1:] > pos[:-1]) + 1] if n else pos  # and each after the one before
-    kinds = (words[pos + 1] & np.uint32(0x0FFFFFFF)).tolist()
+    kind_i = words[pos + 1] & np.uint32(0x0FFFFFFF)
     n_types = len(op_types)
-    return [
-        Op(i, op_types[k] if k < n_types else f"type#{k}", start + 4 * p)
-        for i, (p, k) in enumerate(zip(pos.tolist(), kinds))
-    ]
+    table = np.array([*op_types, None], dtype=object)  # the table's own strings; None: not in it
+    kinds = table[np.minimum(kind_i, n_types)].tolist()
+    for j in np.flatnonzero(kind_i >= n_types).tolist():
+        kinds[j] = _kind_name(int(kind_i[j]), op_types)
+    return kinds, (start + 4 * pos).tolist()
+
+
+def _kind_name(kind_i: int, op_types: list[str]) -> str:
+    """An op's kind: its op-type table entry, or `type#<n>` where the table has no entry n."""
+    return op_types[kind_i] if kind_i < len(op_types) else f"type#{kind_i}"
 
 
 def _leading(mask) -> int:
@@ -265,7 +272,7 @@ class ContextBinary(MetadataReader):
             if trailer is not None:
                 regions.append(Region(f"{pre}/barrel/trailer", trailer, F.BARREL_TRAILER_SIZE))
                 end = trailer  # the pickle's own regions end where the trailer begins
-        options_text, ops = "", []
+        options_text, kinds, offsets = "", [], []
         if inner + 8 <= end and self._u32(inner) == F.PICKLE_MAGIC:
             regions.append(Region(f"{pre}/inner/start", inner, 8))
             ihdr, iend = self._header_records(inner + 8, end)
@@ -292,13 +299,12 @@ class ContextBinary(MetadataReader):
                 pos += 8 + n
             wd = inner + 4 * self._u32(sizes[0] + 4) if sizes else end
             program_end = wd if inner < wd <= end else end
-            ops, list_end = self._op_list(pos, program_end, op_types)
-            if ops:
-                regions.append(Region(f"{pre}/inner/allocator", pos, ops[0].offset - pos, "schedule"))
-                regions.append(
-                    Region(f"{pre}/inner/op_list", ops[0].offset, list_end - ops[0].offset, "schedule")
-                )
-            if ops and list_end < program_end <= end and self._u32(program_end - 4) == F.OP_LIST_END:
+            kinds, offsets, list_end = self._op_list(pos, program_end, op_types)
+            if offsets:
+                first = offsets[0]
+                regions.append(Region(f"{pre}/inner/allocator", pos, first - pos, "schedule"))
+                regions.append(Region(f"{pre}/inner/op_list", first, list_end - first, "schedule"))
+            if offsets and list_end < program_end <= end and self._u32(program_end - 4) == F.OP_LIST_END:
                 regions.append(Region(f"{pre}/inner/program_end_marker", program_end - 4, 4, "schedule"))
             if wd + F.WEIGHTS_DESCRIPTOR_SIZE <= end and self._u32(wd) == F.WEIGHTS_DESCRIPTOR_MAGIC:
                 regions.append(Region(f"{pre}/inner/weights_descriptor", wd, F.WEIGHTS_DESCRIPTOR_SIZE))
@@ -312,9 +318,8 @@ class ContextBinary(MetadataReader):
                 tail = wd + F.WEIGHTS_DESCRIPTOR_SIZE + pool
                 if tail < end and not self._is_zero(tail, end):
                     regions.append(Region(f"{pre}/tail", tail, min(F.PAGE, end - tail)))
-        return PickleLayout(
-            tuple(self._fill(regions, rec.offset, rec.offset + rec.size, pre)), options_text, tuple(ops)
-        )
+        regions = self._fill(regions, rec.offset, rec.offset + rec.size, pre)
+        return PickleLayout(tuple(regions), options_text, tuple(kinds), tuple(offsets))
 
     def _barrel_trailer(
         self, barrel_header: list[tuple[bytes, int, int]], start: int, end: int
@@ -349,17 +354,18 @@ class ContextBinary(MetadataReader):
         raw = bytes(self._buf[start + 8 : start + 8 + min(4 * words, n - 8)])
         return [s.decode("ascii", "replace") for s in raw.split(b"\x00")][:count]
 
-    def _op_list(self, start: int, end: int, op_types: list[str]) -> tuple[list[Op], int]:
-        """Ops in execution order: each record starts with op_index ^ OP_MARKER_XOR (its top bit free),
-        the next word its kind; the list ends at OP_LIST_END. Op n is the first such word after op n-1,
-        found by a byte search for the word's low three bytes (no numpy: `inspect` starts without it)."""
+    def _op_list(self, start: int, end: int, op_types: list[str]) -> tuple[list[str], list[int], int]:
+        """Ops in execution order, as their kinds and offsets, and where the list ends: each record starts
+        with op_index ^ OP_MARKER_XOR (its top bit free), the next word its kind; the list ends at
+        OP_LIST_END. Op n is the first such word after op n-1, found by a byte search for the word's low
+        three bytes (no numpy: `inspect` starts without it)."""
         if end - start < 8:
-            return [], start
+            return [], [], start
         raw = bytes(self._buf[start : end - (end - start) % 4])
         find, last = raw.find, len(raw) - 8  # a record needs its kind word: it starts at `last` at most
         limit = min(len(raw) // 4, 1 << 20)
-        ops, n_types = _first_ops(raw, start, limit, op_types), len(op_types)
-        at, n = (ops[-1].offset - start + 4, len(ops)) if ops else (0, 0)  # where the search for op n starts
+        kinds, offsets = _first_ops(raw, start, limit, op_types)
+        at, n = (offsets[-1] - start + 4, len(offsets)) if offsets else (0, 0)  # where op n's search starts
         while n < limit:
             v = (n ^ F.OP_MARKER_XOR) & F.OP_INDEX_MASK
             low, top = (v & 0xFFFFFF).to_bytes(3, "little"), v >> 24
@@ -368,16 +374,16 @@ class ContextBinary(MetadataReader):
                 pos = find(low, pos + 1)
             if pos < 0 or pos > last:
                 break
-            kind_i = int.from_bytes(raw[pos + 4 : pos + 8], "little") & 0x0FFFFFFF
-            ops.append(Op(n, op_types[kind_i] if kind_i < n_types else f"type#{kind_i}", start + pos))
+            kinds.append(_kind_name(int.from_bytes(raw[pos + 4 : pos + 8], "little") & 0x0FFFFFFF, op_types))
+            offsets.append(start + pos)
             at, n = pos + 4, n + 1
-        if not ops:
-            return [], start
+        if not offsets:
+            return [], [], start
         stop = raw.find(struct.pack("<I", F.OP_LIST_END), at)
         while stop >= 0 and stop % 4:
             stop = raw.find(struct.pack("<I", F.OP_LIST_END), stop + 1)
-        list_end = start + stop + 4 if stop >= 0 else ops[-1].offset + 8
-        return ops, list_end
+        list_end = start + stop + 4 if stop >= 0 else offsets[-1] + 8
+        return kinds, offsets, list_end
 
     def _is_zero(self, start: int, end: int) -> bool:
         step = 1 << 20
@@ -409,8 +415,15 @@ class ContextBinary(MetadataReader):
         return dict(self._options[graph_index])
 
     def ops(self, graph_index: int) -> tuple[Op, ...]:
+        """A graph's ops as objects (index, kind, offset): made on each call, for readers of offsets."""
         lay = self.layout(graph_index)
         return lay.ops if lay else ()
+
+    def op_kinds(self, graph_index: int) -> tuple[str, ...]:
+        """A graph's op kinds in execution order, as the walk keeps them: what a diff compares, without
+        an object per op."""
+        lay = self.layout(graph_index)
+        return lay.op_kinds if lay else ()
 
     @cached_property
     def regions(self) -> tuple[Region, ...]:

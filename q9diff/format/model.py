@@ -41,6 +41,8 @@ class Record:
 
 @dataclass(frozen=True)
 class Op:
+    """One op record, as `ContextBinary.ops` hands it out (the walk itself keeps kinds and offsets)."""
+
     index: int
     kind: str  # the HTP kernel name from the op-type table
     offset: int  # absolute file offset of the op record
@@ -119,8 +121,15 @@ class Region:
 
 @dataclass(frozen=True)
 class PickleLayout:
-    """What the walk of one PICKLE record found: its regions, options text and ops."""
+    """What the walk of one PICKLE record found: its regions, options text and ops. The op list is two
+    parallel tuples (op n is `op_kinds[n]`, its record at `op_offsets[n]`): a seed part's two graphs
+    hold ~36,000 ops, and a diff needs only their kinds, so no object per op is made unless `ops` is asked."""
 
     regions: tuple[Region, ...]
     options_text: str
-    ops: tuple[Op, ...]
+    op_kinds: tuple[str, ...]
+    op_offsets: tuple[int, ...]
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        return tuple(map(Op, range(len(self.op_kinds)), self.op_kinds, self.op_offsets))
