@@ -1,5 +1,6 @@
-"""The HTML report drawn without a JSON round trip of the result (q9diff.cli.common._as_saved) is
-drawn from what that round trip would have given: the saved form holds JSON's values."""
+"""The HTML report drawn without plotly's validators and without a JSON round trip of the result
+(q9diff.present.charts, q9diff.cli.common._as_saved) is what those would have given: plotly accepts
+every figure as it is, its encoder writes the same text, and the saved form holds JSON's values."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from conftest import FIXTURES
 from q9diff.cli.common import _as_saved, _json_text
 from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json
 from q9diff.format.openers import open_binary
+from q9diff.present import charts, html
 
 VARIANTS = FIXTURES / "variants"
 PAIRS = [
@@ -61,3 +63,32 @@ def test_the_saved_form_is_what_a_json_dump_and_load_gives(results):
     }
     for data in [*results, odd, {"only": "plain", "n": [1, 2.0, True]}]:
         _same(_as_saved(data), json.loads(_json_text(data)))
+
+
+def _figures(data: dict) -> list[dict]:
+    sets = [charts.set_effects(html._escaped(data))] if "parts" in data else []
+    return sets + [f for part in data.get("parts", [data]) for f in html._figures(part)]
+
+
+def test_every_figure_is_one_plotly_accepts_unchanged_and_writes_as_plotly_does(results):
+    go = pytest.importorskip("plotly.graph_objects")
+    import plotly.io as pio
+
+    for data in results:
+        for fig in _figures(_as_saved(data)):
+            checked = go.Figure(fig)  # validates every property: a wrong name or value raises
+            assert checked.to_dict() == fig  # and coerces nothing: the same values
+            text = pio.to_json(fig, validate=False, engine="json").replace("<", "\\u003c")
+            assert charts.chart_json(fig) == text
+
+
+def test_the_template_and_plotly_js_are_plotlys_own():
+    pytest.importorskip("plotly")
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    ours = charts.figure([], {})["layout"]["template"]
+    assert json.dumps(ours) == json.dumps(pio.templates[pio.templates.default].to_plotly_json())
+    assert charts.plotly_data("plotly.min.js") == get_plotlyjs().encode()
+    nan = charts.figure([{"type": "bar", "y": [math.nan, 1.0]}], {"title": {"text": "</script>"}})
+    assert charts.chart_json(nan) == pio.to_json(nan, validate=False, engine="json")

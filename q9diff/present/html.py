@@ -9,9 +9,6 @@ result is escaped (`_e`), and the charts get them escaped too (plotly reads tags
 
 from __future__ import annotations
 
-import base64
-import functools
-import gzip
 import html
 import json
 
@@ -171,13 +168,6 @@ _LOADER = """<script>(async () => {
 })();</script>"""
 
 
-@functools.cache
-def _plotly_packed() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), 6, mtime=0)).decode("ascii")
-
-
 class _Charts:
     """Charts of one page: plotly.js inlined once, before the first; div ids numbered, not random, so
     the same result always gives the same page."""
@@ -186,15 +176,12 @@ class _Charts:
         self.n = 0
 
     def __call__(self, figs) -> str:
-        import plotly.io as pio
-
         out = []
         if self.n == 0 and figs:
-            out.append(f'<script type="text/plain" id="plotly-gz">{_plotly_packed()}</script>{_LOADER}')
+            out.append(f'<script type="text/plain" id="plotly-gz">{charts.plotly_packed()}</script>{_LOADER}')
         for f in figs:
-            # JSON has "<" only inside strings, where \u003c reads the same: no "</script>" can end it.
-            text = pio.to_json(f, validate=False).replace("<", "\\u003c")
-            height = f.layout.height or 450
+            text = charts.chart_json(f)
+            height = (f["layout"].get("height") if isinstance(f, dict) else f.layout.height) or 450
             out.append(
                 f'<div id="chart-{self.n}" class="plotly-graph-div"'
                 f' style="height:{height}px;width:100%"></div>'
@@ -210,23 +197,24 @@ def _name(path: str) -> str:
 
 def _figures(data: dict) -> list:
     """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops."""
-    safe = _escaped(data)  # once: a seed-scale set's parts hold ~430,000 op names
+    safe = _escaped(data)
     figs = [charts.waterfall(safe), charts.maps(safe), charts.where_changed(safe)]
     if data.get("settings"):  # a result saved before settings were recorded has none
         figs.append(charts.settings(data))
-    return figs + [charts.ops(safe)]
+    return figs + [charts.ops(data)]  # ops escapes its kinds once counted
 
 
 def _escaped(v, seen: dict[str, str] | None = None):
-    """A result with every string escaped for plotly, which reads tags (<b>, <a href>) in its labels.
-    Each distinct string is escaped once (`seen`): a part's op lists repeat a few dozen kind names."""
+    """A result with every string escaped for plotly, which reads tags (<b>, <a href>) in its labels,
+    and without its op lists (~430,000 names in a seed-scale set), which only the ops chart reads, from
+    the result itself. Each distinct string is escaped once (`seen`)."""
     seen = {} if seen is None else seen
     if isinstance(v, str):
         if v not in seen:
             seen[v] = _e(v)
         return seen[v]
     if isinstance(v, dict):
-        return {k: _escaped(x, seen) for k, x in v.items()}
+        return {k: _escaped(x, seen) for k, x in v.items() if k != "ops"}
     if isinstance(v, list):
         return [_escaped(x, seen) for x in v]
     return v
