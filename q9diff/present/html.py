@@ -226,6 +226,7 @@ def _sizes(data: dict) -> str:
 
 def render(data: dict) -> str:
     """The report for two files, from the diff's JSON (`q9diff.diff/1`)."""
+    charts.start_packing()  # plotly.js packed while the page is drawn
     a, b = data["a"]["path"], data["b"]["path"]
     body = (
         _verdict(data)
@@ -243,6 +244,7 @@ def render_set(data: dict) -> str:
     """The report for two sets of parts, from the set's JSON (`q9diff.setdiff/1`): the verdict over
     the set, the set's totals part by part and a chart across the set, then each part as a diff of two
     files is shown (verdict, causes, fix, every chart)."""
+    charts.start_packing()  # plotly.js packed while the page is drawn
 
     def row(cells, tag="td") -> str:
         return "<tr>" + "".join(f"<{tag}{' class=n' if n else ''}>{c}</{tag}>" for c, n in cells) + "</tr>"
@@ -287,7 +289,8 @@ def render_set(data: dict) -> str:
         f"<th>change</th><th>root causes</th></tr>{''.join(rows)}"
     )
     draw = _Charts()
-    across = draw([charts.set_effects(_escaped(data))]) if data["parts"] else ""
+    effects = {"parts": [{"part": p["part"], "attribution": p.get("attribution")} for p in data["parts"]]}
+    across = draw([charts.set_effects(_escaped(effects))]) if data["parts"] else ""  # all it reads
     sections = []
     for part in data["parts"]:
         pa, pb = part["part"], _name(part["b"]["path"])
