@@ -131,7 +131,8 @@ def _fixes(suggestions: list[dict]) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return f"""<!doctype html><html><head><meta charset="utf-8">
+    """The page around `body`, with plotly.js where its charts hold the place for it (`_PLOTLY_JS`)."""
+    page = f"""<!doctype html><html><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title>
 {STYLE}
@@ -139,6 +140,12 @@ def _page(title: str, body: str) -> str:
 {body}
 </body></html>
 """
+    return page.replace(_PLOTLY_JS, charts.plotly_packed(), 1) if _PLOTLY_JS in page else page
+
+
+# Where plotly.js goes, filled in last so that it is packed while the page is drawn (start_packing). No
+# string of a result can look like it: the page escapes control characters (\x00, \u0000).
+_PLOTLY_JS = "\0plotly.js\0"
 
 
 # plotly.js (4.8 MB in plotly 6's package, which ships no partial bundle) goes in gzipped and base64'd
@@ -178,7 +185,7 @@ class _Charts:
     def __call__(self, figs) -> str:
         out = []
         if self.n == 0 and figs:
-            out.append(f'<script type="text/plain" id="plotly-gz">{charts.plotly_packed()}</script>{_LOADER}')
+            out.append(f'<script type="text/plain" id="plotly-gz">{_PLOTLY_JS}</script>{_LOADER}')
         for f in figs:
             text = charts.chart_json(f)
             height = (f["layout"].get("height") if isinstance(f, dict) else f.layout.height) or 450
