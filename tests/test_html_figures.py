@@ -92,3 +92,8 @@ def test_the_template_and_plotly_js_are_plotlys_own():
     assert charts.plotly_data("plotly.min.js") == get_plotlyjs().encode()
     nan = charts.figure([{"type": "bar", "y": [math.nan, 1.0]}], {"title": {"text": "</script>"}})
     assert charts.chart_json(nan) == pio.to_json(nan, validate=False, engine="json")
+
+
+def test_no_string_of_a_result_can_take_plotly_js_place():
+    fig = charts.figure([], {"title": {"text": html._PLOTLY_JS}})
+    assert html._PLOTLY_JS not in html._e(html._PLOTLY_JS) + charts.chart_json(fig)
