@@ -3,12 +3,26 @@
 Every chart says what it plots on its axes; every size is shown in human units with the exact bytes on
 hover. Graph names are shortened where they are long, keeping the words that tell the graphs of one
 file apart (prompt vs token), never only the tail.
+
+Each chart is a plotly figure written as the dict plotly.graph_objects would give for it (`to_dict()`:
+the same keys, in the same order, with the default "plotly" template in its layout), not built through
+graph_objects: plotly validates every property it is given, which took 1.5 s of a seed-scale set's
+report for 36 charts. test_report checks each figure against plotly's own validation.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
+import html
+import json
 import re
+import threading
 from collections import Counter
+from importlib.util import find_spec
+from itertools import chain
+from pathlib import Path
 
 from q9diff.errors import printable
 from q9diff.units import human, sizes, value
@@ -45,6 +59,66 @@ def graph_label(region: str, graphs: list[str]) -> str:
     return region
 
 
+def plotly_data(name: str) -> bytes:
+    """A file of the installed plotly package's data (plotly.js, the templates), read without importing
+    plotly (0.04 s): plotly's own get_plotlyjs() and its template registry read these same files."""
+    spec = find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("plotly is not installed")
+    return (Path(spec.submodule_search_locations[0]) / "package_data" / name).read_bytes()
+
+
+@functools.cache
+def template() -> dict:
+    """The "plotly" template, plotly's default, as graph_objects puts it into every figure's layout."""
+    raw = json.loads(plotly_data("templates/plotly.json"))
+    return {"data": raw["data"], "layout": raw["layout"]}
+
+
+def figure(traces: list[dict], layout: dict) -> dict:
+    """A figure as `go.Figure(...).to_dict()` gives it: the template first in its layout."""
+    return {"data": traces, "layout": {"template": template(), **layout}}
+
+
+_packing = threading.Lock()  # one packing at a time: the page waits for the thread's
+
+
+def plotly_packed() -> str:
+    """plotly.js gzipped and base64'd, once a process; waits for `start_packing`'s thread if it runs."""
+    with _packing:
+        return _packed()
+
+
+@functools.cache
+def _packed() -> str:
+    js = plotly_data("plotly.min.js")  # what plotly.offline.get_plotlyjs() reads, as bytes
+    return base64.b64encode(gzip.compress(js, 6, mtime=0)).decode("ascii")
+
+
+def start_packing() -> None:
+    """Pack plotly.js on another thread while the page is drawn: the 0.13 s of deflate (zlib lets go
+    of the GIL) then overlaps the drawing instead of adding to it; the bytes are the same."""
+    threading.Thread(target=plotly_packed, name="pack plotly.js", daemon=True).start()
+
+
+def chart_json(f) -> str:
+    """A figure's JSON as plotly.io.to_json writes it with its json engine: compact, NaN and infinities
+    as null, and <, > and / as \\u escapes (the same characters to JSON), so no "</script>" can end the
+    script that holds it. `f`: a figure dict (this module's) or a plotly Figure (verify's charts)."""
+    if not isinstance(f, dict):
+        import plotly.io as pio
+
+        return pio.to_json(f, validate=False).replace("<", "\\u003c")
+    text = json.dumps(f, separators=(",", ":"))
+    if "NaN" in text or "Infinity" in text:
+        text = json.dumps(json.loads(text, parse_constant=lambda _: None), separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")
+
+
+def _title(text: str) -> dict:
+    return {"text": text}
+
+
 def group_of(name: str) -> str:
     parts = name.split("/")
     return "/".join(parts[:2]) if parts[0].startswith(("PICKLE", "WEIGHTS")) else parts[0]
@@ -56,8 +130,6 @@ def _graphs(summary: dict) -> list[str]:
 
 def waterfall(data: dict, title: str = "Size change by region, candidate → reference"):
     """Only the deltas, from zero: a +28 KB change on 1 MB is as tall as it is, not a sliver on a tower."""
-    import plotly.graph_objects as go
-
     graphs = _graphs(data["a"])
     deltas: dict[str, int] = {}
     for r in data["regions"]:
@@ -66,32 +138,25 @@ def waterfall(data: dict, title: str = "Size change by region, candidate → ref
             deltas[key] = deltas.get(key, 0) + r["delta"]
     names = [graph_label(k, graphs) for k in deltas] + ["net change"]
     values = [*deltas.values(), data["size_delta"]]
-    fig = go.Figure(
-        go.Waterfall(
-            x=names,
-            y=[*deltas.values(), 0],
-            measure=[*["relative"] * len(deltas), "total"],
-            text=[("+" if v > 0 else "") + human(v) for v in values],
-            customdata=[f"{v:+,d} bytes" for v in values],
-            hovertext=list(deltas) + ["net change"],
-            hovertemplate="%{x}<br>%{customdata}<br>%{hovertext}<extra></extra>",
-            textposition="outside",
-        )
-    )
+    trace = {
+        "customdata": [f"{v:+,d} bytes" for v in values],
+        "hovertemplate": "%{x}<br>%{customdata}<br>%{hovertext}<extra></extra>",
+        "hovertext": list(deltas) + ["net change"],
+        "measure": [*["relative"] * len(deltas), "total"],
+        "text": [("+" if v > 0 else "") + human(v) for v in values],
+        "textposition": "outside",
+        "x": names,
+        "y": [*deltas.values(), 0],
+        "type": "waterfall",
+    }
     a, b = data["a"]["size"], data["b"]["size"]
-    fig.update_layout(
-        title=f"{title}: {sizes(a, b)}",
-        yaxis_title="size change (bytes)",
-        height=400,
-    )
-    return fig
+    layout = {"title": _title(f"{title}: {sizes(a, b)}"), "yaxis": {"title": _title("size change (bytes)")}}
+    return figure([trace], layout | {"height": 400})
 
 
 def treemap_trace(summary: dict, title: str):
     """Every byte of one file, once: each group's value is the sum of its regions ("total"), so the
     areas add up to the file size."""
-    import plotly.graph_objects as go
-
     graphs = _graphs(summary)
     ids, labels, parents, values = [], [], [], []
     groups: dict[str, int] = {}
@@ -110,33 +175,45 @@ def treemap_trace(summary: dict, title: str):
                 parents.append(group_of(name)),
                 values.append(v),
             )
-    return go.Treemap(
-        ids=ids,
-        labels=labels,
-        parents=parents,
-        values=values,
-        branchvalues="total",
-        name=title,
-        customdata=[
+    return {
+        "branchvalues": "total",
+        "customdata": [
             f"{human(v)} ({v:,d} bytes, {v / max(1, summary['size']):.1%} of the file)" for v in values
         ],
-        hovertemplate="%{label}<br>%{customdata}<extra></extra>",
-    )
+        "hovertemplate": "%{label}<br>%{customdata}<extra></extra>",
+        "ids": ids,
+        "labels": labels,
+        "name": title,
+        "parents": parents,
+        "values": values,
+        "type": "treemap",
+    }
+
+
+# make_subplots(rows=1, cols=2) of two "domain" cells: each cell's domain and its title's place
+_CELLS = (([0.0, 0.45], 0.225), ([0.55, 1.0], 0.775))
 
 
 def maps(data: dict):
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        specs=[[{"type": "domain"}, {"type": "domain"}]],
-        subplot_titles=(f"candidate, {human(data['a']['size'])}", f"reference, {human(data['b']['size'])}"),
-    )
-    fig.add_trace(treemap_trace(data["a"], "candidate"), 1, 1)
-    fig.add_trace(treemap_trace(data["b"], "reference"), 1, 2)
-    fig.update_layout(title="Region maps (every byte; area is size)", height=480)
-    return fig
+    """Both files' region maps side by side, each titled with its size."""
+    traces, titles = [], []
+    for (x, middle), side, name in zip(_CELLS, ("a", "b"), ("candidate", "reference")):
+        traces.append(treemap_trace(data[side], name) | {"domain": {"x": x, "y": [0.0, 1.0]}})
+        titles.append(
+            {
+                "font": {"size": 16},
+                "showarrow": False,
+                "text": f"{name}, {human(data[side]['size'])}",
+                "x": middle,
+                "xanchor": "center",
+                "xref": "paper",
+                "y": 1.0,
+                "yanchor": "bottom",
+                "yref": "paper",
+            }
+        )
+    layout = {"annotations": titles, "title": _title("Region maps (every byte; area is size)"), "height": 480}
+    return figure(traces, layout)
 
 
 def where_changed(data: dict):
@@ -144,8 +221,6 @@ def where_changed(data: dict):
     from the candidate, split into moved (the same 128-byte block is elsewhere in the candidate's region
     of that name: re-laid out) and new (not found there). The weights pool of a VTCM change is a wide
     band that is almost all moved, as the text says."""
-    import plotly.graph_objects as go
-
     rows = {r["name"]: r for r in data["regions"]}
     graphs = _graphs(data["b"])
     x, width, moved, new, hover = [], [], [], [], []
@@ -162,124 +237,152 @@ def where_changed(data: dict):
             f"{graph_label(reg['name'], graphs)}<br>{human(reg['size'])} at {reg['offset']:,d}<br>"
             f"moved {r['moved_bytes']:,d} B, new {r['new_bytes']:,d} B of {whole:,d} B"
         )
-    fig = go.Figure()
-    for name, ys, color in (
-        ("moved (same content elsewhere)", moved, MOVED_COLOR),
-        ("new content", new, NEW_COLOR),
-    ):
-        fig.add_trace(
-            go.Bar(
-                x=x,
-                y=ys,
-                width=width,
-                name=name,
-                marker_color=color,
-                hovertext=hover,
-                hovertemplate="%{hovertext}<extra>" + name + "</extra>",
-            )
+    traces = [
+        {
+            "hovertemplate": "%{hovertext}<extra>" + name + "</extra>",
+            "hovertext": hover,
+            "marker": {"color": color},
+            "name": name,
+            "width": width,
+            "x": x,
+            "y": ys,
+            "type": "bar",
+        }
+        for name, ys, color in (
+            ("moved (same content elsewhere)", moved, MOVED_COLOR),
+            ("new content", new, NEW_COLOR),
         )
+    ]
+    shapes, labels = [], []
     bands: dict[str, list[int]] = {}
     for reg in data["b"]["regions"]:
         span = bands.setdefault(group_of(reg["name"]), [reg["offset"], reg["offset"]])
         span[0], span[1] = min(span[0], reg["offset"]), max(span[1], reg["offset"] + reg["size"])
     size, free_from = max(1, data["b"]["size"]), 0.0
     for i, (g, (lo, hi)) in enumerate(sorted(bands.items(), key=lambda kv: kv[1][0])):
-        fig.add_vrect(
-            x0=lo, x1=hi, fillcolor="#888" if i % 2 else "#ccc", opacity=0.12, line_width=0, layer="below"
+        shapes.append(
+            {
+                "fillcolor": "#888" if i % 2 else "#ccc",
+                "layer": "below",
+                "line": {"width": 0},
+                "opacity": 0.12,
+                "type": "rect",
+                "x0": lo,
+                "x1": hi,
+                "xref": "x",
+                "y0": 0,
+                "y1": 1,
+                "yref": "y domain",
+            }
         )
         label = graph_label(g, graphs)
         # A label only where it fits its band and clears the one before (7 px a letter, ~1000 px wide).
         half = len(label) * 0.0035
         mid = (lo + hi) / 2 / size
         if (hi - lo) / size >= 2 * half and mid - half >= free_from:
-            fig.add_annotation(
-                x=(lo + hi) / 2, y=1.0, yref="paper", yanchor="bottom", showarrow=False, text=label,
-                font={"size": 11},
-            )  # fmt: skip
+            labels.append(
+                {
+                    "font": {"size": 11},
+                    "showarrow": False,
+                    "text": label,
+                    "x": (lo + hi) / 2,
+                    "y": 1.0,
+                    "yanchor": "bottom",
+                    "yref": "paper",
+                }
+            )
             free_from = mid + half
     only_a = sum(r["a_size"] for r in data["regions"] if r["b_size"] == 0)
     note = f"; {human(only_a)} of regions only the candidate has are not drawn" if only_a else ""
-    fig.update_layout(
-        title=f"Where bytes changed, along the reference: moved vs new, per region{note}",
-        barmode="stack",
-        xaxis_title="offset in the reference (bytes)",
-        yaxis_title="share of the region changed (%)",
-        yaxis_range=[0, 105],
-        height=380,
-        bargap=0,
-    )
-    return fig
+    layout = ({"shapes": shapes} if shapes else {}) | ({"annotations": labels} if labels else {})
+    layout |= {
+        "yaxis": {"title": _title("share of the region changed (%)"), "range": [0, 105]},
+        "title": _title(f"Where bytes changed, along the reference: moved vs new, per region{note}"),
+        "barmode": "stack",
+        "xaxis": {"title": _title("offset in the reference (bytes)")},
+        "height": 380,
+        "bargap": 0,
+    }
+    return figure(traces, layout)
 
 
 def _middle(s: str, n: int = 44) -> str:
     return s if len(s) <= n else s[: n * 2 // 3 - 1] + "…" + s[-(n // 3) :]
 
 
+def _kinds(side: dict) -> Counter:
+    """Ops per kind of one side's graphs, each kind escaped for plotly's labels: the names are counted
+    first and only the distinct ones escaped (a seed-scale part has ~70,000 ops of a few dozen kinds);
+    two names that escape alike count as one, as their labels would."""
+    out: Counter = Counter()
+    for kind, n in Counter(chain.from_iterable(g["ops"] for g in side["graphs"])).items():
+        out[html.escape(printable(kind))] += n
+    return out
+
+
 def ops(data: dict, most: int = 40):
     """Ops per kind over all graphs, horizontal bars (kernel names are long), the kinds whose count
-    differs most first."""
-    import plotly.graph_objects as go
-
-    ca = Counter(k for g in data["a"]["graphs"] for k in g["ops"])
-    cb = Counter(k for g in data["b"]["graphs"] for k in g["ops"])
+    differs most first. `data`: the diff's JSON as saved, not escaped (`_kinds` escapes the kinds)."""
+    ca, cb = _kinds(data["a"]), _kinds(data["b"])
     kinds = sorted(set(ca) | set(cb), key=lambda k: (-abs(cb[k] - ca[k]), -(ca[k] + cb[k]), k))
     shown = kinds[:most][::-1]  # plotly draws the first category at the bottom
-    fig = go.Figure()
-    for label, c in (("candidate", ca), ("reference", cb)):
-        fig.add_trace(
-            go.Bar(
-                y=[_middle(k) for k in shown],
-                x=[c[k] for k in shown],
-                name=label,
-                orientation="h",
-                hovertext=shown,
-                hovertemplate="%{hovertext}<br>%{x} ops<extra>" + label + "</extra>",
-            )
-        )
+    traces = [
+        {
+            "hovertemplate": "%{hovertext}<br>%{x} ops<extra>" + label + "</extra>",
+            "hovertext": shown,
+            "name": label,
+            "orientation": "h",
+            "x": [c[k] for k in shown],
+            "y": [_middle(k) for k in shown],
+            "type": "bar",
+        }
+        for label, c in (("candidate", ca), ("reference", cb))
+    ]
     differ = sum(1 for k in kinds if ca[k] != cb[k])
     rest = f"; {len(kinds) - most} more kinds not drawn" if len(kinds) > most else ""
-    fig.update_layout(
-        title=f"Ops per kind, all graphs: {differ} of {len(kinds)} kinds differ in count (first){rest}",
-        barmode="group",
-        xaxis_title="ops of this kind",
-        height=140 + 26 * len(shown),
-        margin={"l": 330},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-    )
-    return fig
+    layout = {
+        "margin": {"l": 330},
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        "title": _title(
+            f"Ops per kind, all graphs: {differ} of {len(kinds)} kinds differ in count (first){rest}"
+        ),
+        "barmode": "group",
+        "xaxis": {"title": _title("ops of this kind")},
+        "height": 140 + 26 * len(shown),
+    }
+    return figure(traces, layout)
 
 
 def set_effects(data: dict):
     """Across the set: each part's changed bytes by effect (the attribution buckets), so the part that
     changed most, and how, shows at a glance."""
-    import plotly.graph_objects as go
-
     parts = [p["part"] for p in data["parts"]]
     names = list(dict.fromkeys(r["bucket"] for p in data["parts"] for r in p.get("attribution") or []))
-    fig = go.Figure()
+    traces = []
     for bucket in names:
         values = [
             next((r["changed_bytes"] for r in p.get("attribution") or [] if r["bucket"] == bucket), 0)
             for p in data["parts"]
         ]
-        fig.add_trace(
-            go.Bar(
-                y=parts,
-                x=values,
-                name=bucket,
-                orientation="h",
-                customdata=[f"{v:,d} bytes" for v in values],
-                hovertemplate="%{y}: %{customdata}<extra>" + bucket + "</extra>",
-            )
+        traces.append(
+            {
+                "customdata": [f"{v:,d} bytes" for v in values],
+                "hovertemplate": "%{y}: %{customdata}<extra>" + bucket + "</extra>",
+                "name": bucket,
+                "orientation": "h",
+                "x": values,
+                "y": parts,
+                "type": "bar",
+            }
         )
-    fig.update_layout(
-        title="Across the set: changed bytes per part, by effect",
-        barmode="stack",
-        xaxis_title="changed bytes",
-        height=200 + 40 * len(parts),
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-    )
-    return fig
+    layout = {
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        "title": _title("Across the set: changed bytes per part, by effect"),
+        "barmode": "stack",
+        "xaxis": {"title": _title("changed bytes")},
+        "height": 200 + 40 * len(parts),
+    }
+    return figure(traces, layout)
 
 
 DIFFER_FILL, DIFFER_TEXT = "#b3261e", "#ffffff"  # 6.5:1 against the page's white, white text 6.5:1 on it
@@ -288,10 +391,6 @@ DIFFER_FILL, DIFFER_TEXT = "#b3261e", "#ffffff"  # 6.5:1 against the page's whit
 def settings(data: dict):
     """The observed settings side by side; a differing row is marked three ways: a ≠ before its name,
     bold, and a dark fill (not a pale tint beside white)."""
-    import html
-
-    import plotly.graph_objects as go
-
     oa, ob = data["settings"]["a"], data["settings"]["b"]
     keys = list(oa) + [k for k in ob if k not in oa]
 
@@ -309,23 +408,19 @@ def settings(data: dict):
     names = [("≠ " if d else "") + html.escape(printable(k)) for k, d in zip(keys, differs)]
     fill = [DIFFER_FILL if d else "white" for d in differs]
     font = [DIFFER_TEXT if d else "#222" for d in differs]
-    fig = go.Figure(
-        go.Table(
-            header={"values": ["setting", "candidate", "reference"], "font": {"size": 13}},
-            cells={
-                "values": [
-                    mark(names),
-                    mark([short(k, oa.get(k)) for k in keys]),
-                    mark([short(k, ob.get(k)) for k in keys]),
-                ],
-                "fill_color": [fill] * 3,
-                "font": {"color": [font] * 3, "size": 13},
-                "height": 26,
-            },
-        )
-    )
-    fig.update_layout(
-        title=f"Settings: {sum(differs)} of {len(keys)} differ (marked ≠, bold, dark)",
-        height=200 + 30 * len(keys),
-    )
-    return fig
+    table = {
+        "cells": {
+            "fill": {"color": [fill] * 3},
+            "font": {"color": [font] * 3, "size": 13},
+            "height": 26,
+            "values": [
+                mark(names),
+                mark([short(k, oa.get(k)) for k in keys]),
+                mark([short(k, ob.get(k)) for k in keys]),
+            ],
+        },
+        "header": {"font": {"size": 13}, "values": ["setting", "candidate", "reference"]},
+        "type": "table",
+    }
+    title = f"Settings: {sum(differs)} of {len(keys)} differ (marked ≠, bold, dark)"
+    return figure([table], {"title": _title(title), "height": 200 + 30 * len(keys)})

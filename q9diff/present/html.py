@@ -9,9 +9,6 @@ result is escaped (`_e`), and the charts get them escaped too (plotly reads tags
 
 from __future__ import annotations
 
-import base64
-import functools
-import gzip
 import html
 import json
 
@@ -134,7 +131,8 @@ def _fixes(suggestions: list[dict]) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return f"""<!doctype html><html><head><meta charset="utf-8">
+    """The page around `body`, with plotly.js where its charts hold the place for it (`_PLOTLY_JS`)."""
+    page = f"""<!doctype html><html><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title>
 {STYLE}
@@ -142,6 +140,12 @@ def _page(title: str, body: str) -> str:
 {body}
 </body></html>
 """
+    return page.replace(_PLOTLY_JS, charts.plotly_packed(), 1) if _PLOTLY_JS in page else page
+
+
+# Where plotly.js goes, filled in last so that it is packed while the page is drawn (start_packing). No
+# string of a result can look like it: the page escapes control characters (\x00, \u0000).
+_PLOTLY_JS = "\0plotly.js\0"
 
 
 # plotly.js (4.8 MB in plotly 6's package, which ships no partial bundle) goes in gzipped and base64'd
@@ -171,13 +175,6 @@ _LOADER = """<script>(async () => {
 })();</script>"""
 
 
-@functools.cache
-def _plotly_packed() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), 6, mtime=0)).decode("ascii")
-
-
 class _Charts:
     """Charts of one page: plotly.js inlined once, before the first; div ids numbered, not random, so
     the same result always gives the same page."""
@@ -186,15 +183,12 @@ class _Charts:
         self.n = 0
 
     def __call__(self, figs) -> str:
-        import plotly.io as pio
-
         out = []
         if self.n == 0 and figs:
-            out.append(f'<script type="text/plain" id="plotly-gz">{_plotly_packed()}</script>{_LOADER}')
+            out.append(f'<script type="text/plain" id="plotly-gz">{_PLOTLY_JS}</script>{_LOADER}')
         for f in figs:
-            # JSON has "<" only inside strings, where \u003c reads the same: no "</script>" can end it.
-            text = pio.to_json(f, validate=False).replace("<", "\\u003c")
-            height = f.layout.height or 450
+            text = charts.chart_json(f)
+            height = (f["layout"].get("height") if isinstance(f, dict) else f.layout.height) or 450
             out.append(
                 f'<div id="chart-{self.n}" class="plotly-graph-div"'
                 f' style="height:{height}px;width:100%"></div>'
@@ -210,23 +204,24 @@ def _name(path: str) -> str:
 
 def _figures(data: dict) -> list:
     """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops."""
-    safe = _escaped(data)  # once: a seed-scale set's parts hold ~430,000 op names
+    safe = _escaped(data)
     figs = [charts.waterfall(safe), charts.maps(safe), charts.where_changed(safe)]
     if data.get("settings"):  # a result saved before settings were recorded has none
         figs.append(charts.settings(data))
-    return figs + [charts.ops(safe)]
+    return figs + [charts.ops(data)]  # ops escapes its kinds once counted
 
 
 def _escaped(v, seen: dict[str, str] | None = None):
-    """A result with every string escaped for plotly, which reads tags (<b>, <a href>) in its labels.
-    Each distinct string is escaped once (`seen`): a part's op lists repeat a few dozen kind names."""
+    """A result with every string escaped for plotly, which reads tags (<b>, <a href>) in its labels,
+    and without its op lists (~430,000 names in a seed-scale set), which only the ops chart reads, from
+    the result itself. Each distinct string is escaped once (`seen`)."""
     seen = {} if seen is None else seen
     if isinstance(v, str):
         if v not in seen:
             seen[v] = _e(v)
         return seen[v]
     if isinstance(v, dict):
-        return {k: _escaped(x, seen) for k, x in v.items()}
+        return {k: _escaped(x, seen) for k, x in v.items() if k != "ops"}
     if isinstance(v, list):
         return [_escaped(x, seen) for x in v]
     return v
@@ -238,6 +233,7 @@ def _sizes(data: dict) -> str:
 
 def render(data: dict) -> str:
     """The report for two files, from the diff's JSON (`q9diff.diff/1`)."""
+    charts.start_packing()  # plotly.js packed while the page is drawn
     a, b = data["a"]["path"], data["b"]["path"]
     body = (
         _verdict(data)
@@ -255,6 +251,7 @@ def render_set(data: dict) -> str:
     """The report for two sets of parts, from the set's JSON (`q9diff.setdiff/1`): the verdict over
     the set, the set's totals part by part and a chart across the set, then each part as a diff of two
     files is shown (verdict, causes, fix, every chart)."""
+    charts.start_packing()  # plotly.js packed while the page is drawn
 
     def row(cells, tag="td") -> str:
         return "<tr>" + "".join(f"<{tag}{' class=n' if n else ''}>{c}</{tag}>" for c, n in cells) + "</tr>"
@@ -299,7 +296,8 @@ def render_set(data: dict) -> str:
         f"<th>change</th><th>root causes</th></tr>{''.join(rows)}"
     )
     draw = _Charts()
-    across = draw([charts.set_effects(_escaped(data))]) if data["parts"] else ""
+    effects = {"parts": [{"part": p["part"], "attribution": p.get("attribution")} for p in data["parts"]]}
+    across = draw([charts.set_effects(_escaped(effects))]) if data["parts"] else ""  # all it reads
     sections = []
     for part in data["parts"]:
         pa, pb = part["part"], _name(part["b"]["path"])

@@ -9,6 +9,7 @@ shapes below list only what the presenters read; other fields are left alone.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -257,6 +258,32 @@ def _no_constant(name: str):
 def _quote(v) -> str:
     s = json.dumps(v)[:40] if not isinstance(v, (dict, list)) else type(v).__name__
     return s
+
+
+class NotPlain(Exception):
+    """A value whose JSON form is not itself (see `plain_copy`)."""
+
+
+_SCALARS = {str, int, bool, type(None)}  # exact types JSON gives back as they are (a float may be NaN)
+
+
+def plain_copy(v):
+    """`v` as a JSON dump and load would give it back, tuples as lists, for a result of plain values:
+    str keys; str, int, finite float, bool, None; lists and tuples of them. NotPlain on anything else
+    (a NaN, a Path, a non-str key, a subclass such as an IntEnum), which only JSON itself can answer.
+    A list of scalars (an op list) is copied in one step, not name by name."""
+    t = type(v)
+    if t is dict:
+        if not set(map(type, v)) <= {str}:
+            raise NotPlain
+        return {k: plain_copy(x) for k, x in v.items()}
+    if t is list or t is tuple:
+        if set(map(type, v)) <= _SCALARS:
+            return list(v)
+        return [plain_copy(x) for x in v]
+    if t in _SCALARS or (t is float and math.isfinite(v)):
+        return v
+    raise NotPlain
 
 
 def verify_result(data: dict):
