@@ -172,9 +172,10 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
     dtype = np.int32 if nb < 1 << 31 else np.int64
     span = SCAN * _GROUP
 
-    def ahead(lo: int) -> None:
-        a.will_need(x.offset + lo * BLOCK, span * BLOCK)
-        b.will_need(y.offset + lo * BLOCK, span * BLOCK)
+    def ahead(lo: int) -> None:  # the region's own blocks only: asking for 64 MiB costs 0.3 ms, in cache
+        if lo < nb:
+            a.will_need(x.offset + lo * BLOCK, (min(nb, lo + span) - lo) * BLOCK)
+            b.will_need(y.offset + lo * BLOCK, (min(nb, lo + span) - lo) * BLOCK)
 
     def group(lo: int):
         ahead(lo + WORKERS * span)
@@ -229,15 +230,16 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
             sb.append(np.flatnonzero(kb) + s)
             sb_changed.append(r[kb[r]] + s)
         elif len(r):
-            pa, pb = (ca, cb) if len(r) == m else (ca[r], cb[r])
-            ka = word_key(pa[:, 5])
+            # word 5 of the changed rows gathered (not the rows copied), then only the sampled rows whole
+            w5a, w5b = (ca[:, 5], cb[:, 5]) if len(r) == m else (ca[r, 5], cb[r, 5])
+            ka, kb = word_key(w5a), word_key(w5b)
             keys.append(ka)
-            ia, ib = np.flatnonzero(ka < _SAMPLED), np.flatnonzero(_sampled(pb))
-            sa.append(r[ia] + s)
-            sb_changed.append(r[ib] + s)
-            hash_a.append(block_hash(pa[ia]))
-            hash_b.append(block_hash(pb[ib]))
-            weight_b.append(np.count_nonzero(xx[r[ib]].view(np.uint8), axis=1))
+            ia, ib = r[ka < _SAMPLED], r[kb < _SAMPLED]
+            sa.append(ia + s)
+            sb_changed.append(ib + s)
+            hash_a.append(block_hash(ca[ia]))
+            hash_b.append(block_hash(cb[ib]))
+            weight_b.append(np.count_nonzero(xx[ib].view(np.uint8), axis=1))
     return changed, rows, sa, sb, sb_changed, keys, hash_a, hash_b, weight_b
 
 

@@ -36,6 +36,7 @@ _BATCH = 1 << 18  # blocks sorted by content at a time there (32 MiB)
 _BYTES = np.dtype((np.void, BLOCK))  # a block as one value: sorted and compared as bytes
 _ALL_TRUE = np.uint64(0x0101010101010101)  # 8 bools, all True, seen as one word
 KEY = np.uint64(0x9E3779B97F4A7C15)  # word_key's multiplier (2^64 / golden ratio, odd)
+_KEYS = 1 << 17  # keys matched per step of could_match (1 MiB of them)
 _DISTANCES = 8  # the most common anchor distances tried after a row's neighbouring anchors
 
 
@@ -180,19 +181,19 @@ def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarra
     then after it, then the most common distances; every hit verified byte for byte, only in hay rows
     `in_hay` marks (a mask, or all). What it does not find may still be elsewhere: search that."""
     found = np.zeros(len(rows), dtype=bool)
-    if not len(at):
+    if not len(at) or not len(rows):
         return found
     dist = to.astype(np.int64) - at
     kinds, counts = np.unique(dist, return_counts=True)
     common = kinds[np.argsort(-counts)[:_DISTANCES]]
     words_n, words_h = needles.view(np.uint64), hay.view(np.uint64)
-    rows = rows.astype(np.int64)
-    anchor = _anchor_before(rows, at)
-    _in_runs(words_n, rows, words_h, in_hay, rows + dist[np.maximum(anchor, 0)], found)
+    starts = np.searchsorted(rows, at)  # anchor k's distance holds from rows[starts[k]] on
+    _in_runs(words_n, rows, words_h, in_hay, starts, dist, found)
     left = np.flatnonzero(~found)
     for s in range(0, len(left), CHUNK):  # what runs left, a cache-sized step of rows at a time
         which = left[s : s + CHUNK]
-        part, before, done = rows[which], anchor[which], np.zeros(len(which), dtype=bool)
+        part, done = rows[which].astype(np.int64), np.zeros(len(which), dtype=bool)
+        before = np.searchsorted(starts, which, side="right") - 1  # the anchor before each row, or -1
         for k, d in enumerate([None, None, *common]):
             sel = np.flatnonzero(~done)
             if not len(sel):
@@ -209,32 +210,36 @@ def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarra
     return found
 
 
-def _anchor_before(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """For each of `rows` (ascending) the index of the last anchor row `at` (ascending, distinct) at or
-    before it, -1 for none. Anchors are the rows' own sampled ones: then a running count over the rows
-    gives it in one pass, where a search per row costs a binary search among the anchors."""
-    pos = np.searchsorted(rows, at)
-    if len(pos) and pos[-1] < len(rows) and np.array_equal(rows[pos], at):
-        mark = np.zeros(len(rows), dtype=np.int32)
-        mark[pos] = 1
-        return np.cumsum(mark, dtype=np.int32 if len(rows) < 1 << 31 else np.int64) - 1  # int32: 7x faster
-    return np.searchsorted(at, rows, side="right") - 1
+def _segments(rows: np.ndarray, starts: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (ascending) cut where they stop being consecutive or the anchor distance they follow
+    changes: each segment's first index and distance (the anchor before it, the first one before any),
+    found from the runs' and anchors' boundaries without a pass per row's target."""
+    n = len(rows)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    cuts = np.union1d(np.concatenate([[0], breaks]), starts[starts < n])
+    d = dist[np.maximum(np.searchsorted(starts, cuts, side="right") - 1, 0)]
+    keep = np.ones(len(cuts), dtype=bool)
+    keep[1:] = d[1:] != d[:-1]
+    keep[np.searchsorted(cuts, breaks)] = True  # a break in the rows is a break in the targets
+    return cuts[keep], d[keep]
 
 
-def _in_runs(words_n, rows: np.ndarray, words_h, in_hay, targets: np.ndarray, found: np.ndarray) -> None:
-    """Mark in `found` the needle rows equal to hay row `targets`, comparing runs of consecutive rows
-    with consecutive targets as slices, a cache-sized step at a time (no copies, one call per run);
-    where runs are short (under 64 rows on average) the row-by-row passes are cheaper, and do it."""
-    brk = np.flatnonzero((np.diff(rows) != 1) | (np.diff(targets) != 1)) + 1
-    if len(brk) * 64 > len(rows):
+def _in_runs(words_n, rows, words_h, in_hay, starts, dist, found: np.ndarray) -> None:
+    """Mark in `found` the needle rows equal to the hay row their anchor distance points at, comparing
+    each segment (consecutive rows, one distance) as slices, a cache-sized step at a time (no copies,
+    one call per segment); where segments are short (under 64 rows on average) the row-by-row passes
+    are cheaper, and do it."""
+    cuts, d = _segments(rows, starts, dist)
+    if len(cuts) * 64 > len(rows):
         return
-    runs = list(zip([0, *brk.tolist()], [*brk.tolist(), len(rows)]))
-    half = len(rows) // 2  # the two workers take the runs before and after the middle row
-    cut = next((k for k, (s, _) in enumerate(runs) if s >= half), len(runs))
+    ends = [*cuts[1:].tolist(), len(rows)]
+    segs = list(zip(cuts.tolist(), ends, (rows[cuts] + d).tolist()))
+    half = len(rows) // 2  # the two workers take the segments before and after the middle row
+    cut = next((k for k, (s, _, _) in enumerate(segs) if s >= half), len(segs))
 
     def compare(part: list) -> None:
-        for s, e in part:
-            r0, t0 = int(rows[s]), int(targets[s])
+        for s, e, t0 in part:
+            r0 = int(rows[s])
             if t0 < 0 or t0 + e - s > len(words_h):
                 continue  # partly outside the hay: the row-by-row passes check each row
             for u in range(0, e - s, CHUNK):
@@ -245,7 +250,7 @@ def _in_runs(words_n, rows: np.ndarray, words_h, in_hay, targets: np.ndarray, fo
                     hit &= in_hay[t0 + u : t0 + u + n]
                 found[s + u : s + u + n] = hit
 
-    in_parallel(compare, [p for p in (runs[:cut], runs[cut:]) if p])
+    in_parallel(compare, [p for p in (segs[:cut], segs[cut:]) if p])
 
 
 def changed_counts(xa: np.ndarray, xb: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -285,13 +290,13 @@ def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None, 
     def step(s: int) -> np.ndarray:
         if keys is None:
             r, k = _word5(view, rows, s)
-        else:
-            r = np.arange(s, min(n, s + SCAN)) if rows is None else rows[s : s + SCAN]
-            k = keys[s : s + SCAN]
+        else:  # keys kept: no block is read, so steps of _KEYS rows (per-call costs were half the time)
+            r = np.arange(s, min(n, s + _KEYS)) if rows is None else rows[s : s + _KEYS]
+            k = keys[s : s + _KEYS]
         pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
         return r[wanted[pos] == k]
 
-    return concat(in_parallel(step, list(range(0, n, SCAN))), np.int64)
+    return concat(in_parallel(step, list(range(0, n, SCAN if keys is None else _KEYS))), np.int64)
 
 
 def concat(parts: list, dtype) -> np.ndarray:
