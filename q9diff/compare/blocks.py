@@ -51,8 +51,25 @@ def workers():
     if _pool is None:
         from concurrent.futures import ThreadPoolExecutor
 
+        _keep_freed_memory()
         _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="q9diff")
     return _pool
+
+
+def _keep_freed_memory() -> None:
+    """Ask glibc's malloc to keep what the big passes free for the next ones (arrays up to 32 MiB from
+    the heap, the heap not trimmed below 1 GiB) instead of unmapping it: this VM takes 2-7 us a page to
+    fault fresh memory in, and the passes over a 1 GB region allocate and free tens of MB each (a seed
+    part's search: 60-80 ms first, then 14-22 ms, measured). Peak memory is unchanged, the freed
+    memory is only not returned before exit. Elsewhere (not glibc) nothing changes."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD, glibc's largest
 
 
 def in_parallel(fn, items: list) -> list:
