@@ -75,12 +75,14 @@ def _sampled(words: np.ndarray) -> np.ndarray:
 
 
 class Parts:
-    """Rows (or keys) a scan found, kept as its steps' arrays and joined only when a search needs them
-    whole: a region found mostly new from its sample never needs them, and joining would double them."""
+    """Rows a scan found, kept as its steps' arrays (a step changed throughout as its (start, stop)) and
+    joined only when a search needs them whole: a region found mostly new from its sample never needs
+    them, and memory this VM faults in fresh costs 2-7 us a page (an all-differ 1 GB pair's rows were 31
+    MB of it)."""
 
     def __init__(self, parts: list, dtype):
         self.parts, self.dtype, self._whole = parts, dtype, None
-        self.n = sum(len(p) for p in parts)
+        self.n = sum(p[1] - p[0] if isinstance(p, tuple) else len(p) for p in parts)
 
     def __len__(self) -> int:
         return self.n
@@ -88,7 +90,8 @@ class Parts:
     @property
     def whole(self) -> np.ndarray:
         if self._whole is None:
-            self._whole, self.parts = concat(self.parts, self.dtype), []
+            parts = [np.arange(*p, dtype=self.dtype) if isinstance(p, tuple) else p for p in self.parts]
+            self._whole, self.parts = concat(parts, self.dtype), []
         return self._whole
 
 
@@ -96,11 +99,11 @@ def _whole(rows):
     return rows.whole if isinstance(rows, Parts) else rows
 
 
-def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) -> tuple[int, Sample | None]:
+def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int, Sample | None]:
     """The weight (`weigh(rows)`: bytes per needle; `total` that of all) of the needles found in hay;
     exact, or estimated from `sample` (content-sampled needle and hay rows) when both sets are large and
     mostly new. Large and mostly moved, the sample's matches are anchors to follow first, and only what
-    following leaves is searched block by block (`keys`: the hay rows' word_key, where the scan kept them)."""
+    following leaves is searched block by block."""
     nn = len(needles) if nrows is None else len(nrows)
     nh = len(hay) if hrows is None else len(hrows)
     if not nn or not nh:
@@ -114,26 +117,25 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample, keys=None) ->
         if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
             moved = (total * found + of // 2) // of if of else 0
             return moved, Sample(nn, len(s_n), int(hit.sum()))
-        rows, hrows, keys = _whole(nrows), _whole(hrows), _whole(keys)
+        rows, hrows = _whole(nrows), _whole(hrows)
         rows = np.arange(nn) if rows is None else rows
         in_hay = None
         if hrows is not None:
             in_hay = np.zeros(len(hay), dtype=bool)
             in_hay[hrows] = True
         rows = rows[~follow(needles, rows, hay, in_hay, s_n[hit], partner[hit])]
-        rest = _exact(needles, rows, hay, hrows, keys)
+        rest = _exact(needles, rows, hay, hrows)
         return total - int(weigh(rows[~rest]).sum()), None
     rows, hrows = (np.arange(nn) if nrows is None else _whole(nrows)), _whole(hrows)
     return int(weigh(rows[_exact(needles, rows, hay, hrows)]).sum()), None
 
 
-def _exact(needles, rows: np.ndarray, hay, hrows, keys=None) -> np.ndarray:
-    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first
-    (on the hay's `keys` where given)."""
+def _exact(needles, rows: np.ndarray, hay, hrows) -> np.ndarray:
+    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first."""
     nn = len(rows)
     nh = len(hay) if hrows is None else len(hrows)
     if nh > 8 * nn:
-        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows, keys))
+        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows))
     if nn > 8 * nh:
         keep = could_match(needles, rows, hay, hrows)
         hit = np.zeros(nn, dtype=bool)
@@ -149,16 +151,14 @@ _GROUP = 64  # scan steps a worker takes at a time: 64 MiB of each side
 class Scanned:
     """What one pass over a region pair found: its changed bytes and rows; with a sample, the sampled
     rows of a and b (all of them for regions of other sizes, else the changed ones) and b's changed
-    sampled rows; for regions of one size also a's changed rows' word_key (`keys`, the exact search then
-    reads no hay block again) and, taken while the blocks were in cache, the sampled blocks' hashes
-    (`hash_a`, `hash_b`) and b's sampled rows' changed bytes (`weight_b`)."""
+    sampled rows; for regions of one size also the sampled blocks' hashes (`hash_a`, `hash_b`) and b's
+    sampled rows' changed bytes (`weight_b`), taken in the scan (no random reads after it)."""
 
     changed: int
     rows: Parts
     sa: np.ndarray
     sb: np.ndarray
     sb_changed: np.ndarray
-    keys: Parts
     hash_a: np.ndarray
     hash_b: np.ndarray
     weight_b: np.ndarray
@@ -196,10 +196,9 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
         joined(2),
         joined(3),
         joined(4),
-        Parts([q for p in parts for q in p[5]], np.uint64),
+        joined(5, np.uint64),
         joined(6, np.uint64),
-        joined(7, np.uint64),
-        joined(8, np.int64),
+        joined(7, np.int64),
     )
 
 
@@ -211,14 +210,14 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
     key_a, key_b = np.empty(len(xor), dtype=np.uint64), np.empty(len(xor), dtype=np.uint64)
     changed, clean = 0, True  # clean: the last step found no change
     inline = every  # the keys of every row taken with the xor: all are wanted, or most rows changed last
-    rows, sa, sb, sb_changed, keys, hash_a, hash_b, weight_b = [], [], [], [], [], [], [], []
-    keys_b = []
+    rows, sa, sb, sb_changed, hash_a, hash_b, weight_b = [], [], [], [], [], [], []
     for s in range(lo, hi, SCAN):
         ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
         if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
             continue
         m = len(ca)
-        if sample and inline:
+        keyed = sample and inline
+        if keyed:
             xx = _xor_keys(ca, cb, xor[:m], key_a[:m], key_b[:m])
         else:
             xx = np.bitwise_xor(ca, cb, out=xor[:m])
@@ -228,7 +227,7 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
         if len(r):
             changed += int(np.count_nonzero(xx.view(np.uint8)))
             r = r.astype(dtype)
-            rows.append(r + s)
+            rows.append((s, s + m) if len(r) == m else r + s)
         if not sample:
             continue
         if every:
@@ -237,24 +236,25 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
             sb.append(np.flatnonzero(kb) + s)
             sb_changed.append(r[kb[r]] + s)
         elif len(r):
-            if inline:
-                ka, kb = (key_a[:m].copy(), key_b[:m].copy()) if len(r) == m else (key_a[r], key_b[r])
+            if keyed and len(r) == m:
+                ia, ib = np.flatnonzero(key_a[:m] < _SAMPLED), np.flatnonzero(key_b[:m] < _SAMPLED)
+            elif keyed:
+                ia, ib = r[key_a[r] < _SAMPLED], r[key_b[r] < _SAMPLED]
             else:  # word 5 of the changed rows gathered (not the rows copied)
-                ka, kb = word_key(ca[r, 5]), word_key(cb[r, 5])
-            keys.append(ka)
-            keys_b.append(kb)
+                ia, ib = r[word_key(ca[r, 5]) < _SAMPLED], r[word_key(cb[r, 5]) < _SAMPLED]
+            sa.append(ia + s)
+            sb_changed.append(ib + s)
             inline = 2 * len(r) > m
         else:
             inline = False
-    if sample and not every and rows:
-        # The sample of the group's changed rows at once (a call per step cost more than its work, and
-        # held the GIL the other worker waited for): its rows read whole again, from memory.
-        rows, keys = [concat(rows, dtype)], [concat(keys, np.uint64)]
-        ia, ib = rows[0][keys[0] < _SAMPLED], rows[0][concat(keys_b, np.uint64) < _SAMPLED]
+    if sample and not every and sa:
+        # The group's sampled blocks hashed at its end in one set of calls (a set per step cost more
+        # than its work, and held the GIL the other worker waited for), read again from memory.
+        ia, ib = concat(sa, dtype), concat(sb_changed, dtype)
         sa, sb_changed = [ia], [ib]
         hash_a, hash_b = [block_hash(wa[ia])], [block_hash(wb[ib])]
         weight_b = [np.count_nonzero(wa[ib].view(np.uint8) != wb[ib].view(np.uint8), axis=1)]
-    return changed, rows, sa, sb, sb_changed, keys, hash_a, hash_b, weight_b
+    return changed, rows, sa, sb, sb_changed, hash_a, hash_b, weight_b
 
 
 _SUB = 1 << 11  # rows of a step xor-ed and keyed at a time: 256 KiB a side, in the core's cache
@@ -308,8 +308,7 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
         if same:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
             pre = (scanned.hash_b, scanned.hash_a, scanned.weight_b)
-            keys = scanned.keys if len(scanned.keys) == len(rows) else None  # kept by a sampled scan
-            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa, *pre), keys)
+            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa, *pre))
         else:
             all_a = as_blocks(a.data, x.offset, x.size)
             if sample:
