@@ -72,6 +72,10 @@ def diff_cmd(
     if md_out is not None and str(md_out) != "-":
         _report_path(md_out, [candidate, reference], "--markdown")
     stdout_once(as_json, md_out, html_out)
+    if html_out is not None:  # plotly.js packed (0.13 s of deflate) while the diff runs, not after it
+        from q9diff.present import charts
+
+        charts.start_packing()
     out = Outputs(as_json, html_out, md_out, verbose, brief)
     if reference is None:
         tg.no_reference(candidate, reference, device)
