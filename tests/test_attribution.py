@@ -147,3 +147,22 @@ def test_a_hash_is_not_the_content(monkeypatch):
             hit = blocks.find_blocks(needles, rows, hay, None, partner)
             assert (hit == truth[rows]).all(), (part, rounds)
             assert all((hay[partner[i]] == needles[rows[i]]).all() for i in np.flatnonzero(hit))
+
+
+def test_few_against_many_word_match_with_key_tops():
+    """could_match narrowed by the scan's key tops (2 bytes a hay row) finds exactly the rows the word
+    match finds, for one needle and for many; and a search left no needle (following found every
+    moved row) answers nothing found instead of failing."""
+    import numpy as np
+
+    from q9diff.compare import attribution, blocks
+
+    hay, needles = _pool_blocks("local", "part_1_of_2.bin"), _pool_blocks("reference", "part_1_of_2.bin")
+    tops = (blocks.word_key(hay.view(np.uint64)[:, 5].copy()) >> np.uint64(48)).astype(np.uint16)
+    hrows = np.arange(0, len(hay), 2)  # every other hay row, as a's changed rows
+    for nrows in (np.array([3]), np.arange(0, len(needles), 7)):
+        plain = blocks.could_match(hay, hrows, needles, nrows)
+        narrowed = blocks.could_match(hay, hrows, needles, nrows, tops)
+        assert len(plain) and (plain == narrowed).all()
+    assert not len(attribution._exact(needles, np.zeros(0, np.int64), hay, hrows, tops))
+    assert not len(blocks.could_match(hay, hrows, needles, np.zeros(0, np.int64)))

@@ -41,6 +41,7 @@ EXACT_BLOCKS = 1 << 20
 EXACT_MAX = 1 << 23
 MOSTLY_NEW = 20
 _SAMPLED = np.uint64(1 << 57)
+_TOP = np.uint64(48)  # a key's top 16 bits: what the scan keeps of it (blocks.TOP)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,17 @@ class Parts:
     def __len__(self) -> int:
         return self.n
 
+    def mark(self, mask: np.ndarray) -> None:
+        """Set these rows in `mask`: a step's range as one slice (most rows of a seed part), not a
+        scatter of each row."""
+        if self._whole is not None:
+            mask[self._whole] = True
+        for p in self.parts:
+            if isinstance(p, tuple):
+                mask[p[0] : p[1]] = True
+            else:
+                mask[p] = True
+
     @property
     def whole(self) -> np.ndarray:
         if self._whole is None:
@@ -99,11 +111,11 @@ def _whole(rows):
     return rows.whole if isinstance(rows, Parts) else rows
 
 
-def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int, Sample | None]:
+def _search(needles, nrows, hay, hrows, weigh, total: int, sample, tops=None) -> tuple[int, Sample | None]:
     """The weight (`weigh(rows)`: bytes per needle; `total` that of all) of the needles found in hay;
     exact, or estimated from `sample` (content-sampled needle and hay rows) when both sets are large and
     mostly new. Large and mostly moved, the sample's matches are anchors to follow first, and only what
-    following leaves is searched block by block."""
+    following leaves is searched block by block (`tops`: the hay rows' key tops, where the scan kept them)."""
     nn = len(needles) if nrows is None else len(nrows)
     nh = len(hay) if hrows is None else len(hrows)
     if not nn or not nh:
@@ -117,25 +129,28 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample) -> tuple[int,
         if (of and found * MOSTLY_NEW < of) or max(nn, nh) > EXACT_MAX:
             moved = (total * found + of // 2) // of if of else 0
             return moved, Sample(nn, len(s_n), int(hit.sum()))
-        rows, hrows = _whole(nrows), _whole(hrows)
-        rows = np.arange(nn) if rows is None else rows
         in_hay = None
         if hrows is not None:
             in_hay = np.zeros(len(hay), dtype=bool)
-            in_hay[hrows] = True
+            hrows.mark(in_hay) if isinstance(hrows, Parts) else in_hay.__setitem__(hrows, True)
+        rows, hrows = _whole(nrows), _whole(hrows)
+        rows = np.arange(nn) if rows is None else rows
         rows = rows[~follow(needles, rows, hay, in_hay, s_n[hit], partner[hit])]
-        rest = _exact(needles, rows, hay, hrows)
+        rest = _exact(needles, rows, hay, hrows, tops)
         return total - int(weigh(rows[~rest]).sum()), None
     rows, hrows = (np.arange(nn) if nrows is None else _whole(nrows)), _whole(hrows)
     return int(weigh(rows[_exact(needles, rows, hay, hrows)]).sum()), None
 
 
-def _exact(needles, rows: np.ndarray, hay, hrows) -> np.ndarray:
-    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first."""
+def _exact(needles, rows: np.ndarray, hay, hrows, tops=None) -> np.ndarray:
+    """find_blocks for the needles at `rows` (ascending); few against many are matched on a word first
+    (narrowed by the hay's key `tops` where given)."""
     nn = len(rows)
     nh = len(hay) if hrows is None else len(hrows)
+    if not nn or not nh:  # following found every row (a re-laying-out in runs), or no hay
+        return np.zeros(nn, dtype=bool)
     if nh > 8 * nn:
-        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows))
+        return find_blocks(needles, rows, hay, could_match(hay, hrows, needles, rows, tops))
     if nn > 8 * nh:
         keep = could_match(needles, rows, hay, hrows)
         hit = np.zeros(nn, dtype=bool)
@@ -152,7 +167,8 @@ class Scanned:
     """What one pass over a region pair found: its changed bytes and rows; with a sample, the sampled
     rows of a and b (all of them for regions of other sizes, else the changed ones) and b's changed
     sampled rows; for regions of one size also the sampled blocks' hashes (`hash_a`, `hash_b`) and b's
-    sampled rows' changed bytes (`weight_b`), taken in the scan (no random reads after it)."""
+    sampled rows' changed bytes (`weight_b`), taken in the scan (no random reads after it), and `tops`,
+    which narrows a few-against-many word match to reading 2 bytes a hay row, not its block's word."""
 
     changed: int
     rows: Parts
@@ -162,6 +178,7 @@ class Scanned:
     hash_a: np.ndarray
     hash_b: np.ndarray
     weight_b: np.ndarray
+    tops: np.ndarray | None  # the top 16 bits of word_key of each of a's changed rows (by row; else unset)
 
 
 def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
@@ -178,9 +195,11 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
             a.will_need(x.offset + lo * BLOCK, (min(nb, lo + span) - lo) * BLOCK)
             b.will_need(y.offset + lo * BLOCK, (min(nb, lo + span) - lo) * BLOCK)
 
+    tops = np.empty(nb, dtype=np.uint16) if sample and not every else None  # each worker its rows
+
     def group(lo: int):
         ahead(lo + WORKERS * span)
-        return _steps(wa, wb, lo, min(nb, lo + span), dtype, sample, every)
+        return _steps(wa, wb, lo, min(nb, lo + span), dtype, sample, every, tops)
 
     starts = range(0, nb, span)
     for lo in starts[:WORKERS]:
@@ -199,10 +218,11 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
         joined(5, np.uint64),
         joined(6, np.uint64),
         joined(7, np.int64),
+        tops,
     )
 
 
-def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
+def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None):
     """The scan of rows lo..hi (words `wa`, `wb`) a step of SCAN blocks at a time: changed bytes, and the
     lists of Scanned's arrays, in file order."""
     xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
@@ -238,10 +258,12 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool):
         elif len(r):
             if keyed and len(r) == m:
                 ia, ib = np.flatnonzero(key_a[:m] < _SAMPLED), np.flatnonzero(key_b[:m] < _SAMPLED)
-            elif keyed:
-                ia, ib = r[key_a[r] < _SAMPLED], r[key_b[r] < _SAMPLED]
-            else:  # word 5 of the changed rows gathered (not the rows copied)
-                ia, ib = r[word_key(ca[r, 5]) < _SAMPLED], r[word_key(cb[r, 5]) < _SAMPLED]
+                tops[s : s + m] = key_a[:m] >> _TOP
+            else:
+                # word 5 of the changed rows gathered (not the rows copied)
+                ka, kb = (key_a[r], key_b[r]) if keyed else (word_key(ca[r, 5]), word_key(cb[r, 5]))
+                ia, ib = r[ka < _SAMPLED], r[kb < _SAMPLED]
+                tops[r + s] = ka >> _TOP
             sa.append(ia + s)
             sb_changed.append(ib + s)
             inline = 2 * len(r) > m
@@ -308,7 +330,9 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
         if same:
             # Content that moved left a changed position behind: look among the changed blocks of `a`.
             pre = (scanned.hash_b, scanned.hash_a, scanned.weight_b)
-            found, est = _search(xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa, *pre))
+            found, est = _search(
+                xb, rows, xa, rows, weigh, block_changed, (sb_changed, sa, *pre), scanned.tops
+            )
         else:
             all_a = as_blocks(a.data, x.offset, x.size)
             if sample:

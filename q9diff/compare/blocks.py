@@ -294,17 +294,30 @@ def word_key(word5: np.ndarray) -> np.ndarray:
     return word5 * KEY
 
 
-def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None) -> np.ndarray:
+def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None, tops=None) -> np.ndarray:
     """The rows of `view` (at `rows`, or all) whose block's word 5 is word 5 of a block of `other`: the
     only ones that can equal one. Few blocks on one side then cost one read of a word per block of the
-    other, not hashing and sorting every block."""
+    other, not hashing and sorting every block; with `tops` (the top 16 bits of word_key of each row of
+    `view`, kept by the scan) a read of 2 bytes, and of the word only where the top bits match (a word
+    read a row is a cache line a row: 157 MB for a seed part's 2.4M rows, 18-20 ms)."""
     n, no = (len(view) if rows is None else len(rows)), (len(other) if orows is None else len(orows))
+    if not n or not no:
+        return np.zeros(0, dtype=np.int64)
     wanted = np.unique(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, SCAN)]))
+    wanted_tops = np.unique((word_key(wanted) >> np.uint64(48)).astype(np.uint16))
+
+    def among(k, values):  # one value (a needle left): one compare, not a search per row
+        if len(values) == 1:
+            return k == values[0]
+        return values[np.minimum(np.searchsorted(values, k), len(values) - 1)] == k
 
     def step(s: int) -> np.ndarray:
+        if tops is not None and rows is not None:
+            r = rows[s : s + _MATCH_STEP]
+            r = r[among(tops[r], wanted_tops)]
+            return r[among(view.view(np.uint64)[r, 5], wanted)]
         r, k = _word5(view, rows, s, _MATCH_STEP)
-        pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
-        return r[wanted[pos] == k]
+        return r[among(k, wanted)]
 
     return concat(in_parallel(step, list(range(0, n, _MATCH_STEP))), np.int64)
 
