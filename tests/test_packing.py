@@ -128,3 +128,23 @@ def test_the_story_closes_with_one_suggest(tmp_path):
     assert settings["weights_packing"] is True
     for part in ("part_1_of_2.bin", "part_2_of_2.bin"):
         assert (new / part).read_bytes() == (ref / part).read_bytes()
+
+
+def test_pool_stats_are_the_same_with_and_without_numpy(monkeypatch):
+    """A diff (numpy loaded) counts the 4-bit blocks with numpy, inspect with bytes methods: the same
+    statistics on every fixture binary with weights pools, the packed and unpacked ones included."""
+    import types
+
+    import numpy  # noqa: F401  (the numpy path: a diff has it loaded)
+
+    binaries = sorted(FIXTURES.rglob("*.bin"))
+    seen = 0
+    for path in binaries:
+        cb = ContextBinary.open(path)
+        with_numpy = packing.pool_stats(cb)
+        monkeypatch.setattr(packing, "sys", types.SimpleNamespace(modules={}))
+        without = packing.pool_stats(cb)
+        monkeypatch.undo()
+        assert with_numpy == without, path
+        seen += with_numpy is not None and with_numpy.four_bit_bytes > 0
+    assert seen >= 2  # packing_off.bin and story's local part hold 4-bit blocks
