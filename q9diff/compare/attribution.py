@@ -41,7 +41,8 @@ EXACT_BLOCKS = 1 << 20
 EXACT_MAX = 1 << 23
 MOSTLY_NEW = 20
 _SAMPLED = np.uint64(1 << 57)
-_TOP = np.uint64(48)  # a key's top 16 bits: what the scan keeps of it (blocks.TOP)
+_TOP = np.uint64(48)  # a key's top 16 bits: what the scan keeps of it
+_SAMPLED_TOP = np.uint16(int(_SAMPLED) >> 48)  # key < _SAMPLED, seen in its top 16 bits
 
 
 @dataclass(frozen=True)
@@ -224,9 +225,11 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
 
 def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None):
     """The scan of rows lo..hi (words `wa`, `wb`) a step of SCAN blocks at a time: changed bytes, and the
-    lists of Scanned's arrays, in file order."""
+    lists of Scanned's arrays, in file order. A step changed throughout (every step of an all-differ
+    pair) lists no rows: its range stands for them."""
     xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
+    any_word = np.empty(len(xor), dtype=np.uint64)
     key_a, key_b = np.empty(len(xor), dtype=np.uint64), np.empty(len(xor), dtype=np.uint64)
     changed, clean = 0, True  # clean: the last step found no change
     inline = every  # the keys of every row taken with the xor: all are wanted, or most rows changed last
@@ -242,31 +245,36 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
         else:
             xx = np.bitwise_xor(ca, cb, out=xor[:m])
         nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
-        r = np.flatnonzero(nz[:, 0] | nz[:, 1])
-        clean = not len(r)
-        if len(r):
+        row_changed = np.bitwise_or(nz[:, 0], nz[:, 1], out=any_word[:m])
+        full = bool(row_changed.all())
+        r = None if full else np.flatnonzero(row_changed).astype(dtype)
+        n_changed = m if full else len(r)
+        clean = not n_changed
+        if n_changed:
             changed += int(np.count_nonzero(xx.view(np.uint8)))
-            r = r.astype(dtype)
-            rows.append((s, s + m) if len(r) == m else r + s)
+            rows.append((s, s + m) if full else r + s)
         if not sample:
             continue
         if every:
             ka, kb = key_a[:m] < _SAMPLED, key_b[:m] < _SAMPLED
             sa.append(np.flatnonzero(ka) + s)
             sb.append(np.flatnonzero(kb) + s)
-            sb_changed.append(r[kb[r]] + s)
-        elif len(r):
-            if keyed and len(r) == m:
-                ia, ib = np.flatnonzero(key_a[:m] < _SAMPLED), np.flatnonzero(key_b[:m] < _SAMPLED)
-                tops[s : s + m] = key_a[:m] >> _TOP
+            sb_changed.append((np.flatnonzero(kb) if full else r[kb[r]]) + s)
+        elif n_changed:
+            if keyed and full:
+                step_tops = tops[s : s + m]
+                np.right_shift(key_a[:m], _TOP, out=key_a[:m])  # key_a is written again next step
+                step_tops[:] = key_a[:m]
+                ia, ib = np.flatnonzero(step_tops < _SAMPLED_TOP), np.flatnonzero(key_b[:m] < _SAMPLED)
             else:
+                r = np.arange(m, dtype=dtype) if full else r
                 # word 5 of the changed rows gathered (not the rows copied)
                 ka, kb = (key_a[r], key_b[r]) if keyed else (word_key(ca[r, 5]), word_key(cb[r, 5]))
                 ia, ib = r[ka < _SAMPLED], r[kb < _SAMPLED]
                 tops[r + s] = ka >> _TOP
             sa.append(ia + s)
             sb_changed.append(ib + s)
-            inline = 2 * len(r) > m
+            inline = 2 * n_changed > m
         else:
             inline = False
     if sample and not every and sa:
