@@ -166,3 +166,30 @@ def test_few_against_many_word_match_with_key_tops():
         assert len(plain) and (plain == narrowed).all()
     assert not len(attribution._exact(needles, np.zeros(0, np.int64), hay, hrows, tops))
     assert not len(blocks.could_match(hay, hrows, needles, np.zeros(0, np.int64)))
+
+
+def test_distinct_is_numpys_unique_on_the_searches_inputs():
+    """distinct (the search's sorted set, without np.unique's import of numpy.ma) answers what
+    np.unique answers: values, order and dtype, for the dtypes the searches give it, empty and single
+    arrays included; and a diff that searches (fp16 against w8a16: few blocks against many, matched
+    on a word) no longer pulls numpy.ma in, as np.unique did."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from q9diff.compare.blocks import distinct
+
+    rng = np.random.default_rng(7)
+    for dtype in (np.uint16, np.uint64, np.int64, np.int32):
+        for n in (0, 1, 2, 5, 4096):
+            x = rng.integers(0, 50 if n > 5 else 3, n).astype(dtype)
+            got, want = distinct(x), np.unique(x)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist(), (dtype, n)
+    code = (
+        "import sys; from q9diff.compare.diff import diff, to_json; from q9diff.format.binary import"
+        f" ContextBinary as C; to_json(diff(C.open({str(V / 'precision_fp16.bin')!r}),"
+        f" C.open({str(V / 'precision_w8a16.bin')!r}))); print('numpy.ma' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
