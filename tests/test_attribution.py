@@ -193,3 +193,121 @@ def test_distinct_is_numpys_unique_on_the_searches_inputs():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def test_the_fused_scan_is_the_numpy_scan(monkeypatch):
+    """The compiled pass (q9diff/compare/_scan.c) and the numpy passes it replaces give the same figures:
+    the whole JSON of every variant pair, also with sampling forced (EXACT_BLOCKS 64: the keyed, sampled
+    and different-size paths), and each of a scan's arrays on qwen-mini's shared pool. Where a C compiler
+    and Python's headers are here, the build must have made it (else the fast path is silently lost)."""
+    import sysconfig
+    from pathlib import Path
+    from shutil import which
+
+    from q9diff.compare import attribution
+
+    if attribution.FUSED is None:
+        headers = Path(sysconfig.get_paths()["include"], "Python.h").exists()
+        assert not (which("cc") and headers), "a compiler and Python.h are here, but no q9diff.compare._scan"
+        import pytest
+
+        pytest.skip("no C compiler or Python headers: q9diff.compare._scan was not built")
+    fused = attribution.FUSED
+    bins = sorted(V.glob("*.bin"))
+    opened = {p: ContextBinary.open(p) for p in bins}
+    pairs = list(product(bins[::2], bins[1::3]))
+    for limit in (attribution.EXACT_BLOCKS, 64):
+        monkeypatch.setattr(attribution, "EXACT_BLOCKS", limit)
+        for pa, pb in pairs:
+            monkeypatch.setattr(attribution, "FUSED", fused)
+            mine = to_json(diff(opened[pa], opened[pb]))
+            monkeypatch.setattr(attribution, "FUSED", None)
+            assert mine == to_json(diff(opened[pa], opened[pb])), (limit, pa.name, pb.name)
+    a = ContextBinary.open(FIXTURES / "qwen-mini/local/part_1_of_2.bin")
+    b = ContextBinary.open(FIXTURES / "qwen-mini/reference/part_1_of_2.bin")
+    x = next(r for r in a.regions if r.name == "WEIGHTS/0/pool")
+    y = next(r for r in b.regions if r.name == "WEIGHTS/0/pool")
+    nb = min(x.size, y.size) // 128
+    for sample, every in ((False, False), (True, False), (True, True)):
+        scans = []
+        for kernel in (fused, None):
+            monkeypatch.setattr(attribution, "FUSED", kernel)
+            scans.append(attribution._scan(a, x, b, y, nb, sample, every))
+        one, other = scans
+        assert one.changed == other.changed > 0
+        assert (one.rows.whole == other.rows.whole).all()
+        for name in ("sa", "sb", "sb_changed", "hash_a", "hash_b", "weight_b"):
+            assert (getattr(one, name) == getattr(other, name)).all(), (sample, every, name)
+        if one.tops is not None:
+            at = one.rows.whole
+            assert (one.tops[at] == other.tops[at]).all()
+
+
+def _scalar_build(tmp_path):
+    """_scan.c built without its SSE2 path (the one aarch64 builds take), beside the test."""
+    import importlib.util
+    import subprocess
+    import sysconfig
+    from pathlib import Path
+
+    import q9diff.compare
+
+    src = Path(q9diff.compare.__file__).with_name("_scan.c")
+    out = tmp_path / ("_scan" + sysconfig.get_config_var("EXT_SUFFIX"))
+    flags = ["-O2", "-shared", "-fPIC", "-DQ9DIFF_SCALAR", "-I" + sysconfig.get_paths()["include"]]
+    subprocess.run(["cc", *flags, str(src), "-o", str(out)], check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("_scan", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fused_step_counts_as_numpy_does(tmp_path):
+    """_scan.step, as built and without SSE2, against numpy on blocks made to catch a miscount: every
+    byte value against every other in one lane or all, equal blocks, unaligned buffers (a region's offset
+    in a file need not be a multiple of 8); and arguments that do not fit are refused, not read past."""
+    import pytest
+
+    from q9diff.compare import attribution
+
+    if attribution.FUSED is None:
+        pytest.skip("q9diff.compare._scan was not built (see test_the_fused_scan_is_the_numpy_scan)")
+    for fused in (attribution.FUSED, _scalar_build(tmp_path)):
+        _step_counts_as_numpy_does(fused)
+
+
+def _step_counts_as_numpy_does(fused):
+    import numpy as np
+    import pytest
+
+    from q9diff.compare.blocks import KEY
+
+    rng = np.random.default_rng(7)
+    m = 3000
+    a = rng.integers(0, 256, (m, 128), dtype=np.uint8)
+    b = a.copy()
+    b[::2] = rng.integers(0, 256, (len(b[::2]), 128), dtype=np.uint8)  # mostly changed throughout
+    b[1::7, 5] ^= np.uint8(0x80)  # one byte's top bit
+    b[3::11] ^= np.uint8(0xFF)  # every byte
+    b[4] = a[4] ^ np.arange(128, dtype=np.uint8)  # byte 0 the same, the rest each other
+    for shift in (0, 1, 3):
+        raw_a = np.zeros(m * 128 + shift, np.uint8)
+        raw_b = np.zeros(m * 128 + shift, np.uint8)
+        raw_a[shift:], raw_b[shift:] = a.ravel(), b.ravel()
+        ua, ub = raw_a[shift:], raw_b[shift:]
+        flags = np.empty(m, np.uint8)
+        ka, kb = np.empty(m, np.uint64), np.empty(m, np.uint64)
+        changed, rows = fused.step(ua, ub, flags, ka, kb)
+        differ = a != b
+        assert changed == int(differ.sum()) and rows == int(differ.any(1).sum())
+        assert (flags.astype(bool) == differ.any(1)).all()
+        assert (ka == a.view(np.uint64)[:, 5] * KEY).all() and (kb == b.view(np.uint64)[:, 5] * KEY).all()
+        assert fused.step(ua, ua, flags, None, None) == (0, 0) and not flags.any()
+    with pytest.raises(ValueError):
+        fused.step(a.ravel(), b.ravel()[:-128], flags, None, None)  # runs of other lengths
+    with pytest.raises(ValueError):
+        fused.step(a.ravel(), b.ravel(), flags[:-1], None, None)  # a flag short
+    with pytest.raises(ValueError):
+        fused.step(a.ravel(), b.ravel(), flags, ka[:-1], kb)  # a key short
+    with pytest.raises(ValueError):
+        fused.step(a.ravel()[:-1], b.ravel()[:-1], flags, None, None)  # not whole blocks

@@ -10,6 +10,7 @@ shared WEIGHTS pool (soc + VTCM + O), is found re-laid out in the other file (at
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,6 +163,15 @@ def _exact(needles, rows: np.ndarray, hay, hrows, tops=None) -> np.ndarray:
 
 _GROUP = 64  # scan steps a worker takes at a time: 64 MiB of each side
 
+# The scan's fused pass (q9diff/compare/_scan.c), where the build compiled it: each step's blocks read once
+# for what the numpy passes take four reads for (the same figures; Q9DIFF_NUMPY_SCAN=1 takes the numpy ones).
+FUSED = None
+if not os.environ.get("Q9DIFF_NUMPY_SCAN"):
+    try:
+        from q9diff.compare import _scan as FUSED
+    except ImportError:
+        pass
+
 
 @dataclass
 class Scanned:
@@ -227,31 +237,45 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
     """The scan of rows lo..hi (words `wa`, `wb`) a step of SCAN blocks at a time: changed bytes, and the
     lists of Scanned's arrays, in file order. A step changed throughout (every step of an all-differ
     pair) lists no rows: its range stands for them."""
-    xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
-    nonzero = np.empty(xor.shape, dtype=bool)
-    any_word = np.empty(len(xor), dtype=np.uint64)
-    key_a, key_b = np.empty(len(xor), dtype=np.uint64), np.empty(len(xor), dtype=np.uint64)
+    m0 = min(hi - lo, SCAN)
+    key_a, key_b = np.empty(m0, dtype=np.uint64), np.empty(m0, dtype=np.uint64)
+    if FUSED is not None:
+        flags = np.empty(m0, dtype=np.uint8)
+    else:
+        xor = np.empty((m0, BLOCK // 8), dtype=np.uint64)
+        nonzero = np.empty(xor.shape, dtype=bool)
+        any_word = np.empty(m0, dtype=np.uint64)
     changed, clean = 0, True  # clean: the last step found no change
     inline = every  # the keys of every row taken with the xor: all are wanted, or most rows changed last
     rows, sa, sb, sb_changed, hash_a, hash_b, weight_b = [], [], [], [], [], [], []
     for s in range(lo, hi, SCAN):
         ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
-        if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
-            continue
         m = len(ca)
-        keyed = sample and inline
-        if keyed:
-            xx = _xor_keys(ca, cb, xor[:m], key_a[:m], key_b[:m])
+        if FUSED is not None:  # one read of the step: flags, changed bytes and (sampling) every key
+            keyed = sample
+            keys = (key_a[:m], key_b[:m]) if keyed else (None, None)
+            step_changed, n_changed = FUSED.step(ca, cb, flags[:m], *keys)
+            if not n_changed and not every:
+                continue
+            full = n_changed == m
+            r = None if full else np.flatnonzero(flags[:m]).astype(dtype)
         else:
-            xx = np.bitwise_xor(ca, cb, out=xor[:m])
-        nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
-        row_changed = np.bitwise_or(nz[:, 0], nz[:, 1], out=any_word[:m])
-        full = bool(row_changed.all())
-        r = None if full else np.flatnonzero(row_changed).astype(dtype)
-        n_changed = m if full else len(r)
+            if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
+                continue
+            keyed = sample and inline
+            if keyed:
+                xx = _xor_keys(ca, cb, xor[:m], key_a[:m], key_b[:m])
+            else:
+                xx = np.bitwise_xor(ca, cb, out=xor[:m])
+            nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
+            row_changed = np.bitwise_or(nz[:, 0], nz[:, 1], out=any_word[:m])
+            full = bool(row_changed.all())
+            r = None if full else np.flatnonzero(row_changed).astype(dtype)
+            n_changed = m if full else len(r)
+            step_changed = int(np.count_nonzero(xx.view(np.uint8))) if n_changed else 0
         clean = not n_changed
         if n_changed:
-            changed += int(np.count_nonzero(xx.view(np.uint8)))
+            changed += step_changed
             rows.append((s, s + m) if full else r + s)
         if not sample:
             continue
