@@ -204,24 +204,24 @@ def test_the_fused_scan_is_the_numpy_scan(monkeypatch):
     from pathlib import Path
     from shutil import which
 
-    from q9diff.compare import attribution
+    from q9diff.compare import attribution, blocks
 
-    if attribution.FUSED is None:
+    if blocks.FUSED is None:
         headers = Path(sysconfig.get_paths()["include"], "Python.h").exists()
         assert not (which("cc") and headers), "a compiler and Python.h are here, but no q9diff.compare._scan"
         import pytest
 
         pytest.skip("no C compiler or Python headers: q9diff.compare._scan was not built")
-    fused = attribution.FUSED
+    fused = blocks.FUSED
     bins = sorted(V.glob("*.bin"))
     opened = {p: ContextBinary.open(p) for p in bins}
     pairs = list(product(bins[::2], bins[1::3]))
     for limit in (attribution.EXACT_BLOCKS, 64):
         monkeypatch.setattr(attribution, "EXACT_BLOCKS", limit)
         for pa, pb in pairs:
-            monkeypatch.setattr(attribution, "FUSED", fused)
+            monkeypatch.setattr(blocks, "FUSED", fused)
             mine = to_json(diff(opened[pa], opened[pb]))
-            monkeypatch.setattr(attribution, "FUSED", None)
+            monkeypatch.setattr(blocks, "FUSED", None)
             assert mine == to_json(diff(opened[pa], opened[pb])), (limit, pa.name, pb.name)
     a = ContextBinary.open(FIXTURES / "qwen-mini/local/part_1_of_2.bin")
     b = ContextBinary.open(FIXTURES / "qwen-mini/reference/part_1_of_2.bin")
@@ -231,7 +231,7 @@ def test_the_fused_scan_is_the_numpy_scan(monkeypatch):
     for sample, every in ((False, False), (True, False), (True, True)):
         scans = []
         for kernel in (fused, None):
-            monkeypatch.setattr(attribution, "FUSED", kernel)
+            monkeypatch.setattr(blocks, "FUSED", kernel)
             scans.append(attribution._scan(a, x, b, y, nb, sample, every))
         one, other = scans
         assert one.changed == other.changed > 0
@@ -262,21 +262,22 @@ def _scalar_build(tmp_path):
     return module
 
 
-def test_the_fused_step_counts_as_numpy_does(tmp_path):
-    """_scan.step, as built and without SSE2, against numpy on blocks made to catch a miscount: every
-    byte value against every other in one lane or all, equal blocks, unaligned buffers (a region's offset
-    in a file need not be a multiple of 8); and arguments that do not fit are refused, not read past."""
+def test_the_compiled_passes_count_as_numpy_does(tmp_path):
+    """_scan's step, same and hash, as built and without SSE2, against numpy on blocks made to catch a
+    miscount: every byte value against every other in one lane or all, equal blocks, unaligned buffers (a
+    region's offset in a file need not be a multiple of 8), rows in any order; and arguments that do not
+    fit (rows outside, short buffers) are refused, not read past."""
     import pytest
 
-    from q9diff.compare import attribution
+    from q9diff.compare import blocks
 
-    if attribution.FUSED is None:
+    if blocks.FUSED is None:
         pytest.skip("q9diff.compare._scan was not built (see test_the_fused_scan_is_the_numpy_scan)")
-    for fused in (attribution.FUSED, _scalar_build(tmp_path)):
-        _step_counts_as_numpy_does(fused)
+    for fused in (blocks.FUSED, _scalar_build(tmp_path)):
+        _kernel_as_numpy_does(fused)
 
 
-def _step_counts_as_numpy_does(fused):
+def _kernel_as_numpy_does(fused):
     import numpy as np
     import pytest
 
@@ -311,3 +312,28 @@ def _step_counts_as_numpy_does(fused):
         fused.step(a.ravel(), b.ravel(), flags, ka[:-1], kb)  # a key short
     with pytest.raises(ValueError):
         fused.step(a.ravel()[:-1], b.ravel()[:-1], flags, None, None)  # not whole blocks
+    # same and hash: at rows (ascending or not, repeated) and consecutive, and rows outside refused
+    from q9diff.compare.blocks import _MULT, block_hash
+
+    ia = rng.integers(0, m, 500)
+    ib = np.where(np.arange(500) % 3 == 0, ia, rng.integers(0, m, 500))
+    out = np.empty(500, np.uint8)
+    fused.same(a, b, out, ia, ib)
+    assert (out.astype(bool) == (a[ia] == b[ib]).all(1)).all() and out.any() and not out.all()
+    whole = np.empty(m, np.uint8)
+    fused.same(a, b, whole, None, None)
+    assert (whole.astype(bool) == (a == b).all(1)).all()
+    hashed = np.empty(500, np.uint64)
+    fused.hash(b, ib, _MULT, hashed)
+    assert (hashed == block_hash(b[ib])).all()
+    fused.hash(a, None, _MULT, whole_h := np.empty(m, np.uint64))
+    assert (whole_h == block_hash(a)).all()
+    for bad in (np.array([m]), np.array([-1]), np.array([0], np.int32)):
+        with pytest.raises(ValueError):
+            fused.same(a, b, np.empty(1, np.uint8), bad, np.array([0]))
+        with pytest.raises(ValueError):
+            fused.hash(a, bad, _MULT, np.empty(1, np.uint64))
+    with pytest.raises(ValueError):
+        fused.same(a[:10], b, np.empty(11, np.uint8), None, None)  # more flags than blocks
+    with pytest.raises(ValueError):
+        fused.hash(a, None, _MULT[:-1], np.empty(1, np.uint64))  # a multiplier short

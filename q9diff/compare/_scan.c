@@ -1,8 +1,13 @@
-/* One pass of the scan over a step of two regions' 128-byte blocks, fused: each block pair is read once
- * (both sides' 16 words) for its changed flag, its changed bytes and each side's word-5 key, where numpy
- * takes a pass over the step for each (xor, not-equal, per-row any, count, keys). The answer is the one
- * the numpy passes give (q9diff.compare.attribution falls back to them without this module, and a test
- * holds the two to the same figures). The GIL is let go for the pass: the scan's two workers run at once.
+/* The compiled passes over 128-byte blocks, each reading a block once where numpy takes a pass (and a
+ * temporary) per operation:
+ * - step: the scan of a step of two regions: each block pair's changed flag, its changed bytes and each
+ *   side's word-5 key (numpy: xor, not-equal, per-row any, count, keys);
+ * - same: whether blocks (consecutive, or at given rows) of one buffer equal those of another, byte for
+ *   byte (the search's verification of every candidate);
+ * - hash: blocks.block_hash of blocks at given rows, gathered and hashed in one go.
+ * Each answer is the one the numpy code gives (q9diff.compare.blocks falls back to it without this
+ * module, and tests hold the two to the same figures). The GIL is let go for each pass: the two workers
+ * run at once. Rows are checked against their buffer before anything is read.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -61,6 +66,12 @@ static inline unsigned block_pair(const unsigned char *pa, const unsigned char *
 }
 #endif
 
+static void release(Py_buffer *view)
+{
+    if (view->obj)
+        PyBuffer_Release(view);
+}
+
 static PyObject *step(PyObject *self, PyObject *args)
 {
     Py_buffer a, b, flags, ka = {0}, kb = {0};
@@ -106,10 +117,105 @@ done:
     PyBuffer_Release(&a);
     PyBuffer_Release(&b);
     PyBuffer_Release(&flags);
-    if (ka.obj)
-        PyBuffer_Release(&ka);
-    if (kb.obj)
-        PyBuffer_Release(&kb);
+    release(&ka);
+    release(&kb);
+    return result;
+}
+
+/* Rows: an int64 buffer of n, each within 0..limit-1, or none (0..n-1, within limit). */
+static int rows_of(PyObject *obj, Py_buffer *view, Py_ssize_t n, Py_ssize_t limit, const int64_t **out)
+{
+    *out = NULL;
+    if (obj == Py_None)
+        return n <= limit ? 0 : -1;
+    if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT) < 0)
+        return -1;
+    if (view->itemsize != 8 || view->len != n * 8 || !view->format || (strcmp(view->format, "l") &&
+                                                                       strcmp(view->format, "q"))) {
+        PyErr_SetString(PyExc_ValueError, "rows: int64, one a flag");
+        return -1;
+    }
+    const int64_t *r = view->buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (r[i] < 0 || r[i] >= limit) {
+            PyErr_SetString(PyExc_ValueError, "rows: outside the buffer");
+            return -1;
+        }
+    *out = r;
+    return 0;
+}
+
+static PyObject *same(PyObject *self, PyObject *args)
+{
+    Py_buffer a, b, out, va = {0}, vb = {0};
+    PyObject *ia_obj, *ib_obj, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*w*OO", &a, &b, &out, &ia_obj, &ib_obj))
+        return NULL;
+    Py_ssize_t n = out.len;
+    const int64_t *ia, *ib;
+    if (a.len % BLOCK || b.len % BLOCK) {
+        PyErr_SetString(PyExc_ValueError, "same: whole blocks");
+        goto done;
+    }
+    if (rows_of(ia_obj, &va, n, a.len / BLOCK, &ia) < 0 || rows_of(ib_obj, &vb, n, b.len / BLOCK, &ib) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "same: more flags than blocks");
+        goto done;
+    }
+    const unsigned char *pa = a.buf, *pb = b.buf;
+    unsigned char *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[i] = !memcmp(pa + BLOCK * (ia ? ia[i] : i), pb + BLOCK * (ib ? ib[i] : i), BLOCK);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&out);
+    release(&va);
+    release(&vb);
+    return result;
+}
+
+static PyObject *hash(PyObject *self, PyObject *args)
+{
+    Py_buffer a, mult, out, va = {0};
+    PyObject *ia_obj, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*Oy*w*", &a, &ia_obj, &mult, &out))
+        return NULL;
+    Py_ssize_t n = out.len / 8;
+    const int64_t *ia;
+    if (a.len % BLOCK || mult.len != BLOCK || out.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "hash: whole blocks, a multiplier a word, a word a hash");
+        goto done;
+    }
+    if (rows_of(ia_obj, &va, n, a.len / BLOCK, &ia) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "hash: more hashes than blocks");
+        goto done;
+    }
+    uint64_t m[WORDS];
+    memcpy(m, mult.buf, BLOCK);
+    const unsigned char *pa = a.buf;
+    unsigned char *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const unsigned char *p = pa + BLOCK * (ia ? ia[i] : i);
+        uint64_t h = 0;
+        for (int j = 0; j < WORDS; j++) {
+            uint64_t w = load(p + 8 * j);
+            h += (w ^ (w >> 29)) * m[j]; /* blocks._FOLD */
+        }
+        memcpy(o + 8 * i, &h, 8);
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&mult);
+    PyBuffer_Release(&out);
+    release(&va);
     return result;
 }
 
@@ -118,6 +224,12 @@ static PyMethodDef methods[] = {
      "step(a, b, flags, key_a, key_b) -> (changed bytes, changed blocks): a and b equal runs of 128-byte "
      "blocks; flags[i] set to whether block i differs; key_a, key_b (or None) get each block's word 5 "
      "times KEY."},
+    {"same", same, METH_VARARGS,
+     "same(a, b, out, rows_a, rows_b): out[i] set to whether block rows_a[i] of a (int64 rows, or None: "
+     "block i) is block rows_b[i] of b, byte for byte."},
+    {"hash", hash, METH_VARARGS,
+     "hash(a, rows, mult, out): out[i] (uint64) the hash of block rows[i] of a (or block i, rows None): "
+     "the sum of each word w folded (w ^ w >> 29) times its multiplier in mult (16 uint64)."},
     {NULL, NULL, 0, NULL},
 };
 

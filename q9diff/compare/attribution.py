@@ -10,23 +10,23 @@ shared WEIGHTS pool (soc + VTCM + O), is found re-laid out in the other file (at
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from q9diff.compare import blocks
 from q9diff.compare.blocks import (
     BLOCK,
     KEY,
     SCAN,
     WORKERS,
     as_blocks,
-    block_hash,
     changed_counts,
     concat,
     could_match,
     find_blocks,
     follow,
+    hashes,
     in_parallel,
     word_key,
 )
@@ -163,15 +163,6 @@ def _exact(needles, rows: np.ndarray, hay, hrows, tops=None) -> np.ndarray:
 
 _GROUP = 64  # scan steps a worker takes at a time: 64 MiB of each side
 
-# The scan's fused pass (q9diff/compare/_scan.c), where the build compiled it: each step's blocks read once
-# for what the numpy passes take four reads for (the same figures; Q9DIFF_NUMPY_SCAN=1 takes the numpy ones).
-FUSED = None
-if not os.environ.get("Q9DIFF_NUMPY_SCAN"):
-    try:
-        from q9diff.compare import _scan as FUSED
-    except ImportError:
-        pass
-
 
 @dataclass
 class Scanned:
@@ -239,7 +230,7 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
     pair) lists no rows: its range stands for them."""
     m0 = min(hi - lo, SCAN)
     key_a, key_b = np.empty(m0, dtype=np.uint64), np.empty(m0, dtype=np.uint64)
-    if FUSED is not None:
+    if blocks.FUSED is not None:
         flags = np.empty(m0, dtype=np.uint8)
     else:
         xor = np.empty((m0, BLOCK // 8), dtype=np.uint64)
@@ -251,10 +242,10 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
     for s in range(lo, hi, SCAN):
         ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
         m = len(ca)
-        if FUSED is not None:  # one read of the step: flags, changed bytes and (sampling) every key
+        if blocks.FUSED is not None:  # one read of the step: flags, changed bytes and (sampling) every key
             keyed = sample
             keys = (key_a[:m], key_b[:m]) if keyed else (None, None)
-            step_changed, n_changed = FUSED.step(ca, cb, flags[:m], *keys)
+            step_changed, n_changed = blocks.FUSED.step(ca, cb, flags[:m], *keys)
             if not n_changed and not every:
                 continue
             full = n_changed == m
@@ -306,7 +297,7 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
         # than its work, and held the GIL the other worker waited for), read again from memory.
         ia, ib = concat(sa, dtype), concat(sb_changed, dtype)
         sa, sb_changed = [ia], [ib]
-        hash_a, hash_b = [block_hash(wa[ia])], [block_hash(wb[ib])]
+        hash_a, hash_b = [hashes(wa, ia)], [hashes(wb, ib)]
         weight_b = [np.count_nonzero(wa[ib].view(np.uint8) != wb[ib].view(np.uint8), axis=1)]
     return changed, rows, sa, sb, sb_changed, hash_a, hash_b, weight_b
 

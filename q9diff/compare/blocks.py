@@ -6,6 +6,8 @@ each stays one reading.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 BLOCK = 128
@@ -38,6 +40,30 @@ _ALL_TRUE = np.uint64(0x0101010101010101)  # 8 bools, all True, seen as one word
 KEY = np.uint64(0x9E3779B97F4A7C15)  # word_key's multiplier (2^64 / golden ratio, odd)
 _MATCH_STEP = 1 << 17  # rows of the many side could_match reads a word of per step (32 to 21 ms on 2.4M)
 _DISTANCES = 8  # the most common anchor distances tried after a row's neighbouring anchors
+
+
+# The compiled passes (q9diff/compare/_scan.c), where the build made them: a block read once for what numpy
+# takes a pass and a temporary per operation for. The same answers; Q9DIFF_NUMPY_SCAN=1 takes numpy's.
+FUSED = None
+if not os.environ.get("Q9DIFF_NUMPY_SCAN"):
+    try:
+        from q9diff.compare import _scan as FUSED
+    except ImportError:
+        pass
+
+
+def _rows(rows) -> np.ndarray | None:
+    return None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+
+
+def _same(a: np.ndarray, ia, b: np.ndarray, ib) -> np.ndarray | None:
+    """Whether block ia[i] of a is block ib[i] of b (rows None: consecutive), by the compiled pass; None
+    without it (or for a view it cannot take whole), and the caller compares with numpy."""
+    if FUSED is None or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return None
+    out = np.empty(len(a) if ia is None else len(ia), dtype=np.uint8)
+    FUSED.same(a, b, out, _rows(ia), _rows(ib))
+    return out.view(bool)
 
 
 WORKERS = 2  # the machines q9diff runs on have 2 cores or more; numpy lets go of the GIL over a step
@@ -92,6 +118,9 @@ def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     """Hashes of `view`'s blocks (those at `rows`, or all), computed a cache-sized chunk at a time."""
     n = len(view) if rows is None else len(rows)
     out = np.empty(n, dtype=np.uint64)
+    if FUSED is not None and view.flags.c_contiguous:  # gathered and hashed in one go
+        FUSED.hash(view, _rows(rows), _MULT, out)
+        return out
     for s in range(0, n, CHUNK):
         part = view[s : s + CHUNK] if rows is None else view[rows[s : s + CHUNK]]
         out[s : s + CHUNK] = block_hash(part)
@@ -165,6 +194,9 @@ def find_blocks(
 
 def _equal(needles: np.ndarray, nrows: np.ndarray, hay: np.ndarray, hrows: np.ndarray) -> np.ndarray:
     """Whether needle block nrows[i] is hay block hrows[i], byte for byte, a cache-sized step at a time."""
+    out = _same(needles, nrows, hay, hrows)
+    if out is not None:
+        return out
     out = np.empty(len(nrows), dtype=bool)
     words_h, words_n = hay.view(np.uint64), needles.view(np.uint64)  # 16 words a block, not 128 bytes
     for t in range(0, len(nrows), CHUNK):
@@ -223,8 +255,11 @@ def follow(needles, rows: np.ndarray, hay, in_hay, at: np.ndarray, to: np.ndarra
             if in_hay is not None:
                 ok[ok] = in_hay[target[ok]]
             sel, target = sel[ok], target[ok]
-            eq = (words_n[part[sel]] == words_h[target]).view(np.uint64)
-            done[sel[(eq[:, 0] & eq[:, 1]) == _ALL_TRUE]] = True
+            equal = _same(needles, part[sel], hay, target)
+            if equal is None:
+                eq = (words_n[part[sel]] == words_h[target]).view(np.uint64)
+                equal = (eq[:, 0] & eq[:, 1]) == _ALL_TRUE
+            done[sel[equal]] = True
         found[which[done]] = True
     return found
 
@@ -256,11 +291,20 @@ def _in_runs(words_n, rows, words_h, in_hay, starts, dist, found: np.ndarray) ->
     half = len(rows) // 2  # the two workers take the segments before and after the middle row
     cut = next((k for k, (s, _, _) in enumerate(segs) if s >= half), len(segs))
 
+    fused = FUSED is not None and words_n.flags.c_contiguous and words_h.flags.c_contiguous
+
     def compare(part: list) -> None:
         for s, e, t0 in part:
             r0 = int(rows[s])
             if t0 < 0 or t0 + e - s > len(words_h):
                 continue  # partly outside the hay: the row-by-row passes check each row
+            if fused:  # the segment in one compiled pass, into `found`
+                FUSED.same(
+                    words_n[r0 : r0 + e - s], words_h[t0 : t0 + e - s], found[s:e].view(np.uint8), None, None
+                )
+                if in_hay is not None:
+                    found[s:e] &= in_hay[t0 : t0 + e - s]
+                continue
             for u in range(0, e - s, CHUNK):
                 n = min(CHUNK, e - s - u)
                 eq = (words_n[r0 + u : r0 + u + n] == words_h[t0 + u : t0 + u + n]).view(np.uint64)
