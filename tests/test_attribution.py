@@ -296,22 +296,40 @@ def _kernel_as_numpy_does(fused):
         raw_b = np.zeros(m * 128 + shift, np.uint8)
         raw_a[shift:], raw_b[shift:] = a.ravel(), b.ravel()
         ua, ub = raw_a[shift:], raw_b[shift:]
-        flags = np.empty(m, np.uint8)
-        ka, kb = np.empty(m, np.uint64), np.empty(m, np.uint64)
-        changed, rows = fused.step(ua, ub, flags, ka, kb)
+        flags, tops = np.empty(m, np.uint8), np.zeros(m, np.uint16)
+        outs = [np.empty(m, np.int64) for _ in range(3)]
         differ = a != b
-        assert changed == int(differ.sum()) and rows == int(differ.any(1).sum())
-        assert (flags.astype(bool) == differ.any(1)).all()
-        assert (ka == a.view(np.uint64)[:, 5] * KEY).all() and (kb == b.view(np.uint64)[:, 5] * KEY).all()
-        assert fused.step(ua, ua, flags, None, None) == (0, 0) and not flags.any()
+        changed_rows = differ.any(1)
+        ka, kb = a.view(np.uint64)[:, 5] * KEY, b.view(np.uint64)[:, 5] * KEY
+        below = 1 << 62  # a quarter of the rows sampled, so the sets are not empty
+        for every in (False, True):
+            got = fused.step(ua, ub, flags, None if every else tops, 1000, *outs, every, int(KEY), below)
+            changed, rows, *n = got
+            assert changed == int(differ.sum()) and rows == int(changed_rows.sum())
+            assert (flags.astype(bool) == changed_rows).all()
+            taken = True if every else changed_rows  # rows a pass keys: all, or the changed ones
+            wants = ((ka < below) & taken, (kb < below) & taken, (kb < below) & changed_rows)
+            for out, k, want in zip(outs, n, wants):
+                assert (out[:k] == np.flatnonzero(want) + 1000).all() and 0 < k < m, every
+            if not every:
+                assert (tops[changed_rows] == (ka[changed_rows] >> np.uint64(48))).all()
+                assert not tops[~changed_rows].any()  # written for changed rows only
+        assert fused.step(ua, ua, flags, None, 0, None, None, None, False, 1, 0) == (0, 0, 0, 0, 0)
+        assert not flags.any()
+
+    def step(x, y, f):
+        return fused.step(x, y, f, None, 0, None, None, None, False, 1, 0)
+
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel()[:-128], flags, None, None)  # runs of other lengths
+        step(a.ravel(), b.ravel()[:-128], flags)  # runs of other lengths
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel(), flags[:-1], None, None)  # a flag short
+        step(a.ravel(), b.ravel(), flags[:-1])  # a flag short
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel(), flags, ka[:-1], kb)  # a key short
+        fused.step(a.ravel(), b.ravel(), flags, tops[:-1], 0, None, None, None, False, 1, 0)  # tops short
     with pytest.raises(ValueError):
-        fused.step(a.ravel()[:-1], b.ravel()[:-1], flags, None, None)  # not whole blocks
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, outs[0][:-1], None, None, True, 1, 0)  # rows short
+    with pytest.raises(ValueError):
+        step(a.ravel()[:-1], b.ravel()[:-1], flags)  # not whole blocks
     # same and hash: at rows (ascending or not, repeated) and consecutive, and rows outside refused
     from q9diff.compare.blocks import _MULT, block_hash
 

@@ -1,7 +1,8 @@
 /* The compiled passes over 128-byte blocks, each reading a block once where numpy takes a pass (and a
  * temporary) per operation:
- * - step: the scan of a step of two regions: each block pair's changed flag, its changed bytes and each
- *   side's word-5 key (numpy: xor, not-equal, per-row any, count, keys);
+ * - step: the scan of a step of two regions: each block pair's changed flag, its changed bytes, and
+ *   from each side's word-5 key the content sample's rows and a's key tops (numpy: xor, not-equal,
+ *   per-row any, count, keys, then a pass and a temporary for each of the sample's sets);
  * - same: whether blocks (consecutive, or at given rows) of one buffer equal those of another, byte for
  *   byte (the search's verification of every candidate);
  * - hash: blocks.block_hash of blocks at given rows, gathered and hashed in one go.
@@ -19,7 +20,6 @@
 #define LOW7 0x7f7f7f7f7f7f7f7fULL
 #define HIGH 0x8080808080808080ULL
 #define ONES 0x0101010101010101ULL
-#define KEY 0x9E3779B97F4A7C15ULL /* word_key's multiplier: blocks.KEY */
 
 static inline uint64_t load(const unsigned char *p)
 {
@@ -72,53 +72,81 @@ static void release(Py_buffer *view)
         PyBuffer_Release(view);
 }
 
+/* An optional output: None, or a writable buffer of at least `need` bytes. */
+static int optional_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, void **out)
+{
+    *out = NULL;
+    if (obj == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE) < 0)
+        return -1;
+    if (view->len < need) {
+        PyErr_SetString(PyExc_ValueError, "step: an output shorter than the step");
+        return -1;
+    }
+    *out = view->buf;
+    return 0;
+}
+
+static inline void put_row(unsigned char *out, Py_ssize_t *n, int64_t row)
+{
+    memcpy(out + 8 * (*n)++, &row, 8);
+}
+
 static PyObject *step(PyObject *self, PyObject *args)
 {
-    Py_buffer a, b, flags, ka = {0}, kb = {0};
-    PyObject *ka_obj, *kb_obj;
-    if (!PyArg_ParseTuple(args, "y*y*w*OO", &a, &b, &flags, &ka_obj, &kb_obj))
+    Py_buffer a, b, flags, vt = {0}, va = {0}, vb = {0}, vc = {0};
+    PyObject *tops_obj, *sa_obj, *sb_obj, *sbc_obj, *result = NULL;
+    long long base;
+    int every;
+    unsigned long long key, below;
+    if (!PyArg_ParseTuple(args, "y*y*w*OLOOOpKK", &a, &b, &flags, &tops_obj, &base, &sa_obj, &sb_obj,
+                          &sbc_obj, &every, &key, &below))
         return NULL;
-    PyObject *result = NULL;
     Py_ssize_t m = a.len / BLOCK;
-    int keys = ka_obj != Py_None;
-    if (a.len != b.len || a.len % BLOCK || flags.len < m || (keys != (kb_obj != Py_None))) {
+    void *tops, *sa, *sb, *sbc;
+    if (a.len != b.len || a.len % BLOCK || flags.len < m) {
         PyErr_SetString(PyExc_ValueError, "step: two equal runs of whole blocks and a flag per block");
         goto done;
     }
-    if (keys) {
-        if (PyObject_GetBuffer(ka_obj, &ka, PyBUF_WRITABLE) < 0)
-            goto done;
-        if (PyObject_GetBuffer(kb_obj, &kb, PyBUF_WRITABLE) < 0)
-            goto done;
-        if (ka.len < m * 8 || kb.len < m * 8) {
-            PyErr_SetString(PyExc_ValueError, "step: a key per block");
-            goto done;
-        }
-    }
+    if (optional_out(tops_obj, &vt, 2 * m, &tops) < 0 || optional_out(sa_obj, &va, 8 * m, &sa) < 0 ||
+        optional_out(sb_obj, &vb, 8 * m, &sb) < 0 || optional_out(sbc_obj, &vc, 8 * m, &sbc) < 0)
+        goto done;
     unsigned long long changed = 0, rows = 0;
+    Py_ssize_t na = 0, nb = 0, nc = 0;
     const unsigned char *pa = a.buf, *pb = b.buf;
     unsigned char *fl = flags.buf;
-    unsigned char *oa = keys ? ka.buf : NULL, *ob = keys ? kb.buf : NULL;
+    int keyed = tops || sa || sb || sbc;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < m; i++, pa += BLOCK, pb += BLOCK) {
         int differs;
         changed += block_pair(pa, pb, &differs);
         rows += differs;
         fl[i] = (unsigned char)differs;
-        if (oa) {
-            uint64_t k = load(pa + 40) * KEY, l = load(pb + 40) * KEY;
-            memcpy(oa + 8 * i, &k, 8);
-            memcpy(ob + 8 * i, &l, 8);
+        if (!keyed || !(differs || every))
+            continue;
+        uint64_t k = load(pa + 40) * key, l = load(pb + 40) * key; /* blocks.word_key of each side */
+        if (tops && differs) {
+            uint16_t t = (uint16_t)(k >> 48);
+            memcpy((unsigned char *)tops + 2 * i, &t, 2);
         }
+        if (sa && k < below)
+            put_row(sa, &na, base + i);
+        if (sb && l < below)
+            put_row(sb, &nb, base + i);
+        if (sbc && differs && l < below)
+            put_row(sbc, &nc, base + i);
     }
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("KK", changed, rows);
+    result = Py_BuildValue("KKnnn", changed, rows, na, nb, nc);
 done:
     PyBuffer_Release(&a);
     PyBuffer_Release(&b);
     PyBuffer_Release(&flags);
-    release(&ka);
-    release(&kb);
+    release(&vt);
+    release(&va);
+    release(&vb);
+    release(&vc);
     return result;
 }
 
@@ -221,9 +249,11 @@ done:
 
 static PyMethodDef methods[] = {
     {"step", step, METH_VARARGS,
-     "step(a, b, flags, key_a, key_b) -> (changed bytes, changed blocks): a and b equal runs of 128-byte "
-     "blocks; flags[i] set to whether block i differs; key_a, key_b (or None) get each block's word 5 "
-     "times KEY."},
+     "step(a, b, flags, tops, base, sa, sb, sbc, every, key, below) -> (changed bytes, changed blocks, "
+     "len sa, len sb, len sbc): a and b equal runs of 128-byte blocks; flags[i] set to whether block i "
+     "differs. With k = word 5 times key (a's; l b's): tops (uint16, or None) gets k >> 48 of each "
+     "changed block; sa, sb (int64, or None) get base + i of the blocks with k < below, l < below (of the "
+     "changed blocks, or of all with every); sbc (or None) of the changed blocks with l < below."},
     {"same", same, METH_VARARGS,
      "same(a, b, out, rows_a, rows_b): out[i] set to whether block rows_a[i] of a (int64 rows, or None: "
      "block i) is block rows_b[i] of b, byte for byte."},

@@ -227,46 +227,35 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
 def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None):
     """The scan of rows lo..hi (words `wa`, `wb`) a step of SCAN blocks at a time: changed bytes, and the
     lists of Scanned's arrays, in file order. A step changed throughout (every step of an all-differ
-    pair) lists no rows: its range stands for them."""
-    m0 = min(hi - lo, SCAN)
-    key_a, key_b = np.empty(m0, dtype=np.uint64), np.empty(m0, dtype=np.uint64)
+    pair) lists no rows: its range stands for them. By the compiled pass where the build made it, else
+    by numpy's passes (the same arrays)."""
     if blocks.FUSED is not None:
-        flags = np.empty(m0, dtype=np.uint8)
-    else:
-        xor = np.empty((m0, BLOCK // 8), dtype=np.uint64)
-        nonzero = np.empty(xor.shape, dtype=bool)
-        any_word = np.empty(m0, dtype=np.uint64)
+        return _steps_compiled(wa, wb, lo, hi, dtype, sample, every, tops)
+    xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
+    nonzero = np.empty(xor.shape, dtype=bool)
+    any_word = np.empty(len(xor), dtype=np.uint64)
+    key_a, key_b = np.empty(len(xor), dtype=np.uint64), np.empty(len(xor), dtype=np.uint64)
     changed, clean = 0, True  # clean: the last step found no change
     inline = every  # the keys of every row taken with the xor: all are wanted, or most rows changed last
-    rows, sa, sb, sb_changed, hash_a, hash_b, weight_b = [], [], [], [], [], [], []
+    rows, sa, sb, sb_changed = [], [], [], []
     for s in range(lo, hi, SCAN):
         ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
+        if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
+            continue
         m = len(ca)
-        if blocks.FUSED is not None:  # one read of the step: flags, changed bytes and (sampling) every key
-            keyed = sample
-            keys = (key_a[:m], key_b[:m]) if keyed else (None, None)
-            step_changed, n_changed = blocks.FUSED.step(ca, cb, flags[:m], *keys)
-            if not n_changed and not every:
-                continue
-            full = n_changed == m
-            r = None if full else np.flatnonzero(flags[:m]).astype(dtype)
+        keyed = sample and inline
+        if keyed:
+            xx = _xor_keys(ca, cb, xor[:m], key_a[:m], key_b[:m])
         else:
-            if clean and not every and np.array_equal(ca, cb):  # most steps of a pair with few changes
-                continue
-            keyed = sample and inline
-            if keyed:
-                xx = _xor_keys(ca, cb, xor[:m], key_a[:m], key_b[:m])
-            else:
-                xx = np.bitwise_xor(ca, cb, out=xor[:m])
-            nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
-            row_changed = np.bitwise_or(nz[:, 0], nz[:, 1], out=any_word[:m])
-            full = bool(row_changed.all())
-            r = None if full else np.flatnonzero(row_changed).astype(dtype)
-            n_changed = m if full else len(r)
-            step_changed = int(np.count_nonzero(xx.view(np.uint8))) if n_changed else 0
+            xx = np.bitwise_xor(ca, cb, out=xor[:m])
+        nz = np.not_equal(xx, 0, out=nonzero[:m]).view(np.uint64)  # a block's 16 words as 2 words
+        row_changed = np.bitwise_or(nz[:, 0], nz[:, 1], out=any_word[:m])
+        full = bool(row_changed.all())
+        r = None if full else np.flatnonzero(row_changed).astype(dtype)
+        n_changed = m if full else len(r)
         clean = not n_changed
         if n_changed:
-            changed += step_changed
+            changed += int(np.count_nonzero(xx.view(np.uint8)))
             rows.append((s, s + m) if full else r + s)
         if not sample:
             continue
@@ -292,9 +281,44 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
             inline = 2 * n_changed > m
         else:
             inline = False
-    if sample and not every and sa:
-        # The group's sampled blocks hashed at its end in one set of calls (a set per step cost more
-        # than its work, and held the GIL the other worker waited for), read again from memory.
+    return _sampled_hashes(wa, wb, dtype, sample and not every, changed, rows, sa, sb, sb_changed)
+
+
+def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None):
+    """_steps by _scan.step: a step's blocks read once for its flags, its changed bytes and, sampling, the
+    content sample's rows and a's key tops, written by the pass (numpy takes a pass and a temporary for
+    each: 50 of the 100 ms an all-differ 1 GB pair's scan took, measured)."""
+    m0 = min(hi - lo, SCAN)
+    flags = np.empty(m0, dtype=np.uint8)
+    # the sample's rows of a, of b, of b's changed rows (b's all only for regions of other sizes)
+    found = [np.empty(m0, dtype=np.int64) if sample and (k != 1 or every) else None for k in range(3)]
+    key, below = int(KEY), int(_SAMPLED)
+    changed = 0
+    rows, sa, sb, sb_changed = [], [], [], []
+    for s in range(lo, hi, SCAN):
+        ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
+        m = len(ca)
+        step_tops = None if tops is None else tops[s : s + m]
+        step_changed, n_changed, *n = blocks.FUSED.step(
+            ca, cb, flags[:m], step_tops, s, *found, every, key, below
+        )
+        if not n_changed and not every:
+            continue
+        if n_changed:
+            changed += step_changed
+            rows.append((s, s + m) if n_changed == m else np.flatnonzero(flags[:m]).astype(dtype) + s)
+        for out, k, got in zip((sa, sb, sb_changed), n, found):
+            if got is not None:
+                out.append(got[:k].copy())
+    return _sampled_hashes(wa, wb, dtype, sample and not every, changed, rows, sa, sb, sb_changed)
+
+
+def _sampled_hashes(wa, wb, dtype, hashed: bool, changed: int, rows, sa, sb, sb_changed):
+    """A group's scan as _steps returns it: with `hashed` (regions of one size, sampling), the group's
+    sampled blocks hashed and b's weighed at its end in one set of calls (a set per step cost more than
+    its work, and held the GIL the other worker waited for), read again from memory."""
+    hash_a, hash_b, weight_b = [], [], []
+    if hashed and sa:
         ia, ib = concat(sa, dtype), concat(sb_changed, dtype)
         sa, sb_changed = [ia], [ib]
         hash_a, hash_b = [hashes(wa, ia)], [hashes(wb, ib)]
