@@ -281,7 +281,7 @@ def _kernel_as_numpy_does(fused):
     import numpy as np
     import pytest
 
-    from q9diff.compare.blocks import KEY
+    from q9diff.compare.blocks import _MULT, KEY, block_hash
 
     rng = np.random.default_rng(7)
     m = 3000
@@ -298,12 +298,16 @@ def _kernel_as_numpy_does(fused):
         ua, ub = raw_a[shift:], raw_b[shift:]
         flags, tops = np.empty(m, np.uint8), np.zeros(m, np.uint16)
         outs = [np.empty(m, np.int64) for _ in range(3)]
+        sums = [np.empty(m, np.uint64), np.empty(m, np.uint64), np.empty(m, np.int64)]
         differ = a != b
         changed_rows = differ.any(1)
         ka, kb = a.view(np.uint64)[:, 5] * KEY, b.view(np.uint64)[:, 5] * KEY
         below = 1 << 62  # a quarter of the rows sampled, so the sets are not empty
         for every in (False, True):
-            got = fused.step(ua, ub, flags, None if every else tops, 1000, *outs, every, int(KEY), below)
+            hashing = (None, None, None, None) if every else (_MULT, *sums)  # regions of one size hash
+            got = fused.step(
+                ua, ub, flags, None if every else tops, 1000, *outs, every, int(KEY), below, *hashing
+            )
             changed, rows, *n = got
             assert changed == int(differ.sum()) and rows == int(changed_rows.sum())
             assert (flags.astype(bool) == changed_rows).all()
@@ -314,25 +318,37 @@ def _kernel_as_numpy_does(fused):
             if not every:
                 assert (tops[changed_rows] == (ka[changed_rows] >> np.uint64(48))).all()
                 assert not tops[~changed_rows].any()  # written for changed rows only
-        assert fused.step(ua, ua, flags, None, 0, None, None, None, False, 1, 0) == (0, 0, 0, 0, 0)
+                # the sampled blocks' hashes (a's, b's changed) and b's weights, taken in the pass
+                ra, rc = outs[0][: n[0]] - 1000, outs[2][: n[2]] - 1000
+                assert (sums[0][: n[0]] == block_hash(a[ra])).all()
+                assert (sums[1][: n[2]] == block_hash(b[rc])).all()
+                assert (sums[2][: n[2]] == differ[rc].sum(1)).all() and sums[2][: n[2]].min() > 0
+        nothing = (None, 0, None, None, None, False, 1, 0, None, None, None, None)  # no sets, no hashes
+        assert fused.step(ua, ua, flags, *nothing) == (0,) * 5
         assert not flags.any()
 
     def step(x, y, f):
-        return fused.step(x, y, f, None, 0, None, None, None, False, 1, 0)
+        return fused.step(x, y, f, None, 0, None, None, None, False, 1, 0, None, None, None, None)
 
     with pytest.raises(ValueError):
         step(a.ravel(), b.ravel()[:-128], flags)  # runs of other lengths
     with pytest.raises(ValueError):
         step(a.ravel(), b.ravel(), flags[:-1])  # a flag short
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel(), flags, tops[:-1], 0, None, None, None, False, 1, 0)  # tops short
+        fused.step(a.ravel(), b.ravel(), flags, tops[:-1], 0, None, None, None, False, 1, 0, *[None] * 4)
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel(), flags, None, 0, outs[0][:-1], None, None, True, 1, 0)  # rows short
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, outs[0][:-1], None, None, True, 1, 0, *[None] * 4)
+    with pytest.raises(ValueError):  # hashes without their multipliers, or without their rows
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, None, *sums)
+    with pytest.raises(ValueError):
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, None, *outs[1:], False, 1, 0, _MULT, *sums)
+    with pytest.raises(ValueError):
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, _MULT[:-1], *sums)
+    with pytest.raises(ValueError):
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, _MULT, sums[0][:-1], *sums[1:])
     with pytest.raises(ValueError):
         step(a.ravel()[:-1], b.ravel()[:-1], flags)  # not whole blocks
     # same and hash: at rows (ascending or not, repeated) and consecutive, and rows outside refused
-    from q9diff.compare.blocks import _MULT, block_hash
-
     ia = rng.integers(0, m, 500)
     ib = np.where(np.arange(500) % 3 == 0, ia, rng.integers(0, m, 500))
     out = np.empty(500, np.uint8)

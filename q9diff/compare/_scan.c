@@ -1,8 +1,9 @@
 /* The compiled passes over 128-byte blocks, each reading a block once where numpy takes a pass (and a
  * temporary) per operation:
  * - step: the scan of a step of two regions: each block pair's changed flag, its changed bytes, and
- *   from each side's word-5 key the content sample's rows and a's key tops (numpy: xor, not-equal,
- *   per-row any, count, keys, then a pass and a temporary for each of the sample's sets);
+ *   from each side's word-5 key the content sample's rows and a's key tops, and the sampled blocks'
+ *   hashes and changed bytes while they are in cache (numpy: xor, not-equal, per-row any, count, keys,
+ *   then a pass and a temporary for each of the sample's sets, and a gather from memory to hash them);
  * - same: whether blocks (consecutive, or at given rows) of one buffer equal those of another, byte for
  *   byte (the search's verification of every candidate);
  * - hash: blocks.block_hash of blocks at given rows, gathered and hashed in one go.
@@ -66,6 +67,18 @@ static inline unsigned block_pair(const unsigned char *pa, const unsigned char *
 }
 #endif
 
+/* blocks.block_hash of the block at p: each word w folded (w ^ w >> 29, blocks._FOLD) times its
+ * multiplier, summed. */
+static inline uint64_t block_hash(const unsigned char *p, const uint64_t *m)
+{
+    uint64_t h = 0;
+    for (int j = 0; j < WORDS; j++) {
+        uint64_t w = load(p + 8 * j);
+        h += (w ^ (w >> 29)) * m[j];
+    }
+    return h;
+}
+
 static void release(Py_buffer *view)
 {
     if (view->obj)
@@ -88,6 +101,11 @@ static int optional_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, void **
     return 0;
 }
 
+static inline void put_word(unsigned char *out, Py_ssize_t n, uint64_t w)
+{
+    memcpy(out + 8 * n, &w, 8);
+}
+
 static inline void put_row(unsigned char *out, Py_ssize_t *n, int64_t row)
 {
     memcpy(out + 8 * (*n)++, &row, 8);
@@ -95,23 +113,39 @@ static inline void put_row(unsigned char *out, Py_ssize_t *n, int64_t row)
 
 static PyObject *step(PyObject *self, PyObject *args)
 {
-    Py_buffer a, b, flags, vt = {0}, va = {0}, vb = {0}, vc = {0};
-    PyObject *tops_obj, *sa_obj, *sb_obj, *sbc_obj, *result = NULL;
+    Py_buffer a, b, flags, vt = {0}, va = {0}, vb = {0}, vc = {0}, vm = {0}, vha = {0}, vhb = {0},
+                           vwb = {0};
+    PyObject *tops_obj, *sa_obj, *sb_obj, *sbc_obj, *mult_obj, *ha_obj, *hb_obj, *wb_obj, *result = NULL;
     long long base;
     int every;
     unsigned long long key, below;
-    if (!PyArg_ParseTuple(args, "y*y*w*OLOOOpKK", &a, &b, &flags, &tops_obj, &base, &sa_obj, &sb_obj,
-                          &sbc_obj, &every, &key, &below))
+    if (!PyArg_ParseTuple(args, "y*y*w*OLOOOpKKOOOO", &a, &b, &flags, &tops_obj, &base, &sa_obj, &sb_obj,
+                          &sbc_obj, &every, &key, &below, &mult_obj, &ha_obj, &hb_obj, &wb_obj))
         return NULL;
     Py_ssize_t m = a.len / BLOCK;
-    void *tops, *sa, *sb, *sbc;
+    void *tops, *sa, *sb, *sbc, *mult, *ha, *hb, *wb;
+    uint64_t mw[WORDS];
     if (a.len != b.len || a.len % BLOCK || flags.len < m) {
         PyErr_SetString(PyExc_ValueError, "step: two equal runs of whole blocks and a flag per block");
         goto done;
     }
     if (optional_out(tops_obj, &vt, 2 * m, &tops) < 0 || optional_out(sa_obj, &va, 8 * m, &sa) < 0 ||
-        optional_out(sb_obj, &vb, 8 * m, &sb) < 0 || optional_out(sbc_obj, &vc, 8 * m, &sbc) < 0)
+        optional_out(sb_obj, &vb, 8 * m, &sb) < 0 || optional_out(sbc_obj, &vc, 8 * m, &sbc) < 0 ||
+        optional_out(ha_obj, &vha, 8 * m, &ha) < 0 || optional_out(hb_obj, &vhb, 8 * m, &hb) < 0 ||
+        optional_out(wb_obj, &vwb, 8 * m, &wb) < 0)
         goto done;
+    mult = NULL;
+    if (mult_obj != Py_None) {
+        if (PyObject_GetBuffer(mult_obj, &vm, PyBUF_SIMPLE) < 0)
+            goto done;
+        mult = vm.buf;
+    }
+    if ((ha || hb || wb) && (!mult || vm.len != BLOCK || (ha && !sa) || ((hb || wb) && !sbc))) {
+        PyErr_SetString(PyExc_ValueError, "step: hashes need the multipliers (16 uint64) and their rows");
+        goto done;
+    }
+    if (mult)
+        memcpy(mw, mult, BLOCK);
     unsigned long long changed = 0, rows = 0;
     Py_ssize_t na = 0, nb = 0, nc = 0;
     const unsigned char *pa = a.buf, *pb = b.buf;
@@ -120,7 +154,8 @@ static PyObject *step(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < m; i++, pa += BLOCK, pb += BLOCK) {
         int differs;
-        changed += block_pair(pa, pb, &differs);
+        unsigned n_bytes = block_pair(pa, pb, &differs);
+        changed += n_bytes;
         rows += differs;
         fl[i] = (unsigned char)differs;
         if (!keyed || !(differs || every))
@@ -130,12 +165,20 @@ static PyObject *step(PyObject *self, PyObject *args)
             uint16_t t = (uint16_t)(k >> 48);
             memcpy((unsigned char *)tops + 2 * i, &t, 2);
         }
-        if (sa && k < below)
+        if (sa && k < below) {
+            if (ha)
+                put_word(ha, na, block_hash(pa, mw));
             put_row(sa, &na, base + i);
+        }
         if (sb && l < below)
             put_row(sb, &nb, base + i);
-        if (sbc && differs && l < below)
+        if (sbc && differs && l < below) {
+            if (hb)
+                put_word(hb, nc, block_hash(pb, mw));
+            if (wb)
+                put_word(wb, nc, n_bytes);
             put_row(sbc, &nc, base + i);
+        }
     }
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("KKnnn", changed, rows, na, nb, nc);
@@ -147,6 +190,10 @@ done:
     release(&va);
     release(&vb);
     release(&vc);
+    release(&vm);
+    release(&vha);
+    release(&vhb);
+    release(&vwb);
     return result;
 }
 
@@ -228,15 +275,8 @@ static PyObject *hash(PyObject *self, PyObject *args)
     const unsigned char *pa = a.buf;
     unsigned char *o = out.buf;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const unsigned char *p = pa + BLOCK * (ia ? ia[i] : i);
-        uint64_t h = 0;
-        for (int j = 0; j < WORDS; j++) {
-            uint64_t w = load(p + 8 * j);
-            h += (w ^ (w >> 29)) * m[j]; /* blocks._FOLD */
-        }
-        memcpy(o + 8 * i, &h, 8);
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        put_word(o, i, block_hash(pa + BLOCK * (ia ? ia[i] : i), m));
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
@@ -249,11 +289,13 @@ done:
 
 static PyMethodDef methods[] = {
     {"step", step, METH_VARARGS,
-     "step(a, b, flags, tops, base, sa, sb, sbc, every, key, below) -> (changed bytes, changed blocks, "
-     "len sa, len sb, len sbc): a and b equal runs of 128-byte blocks; flags[i] set to whether block i "
-     "differs. With k = word 5 times key (a's; l b's): tops (uint16, or None) gets k >> 48 of each "
-     "changed block; sa, sb (int64, or None) get base + i of the blocks with k < below, l < below (of the "
-     "changed blocks, or of all with every); sbc (or None) of the changed blocks with l < below."},
+     "step(a, b, flags, tops, base, sa, sb, sbc, every, key, below, mult, ha, hb, wb) -> (changed bytes, "
+     "changed blocks, len sa, len sb, len sbc): a and b equal runs of 128-byte blocks; flags[i] set to "
+     "whether block i differs. With k = word 5 times key (a's; l b's): tops (uint16, or None) gets k >> 48 "
+     "of each changed block; sa, sb (int64, or None) get base + i of the blocks with k < below, l < below "
+     "(of the changed blocks, or of all with every); sbc (or None) of the changed blocks with l < below. "
+     "With mult (16 uint64, or None): ha (uint64, or None) gets the hash of a's block of each row of sa, "
+     "hb b's block's of each row of sbc, wb (int64, or None) its changed bytes."},
     {"same", same, METH_VARARGS,
      "same(a, b, out, rows_a, rows_b): out[i] set to whether block rows_a[i] of a (int64 rows, or None: "
      "block i) is block rows_b[i] of b, byte for byte."},

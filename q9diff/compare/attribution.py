@@ -286,21 +286,27 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
 
 def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None):
     """_steps by _scan.step: a step's blocks read once for its flags, its changed bytes and, sampling, the
-    content sample's rows and a's key tops, written by the pass (numpy takes a pass and a temporary for
-    each: 50 of the 100 ms an all-differ 1 GB pair's scan took, measured)."""
+    content sample's rows and a's key tops, and for regions of one size the sampled blocks' hashes and b's
+    weights, written by the pass while the blocks are in cache (numpy takes a pass and a temporary for
+    each: 50 of the 100 ms an all-differ 1 GB pair's scan took, measured; hashing the sample after the
+    group, read again from memory, took 25-28 ms of the two workers' time more)."""
     m0 = min(hi - lo, SCAN)
     flags = np.empty(m0, dtype=np.uint8)
     # the sample's rows of a, of b, of b's changed rows (b's all only for regions of other sizes)
     found = [np.empty(m0, dtype=np.int64) if sample and (k != 1 or every) else None for k in range(3)]
-    key, below = int(KEY), int(_SAMPLED)
+    hashed = sample and not every
+    # the hashes of a's sampled rows, of b's changed sampled rows, and b's weights: uint64, uint64, int64
+    sums = [np.empty(m0, dtype=np.uint64 if k < 2 else np.int64) if hashed else None for k in range(3)]
+    key, below, mult = int(KEY), int(_SAMPLED), blocks._MULT if hashed else None
     changed = 0
     rows, sa, sb, sb_changed = [], [], [], []
+    hash_a, hash_b, weight_b = [], [], []
     for s in range(lo, hi, SCAN):
         ca, cb = wa[s : min(s + SCAN, hi)], wb[s : min(s + SCAN, hi)]
         m = len(ca)
         step_tops = None if tops is None else tops[s : s + m]
         step_changed, n_changed, *n = blocks.FUSED.step(
-            ca, cb, flags[:m], step_tops, s, *found, every, key, below
+            ca, cb, flags[:m], step_tops, s, *found, every, key, below, mult, *sums
         )
         if not n_changed and not every:
             continue
@@ -310,13 +316,24 @@ def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, 
         for out, k, got in zip((sa, sb, sb_changed), n, found):
             if got is not None:
                 out.append(got[:k].copy())
-    return _sampled_hashes(wa, wb, dtype, sample and not every, changed, rows, sa, sb, sb_changed)
+        if hashed:
+            for out, k, got in zip((hash_a, hash_b, weight_b), (n[0], n[2], n[2]), sums):
+                out.append(got[:k].copy())
+    if hashed and sa:
+        sa, sb_changed = [concat(sa, dtype)], [concat(sb_changed, dtype)]
+        hash_a, hash_b, weight_b = (
+            [concat(hash_a, np.uint64)],
+            [concat(hash_b, np.uint64)],
+            [concat(weight_b, np.int64)],
+        )
+    return changed, rows, sa, sb, sb_changed, hash_a, hash_b, weight_b
 
 
 def _sampled_hashes(wa, wb, dtype, hashed: bool, changed: int, rows, sa, sb, sb_changed):
     """A group's scan as _steps returns it: with `hashed` (regions of one size, sampling), the group's
     sampled blocks hashed and b's weighed at its end in one set of calls (a set per step cost more than
-    its work, and held the GIL the other worker waited for), read again from memory."""
+    its work, and held the GIL the other worker waited for), read again from memory (the compiled pass
+    takes them in the scan instead)."""
     hash_a, hash_b, weight_b = [], [], []
     if hashed and sa:
         ia, ib = concat(sa, dtype), concat(sb_changed, dtype)
