@@ -43,7 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-CLI = [sys.executable, "-c", "from q9diff.cli import main; main()"]
+# The program as the `q9diff` script runs it (pyproject.toml: q9diff.cli:run).
+CLI = [sys.executable, "-c", "from q9diff.cli import run; run()"]
 MiB = 1 << 20
 ANON_GOAL = 256 * MiB
 # What a run after a drop of the page cache reads back before it is timed: q9diff's own code only.

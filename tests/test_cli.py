@@ -310,6 +310,51 @@ def test_progress_on_a_terminal_quiet_in_a_pipe_and_with_json(fixtures_dir):
     assert quiet.returncode == 1 and "comparing the parts" not in quiet.stdout
 
 
+def test_the_program_ends_as_main_does(tmp_path, fixtures_dir):
+    """The `q9diff` script (q9diff.cli.run) ends the process without the interpreter's teardown: the
+    same status, output and errors as main() for every kind of ending (a result, a difference, a bad
+    input, a usage error, a large JSON into a pipe), the exit handlers still run, and a stream it cannot
+    flush gets the normal exit's handling."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"q9diff": "q9diff.cli:run"}
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"\0" * 64)
+    cases = (
+        ["--version"],
+        ["inspect", "--json", str(all_bins()[0])],
+        ["diff", "--json", str(LOCAL), str(REFERENCE)],
+        [str(LOCAL), str(REFERENCE)],
+        ["inspect", str(bad)],
+        ["diff", "--no-such-option"],
+    )
+
+    def ran(entry: str, *args: str, pre: str = "") -> subprocess.CompletedProcess:
+        code = f"{pre}from q9diff.cli import {entry}; {entry}()"
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
+        )
+
+    for args in cases:
+        one, other = ran("main", *args), ran("run", *args)
+        assert (one.returncode, one.stdout, one.stderr) == (other.returncode, other.stdout, other.stderr), (
+            args
+        )
+    assert len(ran("run", *cases[2]).stdout) > 100_000  # a pipe's buffer many times over, all of it out
+    handler = "import atexit; atexit.register(print, 'handler ran'); "
+    done = ran("run", "--version", pre=handler)
+    assert done.returncode == 0 and done.stdout.endswith("handler ran\n")
+    ended = []  # a reader that stops after 10 bytes: the rest of the JSON meets a broken pipe
+    for entry in ("main", "run"):
+        argv = [sys.executable, "-c", f"from q9diff.cli import {entry}; {entry}()", *cases[2]]
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+            child.stdout.read(10)
+            child.stdout.close()
+            ended.append((child.wait(timeout=120), child.stderr.read()))
+    assert ended[0] == ended[1] and b"Traceback" not in ended[1][1], ended
+
+
 def test_a_directory_diff_releases_each_part_once_compared(fixtures_dir):
     from q9diff.compare.diff import diff_sets, set_to_json
 

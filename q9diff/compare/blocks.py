@@ -82,6 +82,14 @@ def workers():
     return _pool
 
 
+def stop_workers() -> None:
+    """Let the workers go (they are idle between passes): at the program's end (q9diff.cli.run)."""
+    global _pool
+    if _pool is not None:
+        _pool.shutdown(wait=True)
+        _pool = None
+
+
 def _keep_freed_memory() -> None:
     """Ask glibc's malloc to keep what the big passes free for the next ones (arrays up to 32 MiB from
     the heap, the heap not trimmed below 1 GiB) instead of unmapping it: this VM takes 2-7 us a page to
