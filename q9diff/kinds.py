@@ -20,6 +20,8 @@ from q9diff.genie.layout import file_split
 
 @dataclass(frozen=True)
 class Kind:
+    """A kind of input (a context binary, a folder of parts, a bundle...): how it is told and its parts."""
+
     name: str
     is_set: bool
     recognizes: Callable[[Path], bool]

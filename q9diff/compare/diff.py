@@ -58,6 +58,8 @@ class Cause:
 
 @dataclass
 class DiffResult:
+    """Why binary a differs from b: the region rows, the causes, the fixes, and what neither file records."""
+
     a: ContextBinary
     b: ContextBinary
     regions: list[dict] = field(default_factory=list)

@@ -90,6 +90,8 @@ def _generic_target(s: Sides) -> str | None:
 
 @dataclass(frozen=True)
 class Rule:
+    """How one cause is judged: its name, root or effect, the observation it reads and what explains it."""
+
     name: str  # canonical cause name
     role: str  # "root" or "effect"
     getter: str  # name of the observation in q9diff.compare.diff.observe()

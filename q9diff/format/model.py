@@ -18,6 +18,8 @@ BLOB_INFO_V2_EXTRA = ("native_k_channel_size", "native_v_channel_size", "is_safe
 
 @dataclass(frozen=True)
 class Tensor:
+    """A graph input or output: name, id, data type, shape and quantization (scale, offset) as recorded."""
+
     name: str
     id: int
     dtype: str
@@ -50,6 +52,8 @@ class Op:
 
 @dataclass(frozen=True)
 class Graph:
+    """A graph of a context binary as its metadata records it: its tensors, its options, its ops."""
+
     name: str
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]

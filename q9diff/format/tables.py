@@ -69,6 +69,8 @@ DATA_FORMAT_NAMES: dict[int, str] = {0: "FLAT_BUFFER"}
 
 @dataclass(frozen=True)
 class Soc:
+    """A soc_model number: the SoC names, Hexagon arch and VTCM the sources give it, and which sources."""
+
     soc_model: int
     name: str  # every SoC name the sources give this number, " / "-joined
     dsp_arch: int | None
@@ -374,6 +376,8 @@ def find_device(name: str) -> Device:
 
 @dataclass(frozen=True)
 class ProfileSetting:
+    """One setting of a profile: its value, the sources that give it and what it applies to."""
+
     value: object
     sources: tuple[str, ...]
     applies_to: str | None = None
