@@ -313,19 +313,10 @@ def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, 
         if n_changed:
             changed += step_changed
             rows.append((s, s + m) if n_changed == m else np.flatnonzero(flags[:m]).astype(dtype) + s)
-        for out, k, got in zip((sa, sb, sb_changed), n, found):
+        sets = zip((sa, sb, sb_changed, hash_a, hash_b, weight_b), (*n, n[0], n[2], n[2]), (*found, *sums))
+        for out, k, got in sets:  # each set's parts, joined once over the groups (_scan's joined)
             if got is not None:
                 out.append(got[:k].copy())
-        if hashed:
-            for out, k, got in zip((hash_a, hash_b, weight_b), (n[0], n[2], n[2]), sums):
-                out.append(got[:k].copy())
-    if hashed and sa:
-        sa, sb_changed = [concat(sa, dtype)], [concat(sb_changed, dtype)]
-        hash_a, hash_b, weight_b = (
-            [concat(hash_a, np.uint64)],
-            [concat(hash_b, np.uint64)],
-            [concat(weight_b, np.int64)],
-        )
     return changed, rows, sa, sb, sb_changed, hash_a, hash_b, weight_b
 
 
