@@ -222,12 +222,25 @@ class ContextBinary(MetadataReader):
         return tuple(out)
 
     def pickle_record(self, graph_index: int) -> Record | None:
-        name = self.graphs[graph_index].name
-        for r in self.records:
-            if r.name.startswith("PICKLE/") and r.name.split("/", 2)[-1] == name:
-                return r
-        pickles = [r for r in self.records if r.name.startswith("PICKLE/")]
+        """The PICKLE record of a graph: the first one named after it, else the graph_index-th one."""
+        by_name, pickles = self._pickles
+        found = by_name.get(self.graphs[graph_index].name)
+        if found is not None:
+            return found
         return pickles[graph_index] if graph_index < len(pickles) else None
+
+    @cached_property
+    def _pickles(self) -> tuple[dict[str, Record], tuple[Record, ...]]:
+        """The PICKLE records indexed once by graph name (the first of each name) and in order: asking
+        per graph by walking every record was graphs x records of work (16,000 graphs and records in a
+        639 KB file took 54 s)."""
+        by_name: dict[str, Record] = {}
+        pickles = []
+        for r in self.records:
+            if r.name.startswith("PICKLE/"):
+                pickles.append(r)
+                by_name.setdefault(r.name.split("/", 2)[-1], r)
+        return by_name, tuple(pickles)
 
     def _header_records(self, start: int, limit: int) -> tuple[list[tuple[bytes, int, int]], int]:
         """Walk tag records from start; return [(tag, offset, size)] and the end offset."""
