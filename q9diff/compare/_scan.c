@@ -139,8 +139,12 @@ static PyObject *step(PyObject *self, PyObject *args)
         if (PyObject_GetBuffer(mult_obj, &vm, PyBUF_SIMPLE) < 0)
             goto done;
         mult = vm.buf;
+        if (vm.len != BLOCK) { /* read whole below whether or not a hash is asked for */
+            PyErr_SetString(PyExc_ValueError, "step: the multipliers are 16 uint64");
+            goto done;
+        }
     }
-    if ((ha || hb || wb) && (!mult || vm.len != BLOCK || (ha && !sa) || ((hb || wb) && !sbc))) {
+    if ((ha || hb || wb) && (!mult || (ha && !sa) || ((hb || wb) && !sbc))) {
         PyErr_SetString(PyExc_ValueError, "step: hashes need the multipliers (16 uint64) and their rows");
         goto done;
     }
@@ -201,8 +205,12 @@ done:
 static int rows_of(PyObject *obj, Py_buffer *view, Py_ssize_t n, Py_ssize_t limit, const int64_t **out)
 {
     *out = NULL;
-    if (obj == Py_None)
-        return n <= limit ? 0 : -1;
+    if (obj == Py_None) {
+        if (n <= limit)
+            return 0;
+        PyErr_SetString(PyExc_ValueError, "rows: more outputs than blocks");
+        return -1;
+    }
     if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT) < 0)
         return -1;
     if (view->itemsize != 8 || view->len != n * 8 || !view->format || (strcmp(view->format, "l") &&
