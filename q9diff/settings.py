@@ -83,7 +83,7 @@ def _ort_only(name: str) -> Callable[[Any], Any]:
 class Setting:
     """One compile setting and its name in every place q9diff reads or writes it."""
 
-    recipe: str  # the field of a recipe's settings (q9diff.build.recipe.Settings)
+    recipe: str  # the field of a recipe's settings (q9diff.recipes.recipe.Settings)
     cause: str | None  # the root cause a diff names, when a binary records the setting
     to_recipe: Callable[[Any], Any]  # a suggested value (in `unit`) as the recipe field holds it
     section: str  # "device", "graph", "core" or "context": where qairt and the extension JSON keep it

@@ -97,7 +97,7 @@ def mlp(path: Path, layers: int, seed: int, rows: int = 1) -> None:
 def compile_part(folder: Path, name: str, side: str, graphs: list[tuple[str, str]]) -> Path:
     """One context binary `name` from `graphs` [(graph name, model file in folder)], settings `side`."""
     from q9diff.backends.ort_qnn import OrtQnnBackend
-    from q9diff.build.recipe import Recipe
+    from q9diff.recipes.recipe import Recipe
 
     settings = dict(SIDES[side], weight_sharing=True) if len(graphs) > 1 else SIDES[side]
     recipe = Recipe.from_dict(

@@ -56,7 +56,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import fixture_models as fm  # noqa: E402
 
 from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
-from q9diff.build import recipe as rcp  # noqa: E402
+from q9diff.recipes import recipe as rcp  # noqa: E402
 
 FIXTURES = REPO / "fixtures"
 CFG = fm.DecoderConfig()

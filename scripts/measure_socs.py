@@ -34,9 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
-from q9diff.build import recipe as rcp  # noqa: E402
 from q9diff.format.openers import open_binary  # noqa: E402
 from q9diff.format.tables import SOC_MEASURED_PATH, SOCS  # noqa: E402
+from q9diff.recipes import recipe as rcp  # noqa: E402
 
 MODEL = REPO / "fixtures" / "variants" / "models" / "mlp.onnx"
 SCHEMA = "q9diff.soc_measured/1"

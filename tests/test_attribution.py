@@ -373,6 +373,8 @@ def _kernel_as_numpy_does(fused):
         fused.hash(a, None, _MULT[:-1], np.empty(1, np.uint64))  # a multiplier short
     for short in (_MULT[:-1], _MULT[:1], b""):  # read whole even when no hash asks for it (ASan saw it)
         with pytest.raises(ValueError):
-            fused.step(a.ravel(), b.ravel(), flags, None, 0, None, None, None, False, 1, 0, short, None, None, None)
+            fused.step(
+                a.ravel(), b.ravel(), flags, None, 0, None, None, None, False, 1, 0, short, None, None, None
+            )
     with pytest.raises(ValueError):  # consecutive rows: more outputs than blocks, an error not a crash
         fused.hash(a[:10], None, _MULT, np.empty(11, np.uint64))

@@ -17,8 +17,8 @@ from q9diff.backends.base import BackendUnavailable
 from q9diff.backends.qairt import HTP_SETTINGS, QairtBackend, backend_extension, compile_plan, htp_kwargs
 from q9diff.backends.qnn_cli import QnnCliBackend, QnnSdk, cli_plan
 from q9diff.backends.registry import compile_backend
-from q9diff.build.recipe import Recipe, Settings, load
 from q9diff.compare.rules import FIX_TARGETS
+from q9diff.recipes.recipe import Recipe, Settings, load
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "fixtures" / "qwen-mini" / "reference" / "recipe.json"

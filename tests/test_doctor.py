@@ -470,7 +470,7 @@ def test_io_quantized_in_the_reference_and_float_here_is_hypothesis_7(tmp_path: 
     """Both binaries compiled here by Qualcomm's compiler in onnxruntime-qnn (soc_model 77, v73)."""
     from q9diff.backends.base import BackendUnavailable
     from q9diff.backends.registry import compile_backend
-    from q9diff.build.recipe import Recipe
+    from q9diff.recipes.recipe import Recipe
 
     backend = compile_backend("ort-qnn")
     if backend.missing():

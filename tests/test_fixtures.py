@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from q9diff.build import recipe as rcp
+from q9diff.recipes import recipe as rcp
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 VARIANT = FIXTURES / "variants" / "soc_77.recipe.json"

@@ -45,7 +45,7 @@ def ordered_bundle() -> Path:
 def misordered_bundle(tmp_path_factory) -> Path:
     """qwen-mini's local Genie bundle rebuilt under AI Hub's plain graph names."""
     from q9diff.backends.ort_qnn import OrtQnnBackend
-    from q9diff.build.recipe import Recipe
+    from q9diff.recipes.recipe import Recipe
 
     out = tmp_path_factory.mktemp("genie-bundle")
     parts = [

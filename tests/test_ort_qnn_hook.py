@@ -12,8 +12,8 @@ import pytest
 from conftest import FIXTURES
 
 from q9diff.backends.ort_qnn import OrtQnnBackend
-from q9diff.build import recipe as rcp
 from q9diff.format.binary import ContextBinary
+from q9diff.recipes import recipe as rcp
 
 pytest.importorskip("onnxruntime_qnn")
 

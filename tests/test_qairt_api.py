@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from q9diff.backends.qairt import HTP_SETTINGS, compile_plan
-from q9diff.build.recipe import load
 from q9diff.compare.rules import FIX_TARGETS, qairt_fix
+from q9diff.recipes.recipe import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = Path(os.environ.get("Q9DIFF_QAIRT_DEV_SRC", "/tmp/q9diff-qairt-dev/src"))

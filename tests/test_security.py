@@ -146,7 +146,7 @@ def test_recompile_refuses_names_that_leave_out(tmp_path, part):
 
 @needs_emulator
 def test_unshared_rebuild_cache_refuses_a_part_name_that_climbs_out(tmp_path, monkeypatch):
-    from q9diff.build.recipe import RecipeError
+    from q9diff.recipes.recipe import RecipeError
     from q9diff.runners.local import unshared_rebuild
 
     monkeypatch.setenv("Q9DIFF_CACHE", str(tmp_path / "cache" / "q9diff"))

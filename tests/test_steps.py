@@ -13,7 +13,7 @@ from conftest import q9diff_cli as q9diff
 
 pytest.importorskip("onnxruntime_qnn")
 
-from q9diff.build.recipe import dump, load  # noqa: E402
+from q9diff.recipes.recipe import dump, load  # noqa: E402
 
 
 def test_steps_from_local_to_reference(tmp_path, monkeypatch):

@@ -257,7 +257,7 @@ def test_target_finds_unpacked_4bit_weights_as_a_reference_would() -> None:
 @pytest.mark.skipif(not _ort_qnn(), reason="onnxruntime-qnn (the embedded compiler) is not installed")
 def test_more_vtcm_than_the_device_has_is_an_error(tmp_path: Path) -> None:
     from q9diff.backends.ort_qnn import OrtQnnBackend
-    from q9diff.build import recipe as rcp
+    from q9diff.recipes import recipe as rcp
 
     model = ROOT / "fixtures" / "variants" / "models" / "mlp.onnx"
     part = rcp.Part("big", "big.bin", (rcp.GraphSource("mlp", str(model)),))

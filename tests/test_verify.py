@@ -111,7 +111,7 @@ def test_wrong_weights_fail_against_the_reference(tmp_path):
     import onnx
 
     from q9diff.backends.ort_qnn import OrtQnnBackend
-    from q9diff.build.recipe import load
+    from q9diff.recipes.recipe import load
 
     recipe = load(VARIANTS / "soc_77.recipe.json")
     model = onnx.load(str(recipe.model_path(recipe.parts[0].graphs[0])))

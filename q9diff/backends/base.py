@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Protocol
 
-from q9diff.build.recipe import Recipe
 from q9diff.errors import Q9Error
+from q9diff.recipes.recipe import Recipe
 
 
 class BackendUnavailable(Q9Error, RuntimeError):

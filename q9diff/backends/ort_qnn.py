@@ -32,7 +32,7 @@ from pathlib import Path
 
 from q9diff import settings
 from q9diff.backends.base import BackendUnavailable, run_compile_child
-from q9diff.build.recipe import Part, Recipe, Settings, output_path
+from q9diff.recipes.recipe import Part, Recipe, Settings, output_path
 
 EP_NAME = "QNNExecutionProvider"
 

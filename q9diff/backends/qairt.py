@@ -41,8 +41,8 @@ from typing import Any
 
 from q9diff.backends.base import BackendUnavailable, run_compile_child
 from q9diff.backends.ort_qnn import _same_version
-from q9diff.build.recipe import Part, Recipe, Settings, output_path
 from q9diff.guard import package_root
+from q9diff.recipes.recipe import Part, Recipe, Settings, output_path
 from q9diff.settings import BY_RECIPE
 
 # Python versions qairt-dev 0.13 declares (Requires-Python >=3.10,<3.13,!=3.11.*).

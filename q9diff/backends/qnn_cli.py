@@ -31,8 +31,8 @@ from typing import Any
 
 from q9diff.backends.base import BackendUnavailable
 from q9diff.backends.qairt import backend_extension, find_sdk_root, htp_kwargs
-from q9diff.build.recipe import Recipe, output_path
 from q9diff.guard import child_env
+from q9diff.recipes.recipe import Recipe, output_path
 
 TOOL = "qnn-context-binary-generator"
 HTP_BACKEND_LIB = "libQnnHtp.so"

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from q9diff.backends.base import BackendUnavailable, CompileBackend
-from q9diff.build.recipe import Recipe
+from q9diff.recipes.recipe import Recipe
 
 
 def compile_backend(name: str) -> CompileBackend:
@@ -51,7 +51,7 @@ def build_key(recipe: Recipe) -> str:
 def cached_compile(recipe: Recipe, home: Path) -> tuple[Path, bool]:
     """`recipe` built into `home/<build_key>` unless it is there already; (that folder, was it cached).
     Used by the runners' unshared rebuilds and by `steps`."""
-    from q9diff.build.recipe import output_path
+    from q9diff.recipes.recipe import output_path
 
     out = home / build_key(recipe)
     if all(output_path(out, p).is_file() for p in recipe.parts):

@@ -40,7 +40,7 @@ def recompile(
     \b
     Exit status: 0 built, 2 error."""
     from q9diff.backends.base import BackendUnavailable
-    from q9diff.build.recipe import check_build, load
+    from q9diff.recipes.recipe import check_build, load
 
     _exists(recipe)
     r = load(recipe)
@@ -78,8 +78,8 @@ def steps(
       1  it is not
       2  error"""
     from q9diff.backends.base import BackendUnavailable
-    from q9diff.build.recipe import RecipeError
-    from q9diff.build.steps import run, to_json
+    from q9diff.recipes.recipe import RecipeError
+    from q9diff.recipes.steps import run, to_json
     from q9diff.runners.local import cache_root
 
     _report_path(html_out, [candidate, reference, recipe])
@@ -93,8 +93,8 @@ def steps(
         _fail(f"{candidate}: steps: {exc}")
     data = to_json(result, candidate, reference)
     if html_out is not None:
-        from q9diff.build.recipe import write_atomic
         from q9diff.present.pages import render_steps
+        from q9diff.recipes.recipe import write_atomic
 
         write_atomic(html_out, render_steps(data))
     if as_json:

@@ -393,13 +393,13 @@ def _build(r, backend: str, out: Path) -> list[Path]:
     """Compile `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
     diffed and verified (the runners find it there) like any build."""
     from q9diff.backends.registry import compile_backend
-    from q9diff.build.recipe import dump, write_atomic
+    from q9diff.recipes.recipe import dump, write_atomic
 
     built = compile_backend(backend).compile(r, out)
     target = out / "recipe.json"
     if r.path is not None and target.resolve() == Path(r.path).resolve():
         return built  # building in place: the recipe is already there, and inputs are never rewritten
-    from q9diff.build.recipe import is_recipe_text
+    from q9diff.recipes.recipe import is_recipe_text
 
     if target.exists() and not is_recipe_text(target.read_text(errors="replace")):
         console.print(_t(f"note: {target} exists and is not a q9diff recipe; left as it was"))
@@ -463,7 +463,7 @@ def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> Non
     """Write the HTML and Markdown of a result as `--json` gives it (`_as_saved`); `md_out` '-' is stdout."""
     if html_out is None and md_out is None:
         return
-    from q9diff.build.recipe import write_atomic
+    from q9diff.recipes.recipe import write_atomic
 
     draw_html, draw_md = _renderers(data["schema"], data)
     for out, draw, what in ((html_out, draw_html, "HTML"), (md_out, draw_md, "Markdown")):

@@ -84,8 +84,8 @@ def inspect(
     described = [s["meta"] for s in summaries if "meta" in s and s["meta"]["describes_this_binary"]]
     meta_failed = meta is not None and (not described or any(m["disagreements"] for m in described))
     if html_out is not None:
-        from q9diff.build.recipe import write_atomic
         from q9diff.present.pages import render_inspect
+        from q9diff.recipes.recipe import write_atomic
 
         write_atomic(html_out, render_inspect(summaries))
     if as_json:

@@ -60,7 +60,7 @@ def suggest(
     else:
         candidate, reference = _inputs(candidate, reference)
     if recompile_:
-        from q9diff.build.recipe import check_out
+        from q9diff.recipes.recipe import check_out
 
         check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
     models = None
@@ -142,7 +142,7 @@ def suggest(
             console.print("--dry-run: nothing written")
         _done(report, as_json, 1)
     if recompile_:
-        from q9diff.build.recipe import is_recipe_text
+        from q9diff.recipes.recipe import is_recipe_text
 
         recipes = [e.path for e in edits if is_recipe_text(e.after)]
         if not recipes:
@@ -166,7 +166,7 @@ def _done(report: dict, as_json: bool, status: int | None) -> None:
 
 def _rebuild(recipe_path: Path, out: Path, quiet: bool) -> list[Path]:
     from q9diff.backends.base import BackendUnavailable
-    from q9diff.build.recipe import load
+    from q9diff.recipes.recipe import load
 
     r = load(recipe_path)
     try:

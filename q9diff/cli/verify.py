@@ -97,7 +97,7 @@ def verify(
          (or, without one, the CPU reference) where it ran
       1  FAIL
       2  error"""
-    from q9diff.build.recipe import RecipeError
+    from q9diff.recipes.recipe import RecipeError
     from q9diff.runners.base import RunnerError
     from q9diff.verify.run import Tolerance, load_inputs
     from q9diff.verify.run import verify as run_verify

@@ -25,12 +25,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from q9diff import jsonc, settings
-from q9diff.build import recipe as recipe_mod
 from q9diff.compare.rules import qairt_call
 from q9diff.fix.edit import ApplyError, Edit
 from q9diff.fix.extedit import BuildFacts, edit_text, unknown_soc, writable
 from q9diff.fix.safewrite import read_exact, write_all
 from q9diff.guard import is_file, nameable
+from q9diff.recipes import recipe as recipe_mod
 
 # Suggestion setting -> (recipe settings field, value transform).
 RECIPE_FIELDS = settings.recipe_fields()  # cause -> (recipe field, conversion): a view of q9diff.settings

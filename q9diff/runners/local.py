@@ -34,7 +34,7 @@ from q9diff.runners.worker import WorkerClient, WorkerSession
 
 def recipe_for(binary: Path):
     """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else `recipe.json`."""
-    from q9diff.build import recipe as rcp
+    from q9diff.recipes import recipe as rcp
 
     binary = Path(binary)
     for candidate in (binary.with_name(binary.stem + ".recipe.json"), binary.with_name("recipe.json")):
@@ -64,7 +64,7 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     reused on the next run."""
     from q9diff.backends.base import BackendUnavailable
     from q9diff.backends.registry import cached_compile
-    from q9diff.build.recipe import Part, output_path
+    from q9diff.recipes.recipe import Part, output_path
 
     r, part = recipe_for(binary)
     if r is None:
@@ -175,7 +175,7 @@ def _crash_memo(binaries: list[Path]) -> Path:
 
 
 def _remember(memo: Path, crash: str) -> None:
-    from q9diff.build.recipe import write_atomic
+    from q9diff.recipes.recipe import write_atomic
 
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
@@ -262,7 +262,7 @@ class CpuSession:
 
 def cpu_session(recipe) -> CpuSession:
     """A CpuSession over a Recipe (or a recipe file)."""
-    from q9diff.build import recipe as rcp
+    from q9diff.recipes import recipe as rcp
 
     if importlib.util.find_spec("onnxruntime") is None:
         raise RunnerUnavailable("the CPU reference needs onnxruntime; pip install 'q9diff[ort]'")

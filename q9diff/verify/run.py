@@ -364,7 +364,7 @@ def ctx_bins(bundle: Path) -> list[Path]:
 
 def cpu_recipe(binaries: list[Path], explicit: Path | None):
     """The recipe whose source models the CPU reference runs, restricted to `binaries`' parts in order."""
-    from q9diff.build import recipe as rcp
+    from q9diff.recipes import recipe as rcp
     from q9diff.runners.local import recipe_for
 
     if explicit is not None:

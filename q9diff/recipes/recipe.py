@@ -13,12 +13,13 @@ same bytes it always did.
 
 from __future__ import annotations
 
-import json
 import errno
+import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+
 from q9diff.errors import Q9Error
 
 SCHEMA = "q9diff.recipe/2"

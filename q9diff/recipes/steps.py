@@ -89,7 +89,7 @@ def run(
 ) -> list[Step]:
     from q9diff.backends.registry import cached_compile
     from q9diff.compare.diff import diff_sets, set_to_json
-    from q9diff.build.recipe import load
+    from q9diff.recipes.recipe import load
 
     recipe = load(recipe_path or find_recipe(candidate))
     start = set_to_json(diff_sets(candidate, reference))
