@@ -72,10 +72,12 @@ def inspect(
             except Exception as exc:  # the oracle reports its own one-line errors
                 _fail(f"{file}: oracle: {exc}")
         if meta is not None:
-            from q9diff.oracle.crosscheck import judge_utility_json
+            from q9diff.oracle.crosscheck import MetaError, judge_utility_json
 
             try:
                 report = judge_utility_json(cb, meta)
+            except MetaError as exc:
+                _fail(str(exc))
             except (OSError, ValueError, RecursionError) as exc:
                 _fail(f"{meta}: {exc}")
             summary["meta"] = report.to_json()

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from q9diff.compare.summary import BLOB_INFO_FIELDS
+from q9diff.errors import Q9Error
 from q9diff.format.binary import BLOB_INFO_V2_EXTRA, ContextBinary
 from q9diff.format.tables import DATA_FORMAT_NAMES, DEFINITION_NAMES
+from q9diff.guard import load_json
 
 TOP_FIELDS = (
     "build_id",
@@ -384,9 +385,14 @@ def _header(data: dict) -> str:
     return ARTIFACT_TYPE + (f" {version}" if version else "") + (f", header {inner}" if inner else "")
 
 
+class MetaError(Q9Error):
+    """The dump given with --meta cannot be read (the one line names it): missing, a FIFO or device, too
+    big, not UTF-8 or not JSON. Read by q9diff.guard's capped reader, as every file q9diff is handed."""
+
+
 def judge_utility_json(cb: ContextBinary, meta: Path) -> MetaReport:
     """Does the qnn-context-binary-utility dump describe this binary, and where does it disagree?"""
-    data = _camel(json.loads(Path(meta).read_text()))
+    data = _camel(load_json(meta, "a qnn-context-binary-utility --json_file dump", MetaError))
     if not isinstance(data, dict) or not isinstance(data.get("info"), dict):
         raise ValueError("expected a qnn-context-binary-utility JSON object with an 'info' object")
     header = _header(data)
