@@ -6,6 +6,7 @@ Imports are lazy: `--help` and `inspect` must not pay for plotly, numpy work or 
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -23,19 +24,81 @@ COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "docto
 OPTIONS = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
 
 
+class OutputError(Q9Error):
+    """Standard output would not take the result (a full disk, an I/O error): the one line says so."""
+
+
+class _Output:
+    """Standard output as the commands write to it, where a failed write (ENOSPC, EIO ...) is an
+    OutputError rather than an OSError naming no file. A reader that left (EPIPE) stays click's case."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _unwritable(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise _unwritable(exc) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _unwritable(exc: OSError) -> OSError:
+    if exc.errno == errno.EPIPE:
+        return exc
+    return OutputError(f"standard output: cannot write the result ({exc.strerror or exc})")
+
+
 def main() -> None:
     argv = sys.argv[1:]
     if argv and argv[0] not in COMMANDS | OPTIONS:
         argv = ["diff", *argv]
+    stdout = sys.stdout
+    if stdout is not None:
+        sys.stdout = _Output(stdout)
     try:
         app(args=argv, prog_name="q9diff")
     except Exception as exc:  # the last line of defence: one line, exit 2, never a traceback
+        if isinstance(exc, OutputError):
+            _drop_stdout()  # its unwritten rest would fail again at the exit
         if isinstance(exc, Q9Error):
-            print(f"q9diff: error: {_clean(exc)}", file=sys.stderr)
+            _say(f"q9diff: error: {_clean(exc)}")
             sys.exit(2)
         name = type(exc).__name__
-        print(f"q9diff: error: internal error ({name}: {_clean(exc)}); please report it", file=sys.stderr)
+        _say(f"q9diff: error: internal error ({name}: {_clean(exc)}); please report it")
         sys.exit(2)
+    finally:
+        if isinstance(sys.stdout, _Output):
+            sys.stdout = stdout
+
+
+def _say(line: str) -> None:
+    """A line on stderr, when there is one: a closed stderr (`2>&-`) loses the line, not the status."""
+    if sys.stderr is None:
+        return
+    try:
+        print(line, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _drop_stdout() -> None:
+    """From here on standard output goes nowhere: what could not be written is not tried again."""
+    import os
+
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (it lives until the exit)
+    except OSError:
+        sys.stdout = None
 
 
 def run() -> None:
@@ -52,6 +115,13 @@ def run() -> None:
     _end(0 if code is None else code)
 
 
+def _flush() -> None:
+    """Flush the streams there are: a stream closed before q9diff started (`>&-`) is None."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+
+
 def _end(code) -> None:
     import atexit
     import os
@@ -62,17 +132,20 @@ def _end(code) -> None:
     blocks = sys.modules.get("q9diff.compare.blocks")
     if blocks is not None:
         blocks.stop_workers()
+    if threading.active_count() > 1:  # a thread: the normal exit waits for it
+        raise SystemExit(code)
     try:
-        if threading.active_count() > 1:
-            raise OSError("a thread still runs")
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # a closed or broken stream, a thread: the normal exit says and waits
-        raise SystemExit(code) from None
+        _flush()
+    except (OSError, ValueError) as exc:  # the result's last bytes cannot be written: say so, status 2
+        if exc.errno == errno.EPIPE if isinstance(exc, OSError) else False:
+            _drop_stdout()  # the reader left: what it read is all it wanted (click exits 1 the same way)
+            os._exit(1)
+        _drop_stdout()
+        _say(f"q9diff: error: standard output: cannot write the result ({getattr(exc, 'strerror', exc)})")
+        code = 2
     atexit._run_exitfuncs()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush()
     except (OSError, ValueError):
         pass  # what an exit handler printed to a closed stream: the normal exit could not write it either
     os._exit(code)
