@@ -13,7 +13,7 @@ from q9diff.compare.models import MODEL_CAUSES, NOT_MEANINGFUL, different_models
 from q9diff.compare.rules import EFFECT_BUCKETS, FIX_TARGETS, ROOT_SETTINGS, RULES, Sides, qairt_fix
 from q9diff.compare.summary import inspect_summary
 from q9diff.format.binary import ContextBinary
-from q9diff.format.tables import requested_soc_model
+from q9diff.format.tables import requested_soc_model, requested_unknown_why
 from q9diff.settings import BY_CAUSE
 from q9diff.units import percent
 
@@ -274,6 +274,13 @@ def _has_unknown(v) -> bool:
 
 def _unknown_reason(cb: ContextBinary, getter: str) -> str | None:
     name = _OBSERVED_FROM.get(getter, getter)
+    opts = cb.options(0) if cb.graphs else {}
+    if (
+        name == "soc_model"
+        and cb.soc_model is not None
+        and requested_soc_model(cb.soc_model, cb.dsp_arch, opts, cb.build_id) is None
+    ):  # recorded, but what was asked is unknown
+        return f"{Path(cb.path).name}: {requested_unknown_why(cb.build_id, cb.soc_model)}"
     if name in cb.unknown:
         return f"{Path(cb.path).name}: {cb.unknown[name]}"
     for g in cb.graphs:

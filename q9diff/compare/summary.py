@@ -7,7 +7,13 @@ from dataclasses import asdict
 from q9diff.compare.packing import packing_notice
 from q9diff.compare.packing import to_json as packing_json
 from q9diff.format.binary import BLOB_INFO_FIELDS, ContextBinary
-from q9diff.format.tables import GENERIC_SIGNATURE_OPTION, GENERIC_SOC_TYPE, requested_soc_model, soc_name
+from q9diff.format.tables import (
+    GENERIC_SIGNATURE_OPTION,
+    GENERIC_SOC_TYPE,
+    requested_soc_model,
+    requested_unknown_why,
+    soc_name,
+)
 
 SCHEMA = "q9diff.inspect/1"
 
@@ -60,6 +66,8 @@ def target(cb: ContextBinary) -> dict:
         evidence = ["metadata socModel 0: built for no SoC"]
     else:
         evidence = [f"metadata socModel {cb.soc_model} ({soc_name(cb.soc_model)})"]
+    if requested is None and cb.soc_model is not None:
+        evidence.append(requested_unknown_why(cb.build_id, cb.soc_model))
     if requested == 0 and cb.soc_model != 0:
         if opts.get("soc_type") == GENERIC_SOC_TYPE:
             evidence.append(f"options soc_type={GENERIC_SOC_TYPE}: built for no SoC")

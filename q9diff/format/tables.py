@@ -171,20 +171,30 @@ def _build_version(build_id: str) -> tuple[int, int] | None:
 def requested_soc_model(
     soc_model: int | None, dsp_arch: int | None, options: dict[str, str], build_id: str = ""
 ) -> int | None:
-    """The soc_model the build asked for: 0 when the bytes carry the generic-target signature."""
+    """The soc_model the build asked for: 0 when the bytes carry the generic-target signature; None
+    (unknown) when they carry it but the build id names no QAIRT version, so the signature cannot be
+    told from an older build's explicit choice (requested_unknown_why says so)."""
     if soc_model is None and options.get("soc_type") == GENERIC_SOC_TYPE:
         return 0
     key, value = GENERIC_SIGNATURE_OPTION
-    version = _build_version(build_id)
-    if (
-        version is not None
-        and version >= GENERIC_SIGNATURE_SINCE
-        and dsp_arch in GENERIC_DEFAULT_SOC
+    if not (
+        dsp_arch in GENERIC_DEFAULT_SOC
         and soc_model == GENERIC_DEFAULT_SOC[dsp_arch]
         and options.get(key) == value
     ):
-        return 0
-    return soc_model
+        return soc_model
+    version = _build_version(build_id)
+    if version is None:
+        return None
+    return 0 if version >= GENERIC_SIGNATURE_SINCE else soc_model
+
+
+def requested_unknown_why(build_id: str, soc_model: int | None) -> str:
+    """Why the soc_model a build asked for is unknown where requested_soc_model says None."""
+    return (
+        f"the build id {build_id!r} names no QAIRT version, so whether soc_model {soc_model} was asked for"
+        " or is the compiler's choice for a soc_model 0 (generic) build cannot be told"
+    )
 
 
 # ---------- devices: the names users say, resolved to a soc_model; what AI Hub builds use ----------
