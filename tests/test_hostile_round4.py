@@ -3,10 +3,18 @@ its fix (issue 34)."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
 import struct
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, q9diff_cli
 
 from q9diff.format import structs as F
 from q9diff.format.binary import ContextBinary
@@ -77,3 +85,226 @@ def test_graphs_and_records_are_matched_through_one_index():
     assert len(cb.graphs) == 4000 and cb.pickle_record(3999) is None
     assert sum(r.size for r in cb.regions) == cb.size
     assert time.perf_counter() - start < 3
+
+
+# --- saved results and their presenters ------------------------------------------------------------------
+
+QWEN = FIXTURES / "qwen-mini"
+
+
+def _one_line(r, path) -> str:
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr and str(path) in r.stderr
+    return r.stderr
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> dict:
+    """A real diff of one part and of the set, saved as --json."""
+    out = {}
+    for name, args in (("diff", [QWEN / "local" / "part_1_of_2.bin", QWEN / "reference" / "part_1_of_2.bin"]),
+                       ("set", [QWEN / "local", QWEN / "reference"])):  # fmt: skip
+        r = q9diff_cli(*map(str, args), "--json")
+        assert r.returncode == 1, r.stderr
+        out[name] = json.loads(r.stdout)
+    return out
+
+
+def _views(path: Path, tmp: Path):
+    """`report` of a saved result in every view: terminal, HTML and Markdown."""
+    yield q9diff_cli("report", str(path), timeout=120)
+    yield q9diff_cli("report", str(path), "--html", str(tmp / "r.html"), timeout=120)
+    yield q9diff_cli("report", str(path), "--markdown", "-", timeout=120)
+
+
+def test_report_work_grows_with_a_saved_results_lists_not_their_square(saved, tmp_path):
+    """Hole 2: graph labels shortened again per region, set causes compared with every part cause, and
+    buckets looked up per attribution row made 1-4 MB results hang report for 47-81 s."""
+    data = json.loads(json.dumps(saved["diff"]))
+    n = 3000
+    graphs = [{"name": f"prompt_ar32_cl4096_{i}_of_{n}", "ops": []} for i in range(n)]
+    regions = [{"name": f"PICKLE[{i}]/inner/op_list", "offset": 64 * i, "size": 64} for i in range(n)]
+    for side in ("a", "b"):
+        data[side]["graphs"], data[side]["regions"] = graphs, regions
+    data["regions"] = [
+        {"name": r["name"], "a_size": 64, "b_size": 64, "delta": 0, "changed_bytes": 8, "moved_bytes": 0,
+         "new_bytes": 8} for r in regions
+    ]  # fmt: skip
+    one = tmp_path / "graphs.json"
+    one.write_text(json.dumps(data))
+    s = json.loads(json.dumps(saved["set"]))
+    part = s["parts"][0]
+    causes = [{"name": f"c{i}", "role": "root", "a": i, "b": i + 1, "bytes": None, "evidence": []}
+              for i in range(1500)]  # fmt: skip
+    buckets = [{"bucket": f"b{i}", "changed_bytes": i, "size_delta": 0} for i in range(1500)]
+    s["parts"] = [part | {"part": f"p{i}", "causes": causes, "attribution": buckets} for i in range(60)]
+    s["causes"] = causes
+    many = tmp_path / "set.json"
+    many.write_text(json.dumps(s))
+    for path in (one, many):
+        start = time.perf_counter()
+        for r in _views(path, tmp_path):
+            assert r.returncode == 1, r.stderr
+        assert time.perf_counter() - start < 60, path  # each view a few seconds; squares took minutes
+
+
+def test_a_saved_result_is_read_within_a_size_cap(tmp_path):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(65 << 20)  # sparse: refused on its size, before a byte is read
+    for r in _views(big, tmp_path):
+        assert "over the" in _one_line(r, big)
+
+
+def test_values_nested_deeper_than_a_result_are_one_line_naming_the_file(saved, tmp_path):
+    """Hole 6: a cause value 400 deep was an internal error (RecursionError) in every view."""
+    data = json.loads(json.dumps(saved["diff"]))
+    deep: object = 1
+    for _ in range(400):
+        deep = [deep]
+    data["causes"][0]["a"] = deep
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(data))
+    for r in _views(path, tmp_path):
+        assert "nested over" in _one_line(r, path)
+
+
+def _markdown(text: str):
+    from test_report import _rendered
+
+    return _rendered(text)
+
+
+def test_a_verify_source_cannot_end_its_code_block_in_markdown(tmp_path):
+    """Hole 3: next_command went into an indented code block unescaped; a newline in a side's source
+    ended the block and the rest landed raw in the pull-request comment."""
+    evil = "x.bin\n\n<img src=https://beacon.example/p.gif> [link](https://evil.example) @octocat <!--"
+    data = {
+        "schema": "q9diff.verify/1",
+        "passed": True,
+        "sides": [{"label": "candidate", "source": evil, "runner": "local", "notes": []},
+                  {"label": "reference", "source": "ref.bin", "runner": "local", "notes": []}],
+        "notes": [],
+        "outputs": [],
+        "llm": None,
+        "targets": [{"part": evil, "soc_model": 0}],
+    }  # fmt: skip
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(data))
+    r = q9diff_cli("report", str(path), "--markdown", "-")
+    assert r.returncode == 0, r.stderr
+    html = _markdown(r.stdout)
+    assert {"img", "a"}.isdisjoint(html.tags)
+    code = " ".join(html.text["code"])
+    assert "q9diff 'x.bin\\n\\n<img" in code  # shown whole, as one line of code, where nothing is markup
+    prose = re.sub(r"(?ms)^(`{3,})\n.*?^\1\n", "", r.stdout)  # the text outside code blocks
+    assert "@octocat" not in prose and "<!--" not in prose and "<img" not in prose
+
+
+def test_markdown_breaks_mentions_links_and_bidi_from_a_file(tmp_path):
+    """Hole 4: a build_id carrying @octocat and U+202E put a notification and reordered text into the
+    verdict line and the causes table; bare URLs, www. hosts, C1 controls and U+2028 passed as well."""
+    data = bytearray((QWEN / "local" / "part_1_of_2.bin").read_bytes())
+    at = data.find(b"v2.51.0.")
+    build = "v2.51.0.@octo\u202ecat!".encode()
+    assert len(build) == 20
+    data[at : at + 20] = build
+    (tmp_path / "a.bin").write_bytes(data)
+    r = q9diff_cli(str(tmp_path / "a.bin"), str(QWEN / "reference" / "part_1_of_2.bin"), "--markdown", "-")
+    assert r.returncode == 1, r.stderr
+    assert "@octo" not in r.stdout and r.stdout.count("@&#8203;octo") >= 2  # the verdict and the causes
+    assert "\u202e" not in r.stdout and "\\\\u202e" in r.stdout
+    from q9diff.present.markdown import md
+
+    text = md("see https://evil.example and www.evil.example, mail a@b.example, #12 \x85 x\u2028y")
+    html = _markdown(text)
+    assert "a" not in html.tags and "\x85" not in text and "\u2028" not in text
+    for raw in ("https://", "www.", "@b", "#12"):
+        assert raw not in text.replace("\\", ""), raw
+
+
+def test_plotly_reads_no_markup_from_a_saved_verify_result(tmp_path):
+    """Hole 5: the trace name `candidate vs {against}` went to plotly unescaped: a saved result's
+    `against` put a clickable link and a styled span into the chart legend."""
+    against = "<a href='https://evil.example' target=_blank>x</a><span style='font-size:99px'>y</span>"
+    metrics = {"max_abs": 0.0, "rel": 0.0, "cosine": 1.0}
+    data = {
+        "schema": "q9diff.verify/1",
+        "passed": True,
+        "sides": [{"label": "candidate", "source": "c.bin", "runner": "local", "notes": []}],
+        "notes": [],
+        "outputs": [{"graph": "g", "output": "y", "against": against, "metrics": metrics, "passed": True}],
+        "llm": None,
+    }
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "v.html"
+    r = q9diff_cli("report", str(path), "--html", str(out))
+    assert r.returncode == 0, r.stderr
+    from test_report import _figure
+
+    fig = _figure(out.read_text(), "Cosine similarity per output")
+    names = [t["name"] for t in fig["data"]]
+    assert names and all("<a" not in n and "<span" not in n and "&lt;a href" in n for n in names), names
+
+
+def test_meta_is_read_by_the_safe_reader(tmp_path):
+    """Hole 7: --meta read its file whole with read_text: /dev/zero behind a link until the memory ran
+    out, and a FIFO hung q9diff."""
+    zero, fifo = tmp_path / "utility.json", tmp_path / "fifo.json"
+    zero.symlink_to("/dev/zero")
+    os.mkfifo(fifo)
+    for meta in (zero, fifo, tmp_path / "missing.json"):
+        r = q9diff_cli("inspect", str(FIXTURES / "variants" / "soc_77.bin"), "--meta", str(meta), timeout=60)
+        _one_line(r, meta)
+
+
+def _shell(command: str) -> subprocess.CompletedProcess:
+    prog = f"{sys.executable} -c 'from q9diff.cli import run; run()'"
+    return subprocess.run(["bash", "-c", command.replace("q9diff", prog)], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+
+
+def test_a_closed_or_full_stream_leaves_the_status_the_answer():
+    """Hole 8: with stdout closed `q9diff A A` was an AttributeError traceback and exit 1; with stderr
+    closed identical files and a missing file exited 1; a full stdout was an internal error naming no
+    file. The status is the answer; an output that cannot be written is one line, exit 2."""
+    a, b = FIXTURES / "variants" / "soc_77.bin", FIXTURES / "variants" / "soc_0.bin"
+    assert _shell(f"q9diff {a} {a} >&-").returncode == 0
+    assert _shell(f"q9diff {b} {a} >&-").returncode == 1
+    assert _shell(f"q9diff {a} {a} 2>&-").returncode == 0
+    assert _shell(f"q9diff /nonexistent.bin {a} 2>&-").returncode == 2
+    assert _shell(f"q9diff inspect {a} --json >&- 2>&-").returncode == 0
+    for command in (
+        f"q9diff {b} {a}",
+        f"q9diff inspect {a} --json",
+        f"q9diff diff --json {QWEN}/local {QWEN}/reference",
+    ):
+        r = _shell(command + " > /dev/full")
+        assert r.returncode == 2 and r.stderr.endswith(
+            "q9diff: error: standard output: cannot write the result (No space left on device)\n"
+        ), r.stderr
+        assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_build_id_that_names_no_version_leaves_the_requested_soc_unknown(tmp_path):
+    """Also seen: a build_id that does not parse turned the generic-target detection off silently, so a
+    soc_model 0 build read as an explicit SM8550 one. Now the soc_model asked for is unknown, and said."""
+    data = bytearray((FIXTURES / "variants" / "soc_0.bin").read_bytes())
+    at = data.find(b"v2.51.0.")
+    data[at : at + 5] = b"vX.YZ"
+    garbled = tmp_path / "garbled.bin"
+    garbled.write_bytes(data)
+    r = q9diff_cli("inspect", str(garbled), "--json")
+    target = json.loads(r.stdout)["target"]
+    assert target["soc_model_recorded"] == 43 and target["soc_model_requested"] is None
+    assert any("names no QAIRT version" in e for e in target["evidence"])
+    d = q9diff_cli(str(garbled), str(FIXTURES / "variants" / "soc_77.bin"), "--json")
+    out = json.loads(d.stdout)
+    assert [u["setting"] for u in out["unknown"]] == ["soc_model"]
+    assert not any(c["name"] == "soc_model" for c in out["causes"])
+    assert not any(s["setting"] == "soc_model" for s in out["suggestions"])
+    assert (
+        "not compared soc_model" in q9diff_cli(str(garbled), str(FIXTURES / "variants" / "soc_77.bin")).stdout
+    )
+    assert shutil.which("bash")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,11 +221,15 @@ def _set_causes(sd, data: dict) -> None:
     from q9diff.present.verdict import change
 
     names = [part["part"] for part in data["parts"]]
+    parts_of: dict[str, list[str]] = {}  # each part cause, by what it says, to the parts saying it
+    for p in data["parts"]:
+        for key in dict.fromkeys(_key(x) for x in p["causes"]):
+            parts_of.setdefault(key, []).append(p["part"])
     console.print(_t(("causes", "bold")))
     for c in data["causes"]:
         if c["role"] != "root":
             continue
-        found = [p["part"] for p in data["parts"] if any(_same(c, x) for x in p["causes"])]
+        found = parts_of.get(_key(c), [])
         where = "" if c["name"] == "split" or found == names else f" (in {', '.join(found)})"
         console.print(_t("  ", (c["name"], "bold"), f" (root): {change(c).split(' ', 1)[1]}{where}"))
     effects = list(dict.fromkeys(c["name"] for c in data["causes"] if c["role"] != "root"))
@@ -232,8 +237,10 @@ def _set_causes(sd, data: dict) -> None:
         console.print(_t(f"  effects: {', '.join(effects)}"))
 
 
-def _same(a: dict, b: dict) -> bool:
-    return (a["name"], a["a"], a["b"]) == (b["name"], b["a"], b["b"])
+def _key(c: dict) -> str:
+    """What a cause says (its name and both values), as a key: comparing every set cause with every part
+    cause was causes x parts x part causes of work on a saved result."""
+    return json.dumps([c["name"], c["a"], c["b"]], sort_keys=True, default=str)
 
 
 def _print_diff(res, verbose: bool = False) -> None:
@@ -265,6 +272,8 @@ def _print_diff(res, verbose: bool = False) -> None:
     for side, key in (("candidate ", "a"), ("reference ", "b")):
         _print_packing(side, data[key].get("packing"))
     _print_causes(res.causes, verbose)
+    for u in res.unknown:  # what neither a cause nor a fix may come from: said, not guessed
+        console.print(_t(("not compared", "bold"), f" {u['setting']}: {u['why']}"))
     if res.weights_verdict:
         console.print(_t((res.weights_verdict, "bold")))
     if lead:  # bytes of two models' builds: no setting explains them

@@ -31,6 +31,14 @@ NEW_COLOR, MOVED_COLOR = "#d62728", "#9ecae1"  # new content stands out; moved c
 _PICKLE = re.compile(r"^PICKLE\[(\d+)\]")
 
 
+def text(v) -> str:
+    """A string from a file or a saved result as a plotly label, legend entry or hover text shows it:
+    plotly reads tags in them (<a href>, <b>, <span style>), so <, > and & go in as entities (which plotly
+    shows as the characters), and control and bidi characters as visible escapes. The one escape of every
+    string a chart draws."""
+    return html.escape(printable(v))
+
+
 def short_names(names: list[str], n: int = 24) -> list[str]:
     """Each name at most ~n characters. Words that every name shares go first (replaced by an ellipsis),
     so `prompt_ar32_cl128_1_of_2` and `token_ar1_cl128_1_of_2` become `prompt_ar32…` and `token_ar1…`;
@@ -51,11 +59,13 @@ def short_names(names: list[str], n: int = 24) -> list[str]:
     return out
 
 
-def graph_label(region: str, graphs: list[str]) -> str:
-    """`PICKLE[0]/inner/const_pool` -> `graph prompt_ar32…/inner/const_pool` where graph 0's name is known."""
+def graph_label(region: str, short: list[str]) -> str:
+    """`PICKLE[0]/inner/const_pool` -> `graph prompt_ar32…/inner/const_pool` where graph 0's name is known;
+    `short` is the graphs' names as short_names gives them, shortened once for every label a chart draws
+    (shortening them again per label was regions x graphs of work)."""
     m = _PICKLE.match(region)
-    if m and int(m.group(1)) < len(graphs) and graphs[int(m.group(1))]:
-        return f"graph {short_names(graphs)[int(m.group(1))]}" + region[m.end() :]
+    if m and int(m.group(1)) < len(short) and short[int(m.group(1))]:
+        return f"graph {short[int(m.group(1))]}" + region[m.end() :]
     return region
 
 
@@ -125,7 +135,8 @@ def group_of(name: str) -> str:
 
 
 def _graphs(summary: dict) -> list[str]:
-    return [g["name"] for g in summary.get("graphs", [])]
+    """The graphs' names of one side, shortened once (short_names) for graph_label."""
+    return short_names([g["name"] for g in summary.get("graphs", [])])
 
 
 def waterfall(data: dict, title: str = "Size change by region, candidate → reference"):
@@ -316,7 +327,7 @@ def _kinds(side: dict) -> Counter:
     two names that escape alike count as one, as their labels would."""
     out: Counter = Counter()
     for kind, n in Counter(chain.from_iterable(g["ops"] for g in side["graphs"])).items():
-        out[html.escape(printable(kind))] += n
+        out[text(kind)] += n
     return out
 
 
@@ -357,13 +368,16 @@ def set_effects(data: dict):
     """Across the set: each part's changed bytes by effect (the attribution buckets), so the part that
     changed most, and how, shows at a glance."""
     parts = [p["part"] for p in data["parts"]]
-    names = list(dict.fromkeys(r["bucket"] for p in data["parts"] for r in p.get("attribution") or []))
+    per_part = []  # each part's changed bytes by bucket, read once (the first row of a bucket counts)
+    for p in data["parts"]:
+        rows: dict[str, int] = {}
+        for r in p.get("attribution") or []:
+            rows.setdefault(r["bucket"], r["changed_bytes"])
+        per_part.append(rows)
+    names = list(dict.fromkeys(b for rows in per_part for b in rows))
     traces = []
     for bucket in names:
-        values = [
-            next((r["changed_bytes"] for r in p.get("attribution") or [] if r["bucket"] == bucket), 0)
-            for p in data["parts"]
-        ]
+        values = [rows.get(bucket, 0) for rows in per_part]
         traces.append(
             {
                 "customdata": [f"{v:,d} bytes" for v in values],
@@ -398,14 +412,14 @@ def settings(data: dict):
         """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes."""
         numbers = isinstance(v, int) or (isinstance(v, list) and v and all(isinstance(x, int) for x in v))
         s = value(k, v) if numbers and not isinstance(v, bool) else str(v)
-        return html.escape(printable(s if len(s) < 60 else s[:59] + "…"))
+        return text(s if len(s) < 60 else s[:59] + "…")
 
     differs = [oa.get(k) != ob.get(k) for k in keys]
 
     def mark(cells: list[str]) -> list[str]:
         return [f"<b>{c}</b>" if d else c for c, d in zip(cells, differs)]
 
-    names = [("≠ " if d else "") + html.escape(printable(k)) for k, d in zip(keys, differs)]
+    names = [("≠ " if d else "") + text(k) for k, d in zip(keys, differs)]
     fill = [DIFFER_FILL if d else "white" for d in differs]
     font = [DIFFER_TEXT if d else "#222" for d in differs]
     table = {

@@ -218,7 +218,7 @@ def _escaped(v, seen: dict[str, str] | None = None):
     seen = {} if seen is None else seen
     if isinstance(v, str):
         if v not in seen:
-            seen[v] = _e(v)
+            seen[v] = charts.text(v)
         return seen[v]
     if isinstance(v, dict):
         return {k: _escaped(x, seen) for k, x in v.items() if k != "ops"}
@@ -400,7 +400,7 @@ def _drift_figure(res):
         if step is not None:
             at.setdefault(step, []).append(pair)
     for step, pairs in at.items():
-        text = _e(", ".join(pairs)) + ": tokens diverge"
+        text = charts.text(", ".join(pairs)) + ": tokens diverge"
         fig.add_vline(x=step, line_dash="dash", annotation_text=text, row=1, col=1)
     fig.update_xaxes(tick0=0, dtick=1, tickformat="d")
     fig.update_xaxes(title_text="step (generated token)", row=2, col=1)
@@ -415,15 +415,16 @@ def _outputs_figure(res):
     fig = go.Figure()
     for against in sorted({o.against for o in outputs}):
         rows = [o for o in outputs if o.against == against]
-        labels = [_e(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
-        fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=f"candidate vs {against}"))
+        labels = [charts.text(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
+        name = charts.text(f"candidate vs {against}")
+        fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=name))
     for against, cosine in sorted(_tolerances(res).items()):
         if any(o.against == against for o in outputs):
             fig.add_hline(
                 y=cosine,
                 line_dash="longdash",
                 line_color="#555",
-                annotation_text=f"tolerance vs {against}: {cosine}",
+                annotation_text=charts.text(f"tolerance vs {against}: {cosine}"),
             )
     fig.update_layout(
         title="Cosine similarity per output",

@@ -2,8 +2,8 @@
 both values, the fix lines (one code block per setting, copyable), and the sizes.
 
 It reads the same saved result as the HTML report (the command's JSON). Every string from a file or a
-saved result is escaped for Markdown (and for the HTML that Markdown lets through); code blocks are
-indented, so no value inside one can end it.
+saved result goes through one of two escapes: `md` for text (no markup, tag, mention, autolink or
+reordering) and `code_block` for fix lines (fenced longer than any backtick run inside, one line a value).
 """
 
 from __future__ import annotations
@@ -13,23 +13,43 @@ import json
 import re
 
 from q9diff.compare.models import NOT_MEANINGFUL
+from q9diff.errors import printable
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import change, config_value, human
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
+# Line and paragraph separators, zero-width characters and the byte-order mark: a Markdown renderer would
+# break a line or hide text at them. Control characters and bidi marks are printable()'s (q9diff.errors).
+_INVISIBLE = re.compile("[\u2028\u2029\u200b-\u200d\u2060\ufeff]")
+# What GitHub turns into a link or a notification wherever it appears in text: `@name` (also the middle of
+# an e-mail address), `scheme://`, `www.` and `#123` (a cross-reference in that issue). A zero-width space
+# after the `@`, the `:`, the `www` or the `#`, written as an entity, breaks each; a reader sees the same.
+_LINKS = re.compile(r"(@|(?<=[A-Za-z]):(?=//)|\b[Ww]{3}(?=\.)|#(?=\d))")
+ZWSP = "&#8203;"
+
+
+def _plain(v) -> str:
+    """A string from a file, one line, every character a reader sees as itself: controls, bidi marks and
+    separators as visible escapes (\\u202e), never acted on."""
+    text = printable(str(v).replace("\r\n", "\n"))
+    return _INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def md(v) -> str:
-    """Text safe in a Markdown paragraph or table cell: tags shown, not run; no line break; no markup."""
-    s = re.sub(r"[\x00-\x1f\x7f]+", " ", str(v))
-    return _SPECIAL.sub(r"\\\1", html.escape(s, quote=False))
+    """Text safe in a Markdown paragraph, heading or table cell of a pull-request comment: one line, no
+    markup, no tag (shown, not run), no @mention, no autolink, no reordered text."""
+    s = _SPECIAL.sub(r"\\\1", html.escape(_plain(v), quote=False))
+    return _LINKS.sub(lambda m: m.group() + ZWSP, s)
 
 
 def code_block(lines: list[str]) -> str:
-    """An indented code block: every Markdown renderer has it, and no text inside can end it (a fence can
-    be closed by a value's own backticks in renderers that do not count them)."""
-    body = "\n".join("    " + re.sub(r"[\x00-\x1f\x7f]", " ", x) for x in "\n".join(lines).split("\n"))
-    return f"{body}\n"
+    """A fenced code block of `lines`, each one line (a value's own newline or control shown as an
+    escape), fenced by more backticks than any run inside, so no value can end the block; inside it
+    nothing is markup, a link or a mention."""
+    body = [_plain(x) for x in lines]
+    runs = [len(r) for x in body for r in re.findall("`+", x)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return f"{fence}\n" + "".join(f"{x}\n" for x in body) + f"{fence}\n"
 
 
 def size_change(a: int, b: int) -> str:
@@ -198,7 +218,7 @@ def render_verify(res) -> str:
     v = judge(res)  # the verdict with its reach and caveats, as the terminal and the HTML say it
     out = f"## q9diff verify: {'PASS' if v.passed else 'FAIL'}\n\n**{md(v.headline)}**\n\n"
     out += "".join(f"> {md(c)}\n>\n" for c in v.caveats)
-    out += f"\n    {v.next_command}\n\n" if v.next_command else ""
+    out += "\n" + code_block([v.next_command]) + "\n" if v.next_command else ""
     out += "".join(f"- **{md(s.label)}**: {md(s.source)} ({md(s.runner)})\n" for s in res.sides)
     out += "".join(f"- note: {md(n)}\n" for n in res.notes)
     if res.llm is not None:

@@ -19,6 +19,12 @@ DIFF, SET, VERIFY, DOCTOR = "q9diff.diff/1", "q9diff.setdiff/1", "q9diff.verify/
 TARGET = "q9diff.target/1"
 NON_FINITE = ("inf", "-inf", "nan")
 LIMIT = 1 << 62  # sizes and counts beyond this are no file's: refused, not drawn
+# The largest result q9diff writes for a real set is ~16 MB (six 1 GB parts of the seed, every region and
+# op named); a saved result is read whole and drawn, ~20x its size in memory, so a bound is kept on it.
+MAX_RESULT = 64 << 20
+# A q9diff result nests a few levels (a set, its parts, a cause, its values); one nested deeper is no
+# result of ours, and every presenter that walks values would recurse through it.
+MAX_DEPTH = 24
 
 
 class ResultError(Q9Error):
@@ -224,11 +230,9 @@ class Saved:
 
 def load(path: Path) -> Saved:
     """The result saved in `path`, its shape checked; ResultError (one line naming the file) otherwise."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ResultError(f"{path}: cannot read the saved result ({reason})") from None
+    from q9diff.guard import read_text
+
+    text = read_text(path, "a saved q9diff result (--json)", ResultError, MAX_RESULT)
     try:
         data = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
@@ -236,6 +240,11 @@ def load(path: Path) -> Saved:
         raise ResultError(
             f"{path}: not JSON{where}: expected the --json output of a q9diff command"
         ) from None
+    deep = _depth_over(data, MAX_DEPTH)
+    if deep:
+        raise ResultError(
+            f"{path}: not a q9diff result: a value at {deep} is nested over {MAX_DEPTH} levels deep"
+        )
     schema = data.get("schema") if isinstance(data, dict) else None
     if not isinstance(schema, str) or schema not in SHAPES:
         names = ", ".join(SHAPES)
@@ -249,6 +258,25 @@ def load(path: Path) -> Saved:
     except RecursionError:
         raise ResultError(f"{path}: a {schema} result q9diff cannot read: nested too deep") from None
     return Saved(schema, data)
+
+
+def _depth_over(value, limit: int) -> str:
+    """Where the first value nested deeper than `limit` is (walked without recursion), or ''."""
+    todo = [(value, 0, None)]  # (value, depth, (key, parent's entry)): a path is made only when needed
+    while todo:
+        entry = todo.pop()
+        v, depth, _ = entry
+        if depth > limit:
+            keys = []
+            while entry[2] is not None:
+                keys.append(entry[2][0])
+                entry = entry[2][1]
+            return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in reversed(keys)).lstrip(".")
+        if isinstance(v, dict):
+            todo.extend((x, depth + 1, (k, entry)) for k, x in v.items())
+        elif isinstance(v, list):
+            todo.extend((x, depth + 1, (i, entry)) for i, x in enumerate(v))
+    return ""
 
 
 def _no_constant(name: str):
