@@ -14,12 +14,12 @@ from q9diff.cli.common import _clean, _print_json, app
 from q9diff.errors import Q9Error
 
 # Each command registers itself on `app` when imported, in this order, the order `--help` lists them.
-for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor", "report"):
+for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor", "report", "explain"):
     importlib.import_module(f"q9diff.cli.{_module}")
 
 __all__ = ["COMMANDS", "app", "main", "run", "_print_json"]
 
-COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor", "report"}
+COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor", "report", "explain"}
 # What the program itself answers before any command (anything else first is the main form's CANDIDATE).
 OPTIONS = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
 
