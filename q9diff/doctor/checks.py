@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from q9diff.format.tables import Device
 from q9diff.genie.bundle import Bundle, Part
@@ -128,6 +129,43 @@ def check_paths(ctx: Context) -> Iterator[Hit | Note]:
         yield Hit(r.where, r.problem, f"{fix} ({r.where.split(': ', 1)[-1]})")
     if not bad:
         yield Note(b.name, f"all {len(refs)} paths the config names resolve inside {b.root}")
+    yield from _start_folders(b, refs)
+
+
+def _from(path: Path, start: Path) -> Path:
+    """`path` as written from `start` (relative when it lies below it)."""
+    full, top = path.resolve(), start.resolve()
+    return full.relative_to(top) if full.is_relative_to(top) else full
+
+
+def _start_folders(b, refs) -> Iterator[Hit | Note]:
+    """Genie resolves relative paths against the folder it is started in: which folder the verdict
+    assumed, and a config whose paths need different start folders (Genie started in one misses some)."""
+    base = b.config_path.parent if b.config_path is not None else None
+    starts: dict[Path, list] = {}
+    for r in refs:
+        if r.start is not None:
+            starts.setdefault(r.start, []).append(r)
+    if base is None or not starts or set(starts) == {base}:
+        return
+    if len(starts) > 1:
+        said = "; ".join(
+            f"{len(rs)} from {s} ({rs[0].where.split(': ', 1)[-1]}, ...)" for s, rs in starts.items()
+        )
+        yield Hit(
+            b.name,
+            f"the config's relative paths need different start folders: {said}; Genie resolves them all"
+            " against the one folder it is started in, so it misses some",
+            f"write every path relative to one folder, e.g. the config's ({base})",
+        )
+        return
+    (start,) = starts
+    yield Note(
+        b.name,
+        f"the paths resolve from {start}, not from the config's folder: this verdict assumes Genie is started"
+        f" in {start} (e.g. genie-t2t-run -c {_from(b.config_path, start)})",
+        False,  # an assumption the user should see, not a check that passed
+    )
 
 
 def check_exist(ctx: Context) -> Iterator[Hit | Note]:
@@ -316,14 +354,22 @@ def check_vocab_tokenizer(ctx: Context) -> Iterator[Hit | Note]:
         yield Note(where, f"the tokenizer defines {size} ids{extra}")
 
 
+# Genie's context schema (carried by libGenie.so, QAIRT 2.47-2.51) defines -1 as "unset" for bos-token,
+# eos-token, eot-token and pad-token (a pad-token of -1 falls back to eos-token).
+UNSET_TOKEN = -1
+
+
 def check_vocab_special(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     n, size = _n_vocab(b), b.tokenizer_size
     limit = min(x for x in (n, size) if x is not None) if (n, size) != (None, None) else None
-    checked = []
+    checked, unset = [], []
     for key in ("bos-token", "eos-token", "eot-token", "pad-token"):
         value = b.get("dialog", "context", key)
         if value is None:
+            continue
+        if value == UNSET_TOKEN and not isinstance(value, bool):
+            unset.append(key)
             continue
         where = f"{b.name}: dialog.context.{key}"
         ids = _ids(value)
@@ -346,6 +392,12 @@ def check_vocab_special(ctx: Context) -> Iterator[Hit | Note]:
             checked.append(f"{key} {value}")
     if checked:
         yield Note(f"{b.name}: dialog.context", f"{', '.join(checked)} inside the vocabulary ({limit})")
+    if unset:
+        yield Note(
+            f"{b.name}: dialog.context",
+            f"{', '.join(unset)} -1: unset, as Genie's own config schema defines -1 (libGenie.so; Qualcomm's"
+            " ai-hub-apps ChatApp config sets bos-token -1)",
+        )
 
 
 def check_context_size(ctx: Context) -> Iterator[Hit | Note]:
