@@ -67,6 +67,48 @@ class Member:
     value: Node
 
 
+def strict_fault(text: str, exc) -> str:
+    """What is wrong with `text` as strict JSON (json.JSONDecodeError `exc`), named for what it is: a
+    comment, a trailing comma, a closing brace too many, a missing comma, a cut-off end; with its place."""
+    at, where = exc.pos, f"line {exc.lineno}, column {exc.colno}"
+    rest = text[at:].lstrip()
+    before = text[:at].rstrip()
+    if exc.msg == "Extra data":
+        what = rest[:1]
+        if what in "}]":
+            name = "brace" if what == "}" else "bracket"
+            return f"a closing {name} too many at {where}, after the end of the JSON"
+        return (
+            f"more text after the end of the JSON value at {where} (two values, or an unbalanced brace above)"
+        )
+    if rest.startswith(("//", "/*")):
+        return f"a comment at {where}: strict JSON has none"
+    if before.endswith(",") and rest[:1] in "}]":
+        return f"a trailing comma before the {'}' if rest[:1] == '}' else ']'} at {where}"
+    if not rest or (_open_at_end(text) and len(text) - at < 64):
+        return f"the text ends early at {where}: a closing brace or bracket is missing (cut off?)"
+    if exc.msg.startswith("Expecting ',' delimiter"):
+        return f"a missing comma (or an unclosed brace or bracket) before {where}"
+    if exc.msg.startswith("Expecting property name"):
+        return f"a key that is not a double-quoted string at {where}"
+    return f"{exc.msg} at {where}"
+
+
+def _open_at_end(text: str) -> int:
+    """How many braces and brackets are still open where `text` ends (strings skipped)."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return max(depth, 0)
+
+
 def parse(text: str) -> Node:
     """The tree of `text`; JsoncError (with line and column) when it is not JSON with comments, or is
     larger than MAX_TEXT characters (said in the message)."""

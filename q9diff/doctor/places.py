@@ -55,6 +55,79 @@ def check_extension_file(ctx: Context) -> Iterator[Hit | Note]:
         yield Note(b.extension.where, f"{b.extension.path.name} is a JSON object")
 
 
+def _soc_arch(soc_model: int) -> tuple[int | None, str]:
+    """The Hexagon arch of a soc_model and where that is known from: the SoC table's sources, or the
+    arch the compiler records when asked for that id alone (measured); (None, why) when neither says."""
+    from q9diff.format.tables import SOCS, measured
+
+    soc, m = SOCS.get(soc_model), measured().get(soc_model)
+    if soc is not None and soc.dsp_arch:
+        return soc.dsp_arch, f"{soc.name}, v{soc.dsp_arch} ({', '.join(soc.sources)})"
+    if m is not None and m.dsp_arch and not m.error:
+        return m.dsp_arch, f"{m.soc_type or '?'}, v{m.dsp_arch} (the compiler's own choice, measured)"
+    return None, "q9diff's SoC table and the compiler's measured ids do not know it"
+
+
+def check_extension_soc(ctx: Context) -> Iterator[Hit | Note]:
+    """The extension file on its own, when no ctx-bin is at hand: each device's soc_model against the SoC
+    table (an id nothing knows; a dsp_arch that is not the SoC's, which the runtime overrides with a
+    warning: "Arch .. set by custom config is different from arch associated with SoC .., will overwrite
+    it", measured on QAIRT 2.51)."""
+    from q9diff.format.tables import measured
+
+    b = ctx.bundle
+    if b.readable_parts():
+        return  # with ctx-bins at hand, two-places.soc_model and .dsp_arch judge the file against them
+    for i, d in enumerate(_ext_devices(b)):
+        key, value = _ext_soc(d)
+        where = _ext_where(b, f"devices[{i}].{key}")
+        soc = _int(value)
+        if value is None or soc == 0:
+            continue  # no SoC, or the generic one: extension.generic says it
+        if soc is None or soc < 0:
+            yield Hit(where, f"{key} {_js(value)} is not a soc_model number", "write the SoC's soc_model")
+            continue
+        arch, known = _soc_arch(soc)
+        m = measured().get(soc)
+        if arch is None:
+            refused = f"; the compiler refuses it ({m.error})" if m is not None and m.error else ""
+            yield Hit(
+                where,
+                f"{key} {soc}: {known}{refused}; the runtime reports an unknown socModel ('Unknown config"
+                " socModel', 'SoC model name not found')",
+                "write the soc_model of the device (q9diff doctor --target DEVICE names it)",
+            )
+            continue
+        written = d.get("dsp_arch")
+        match = re.fullmatch(r"v(\d+)", written) if isinstance(written, str) else None
+        if match and int(match.group(1)) != arch:
+            yield Hit(
+                _ext_where(b, f"devices[{i}]"),
+                f"{key} {soc} is {known}, but dsp_arch is {written}: the runtime overrides the arch to the"
+                " SoC's with a warning, so one of them is not the device",
+                f'set dsp_arch "v{arch}" for soc_model {soc}, or the soc_model of the {written} device',
+            )
+        else:
+            yield Note(where, f"{key} {soc}: {known}" + (f", dsp_arch {written} agrees" if match else ""))
+
+
+def check_extension_generic(ctx: Context) -> Iterator[Hit | Note]:
+    """soc_model 0 in the extension file, with no ctx-bin at hand (two-places.soc_model judges it against
+    the binaries otherwise)."""
+    b = ctx.bundle
+    if b.readable_parts():
+        return
+    for i, d in enumerate(_ext_devices(b)):
+        key, value = _ext_soc(d)
+        if _int(value) == 0:
+            yield Hit(
+                _ext_where(b, f"devices[{i}].{key}"),
+                f"{key} 0: the runtime is told no SoC (the generic target), the setting the motivating bug"
+                " left out at build time",
+                f"set devices[{i}].{key} to the device's soc_model (q9diff doctor --target DEVICE names it)",
+            )
+
+
 def check_extension_qualcomm(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     if b.extension_text is None or b.extension_problem:

@@ -105,6 +105,8 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("target.two-places",          "error",   None, T + S + C,       tg.check_two_places),
     ("extension.file",             "error",   None, C,               pl.check_extension_file),
     ("extension.qualcomm",         "error",   None, C,               pl.check_extension_qualcomm),
+    ("extension.soc",              "error",   None, C,               pl.check_extension_soc),
+    ("extension.generic",          "warning", 9,    C,               pl.check_extension_generic),
     ("two-places.soc_model",       "error",   None, S + C,           pl.check_two_places_soc),
     ("two-places.dsp_arch",        "error",   None, S,               pl.check_two_places_arch),
     ("two-places.weight-sharing",  "warning", None, S + C,           pl.check_two_places_sharing),

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from q9diff.errors import Q9Error
 from q9diff.guard import inside, is_file, kind, nameable, read_text
+from q9diff.jsonc import strict_fault
 
 CONFIG_NAME = "genie_config.json"
 CTX_BINS_KEYS = ("ctx-bins", "fcb")  # Genie's binary engine lists its context binaries under these
@@ -42,6 +43,7 @@ class FileRef:
     problem: str | None = None  # why it was not read: missing, refused, placeholder, not a path
     kind: str | None = None  # "missing", "outside", "placeholder", "not-a-path"
     note: str | None = None  # how it was found, when not plainly
+    start: Path | None = None  # the folder a relative path was found from (Genie's working folder)
 
     @property
     def label(self) -> str:
@@ -193,10 +195,7 @@ def load(path: Path, root: Path, given: Path, also_inside: tuple[Path, ...] = ()
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: not JSON as libGenie reads it ({exc.msg} at line {exc.lineno}, column {exc.colno}): "
-            "Genie accepts no comments or trailing commas"
-        ) from None
+        raise ConfigError(f"{path}: not JSON as libGenie reads it: {strict_fault(text, exc)}") from None
     except RecursionError:
         raise ConfigError(f"{path}: expected {EXPECTED}, got JSON nested too deep to be one") from None
     except ValueError:  # an integer of more digits than Python converts
@@ -242,6 +241,39 @@ def load(path: Path, root: Path, given: Path, also_inside: tuple[Path, ...] = ()
     return cfg
 
 
+MAX_UP = 8  # how many folders above the config a start folder is looked for
+
+
+def started_in(cfg: GenieConfig, relative: str) -> Path | None:
+    """The folder Genie would be started in for `relative` to name a file of the bundle: Genie resolves
+    a config's relative paths against its working folder, not the config's. Tried in order: the config's
+    folder (where a bundle is run from as shipped), the working folder q9diff runs in, then each folder
+    above the config (a README that runs `genie-t2t-run -c genie_bundle/genie_config.json` from its
+    repository names `genie_bundle/...`). A start counts only where the path lands inside the bundle
+    folder, or inside the working folder when the path is read from it (see readable_from); None when no
+    start does."""
+    base = cfg.path.parent
+    starts = [base, Path.cwd(), *list(base.resolve().parents)[:MAX_UP]]
+    for start in dict.fromkeys(starts):
+        real = Path(os.path.realpath(start / relative))
+        if readable_from(cfg, real, start) and is_file(real):
+            return start
+    return None
+
+
+def readable_from(cfg: GenieConfig, real: Path, start: Path | None = None) -> bool:
+    """May q9diff read `real` for this config: inside the bundle folder; or, read from the working folder
+    q9diff runs in (`start`), inside that folder when it holds the config at most MAX_UP folders down
+    (Genie started there, as READMEs say to: where the user stands and named the config from)."""
+    if real.is_relative_to(cfg.root):
+        return True
+    cwd = Path(os.path.realpath(Path.cwd()))
+    if start is None or Path(os.path.realpath(start)) != cwd:
+        return False
+    config = Path(os.path.realpath(cfg.path))
+    return cwd in list(config.parents)[:MAX_UP] and real.is_relative_to(cwd)
+
+
 def resolve(cfg: GenieConfig, request: object, where: str, also_inside: tuple[Path, ...] = ()) -> FileRef:
     """One path the config names, resolved as Genie would from the config's folder and kept inside the
     bundle: an absolute path is a path on the device, read by its name beside the config."""
@@ -264,9 +296,15 @@ def resolve(cfg: GenieConfig, request: object, where: str, also_inside: tuple[Pa
         candidate = base / PurePosixPath(posix).name
         ref.note = f"{request} is a path on the device: read {candidate.name} beside the config"
     else:
-        candidate = base / posix
+        ref.start = started_in(cfg, posix)
+        candidate = (ref.start or base) / posix
+        if ref.start is not None and ref.start != base:
+            ref.note = (
+                f"{request} is not beside the config; found from {ref.start}, the folder Genie must be"
+                " started in for it (Genie resolves relative paths against its working folder)"
+            )
     real = Path(os.path.realpath(candidate))
-    if ours is None and not real.is_relative_to(cfg.root):
+    if ours is None and not readable_from(cfg, real, ref.start):
         ref.problem, ref.kind = (
             f"refusing {request} (it leads to {real}): it is outside the bundle folder {cfg.root}, and "
             "q9diff reads and pushes only files inside the folder that names them",
@@ -274,7 +312,15 @@ def resolve(cfg: GenieConfig, request: object, where: str, also_inside: tuple[Pa
         )
         return ref
     if not is_file(real):
-        ref.problem, ref.kind = f"{request}: no such file in the bundle (looked for {candidate})", "missing"
+        also = (
+            ""
+            if absolute
+            else "; nor from the working folder or a folder above the config, as Genie may be started"
+        )
+        ref.problem, ref.kind = (
+            f"{request}: no such file in the bundle (looked for {candidate}{also})",
+            "missing",
+        )
         return ref
     ref.path = real
     return ref
