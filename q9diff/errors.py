@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-# C0/C1 control characters (ESC starts colours, cursor moves and OSC 8 links) and the bidi marks,
-# embeddings, overrides and isolates that reorder what a terminal or a browser shows.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0/C1 control characters (ESC starts colours, cursor moves and OSC 8 links), the bidi marks,
+# embeddings, overrides and isolates that reorder what a terminal or a browser shows, and the line and
+# paragraph separators some terminals and renderers break lines at.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 class Q9Error(Exception):

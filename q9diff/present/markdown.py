@@ -18,9 +18,9 @@ from q9diff.present.verdict import models_line, reference_looks_wrong, root_line
 from q9diff.units import change, config_value, human
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
-# Line and paragraph separators, zero-width characters and the byte-order mark: a Markdown renderer would
-# break a line or hide text at them. Control characters and bidi marks are printable()'s (q9diff.errors).
-_INVISIBLE = re.compile("[\u2028\u2029\u200b-\u200d\u2060\ufeff]")
+# Zero-width characters and the byte-order mark: a reader would not see them. Control characters, bidi
+# marks and line separators are printable()'s (q9diff.errors).
+_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff]")
 # What GitHub turns into a link or a notification wherever it appears in text: `@name` (also the middle of
 # an e-mail address), `scheme://`, `www.` and `#123` (a cross-reference in that issue). A zero-width space
 # after the `@`, the `:`, the `www` or the `#`, written as an entity, breaks each; a reader sees the same.
