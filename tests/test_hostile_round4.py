@@ -308,3 +308,19 @@ def test_a_build_id_that_names_no_version_leaves_the_requested_soc_unknown(tmp_p
         "not compared soc_model" in q9diff_cli(str(garbled), str(FIXTURES / "variants" / "soc_77.bin")).stdout
     )
     assert shutil.which("bash")
+
+
+def test_a_short_round_of_the_saved_result_fuzzer_finds_nothing():
+    """scripts/fuzz_results.py's first 120 cases (seed 1): saved results of every schema, mutated, drawn
+    by report in the terminal, HTML and Markdown; the 2,500-case run is by hand (see its docstring)."""
+    fuzz = FIXTURES.parent / "scripts" / "fuzz_results.py"
+    done = subprocess.run(
+        [sys.executable, str(fuzz), "--cases", "120", "--seed", "1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    report = json.loads(done.stdout)
+    assert report["cases"] == 120 and report["drawn"] > 20 and report["refused"] > 20
+    assert report["faults"] == {}, report["examples"]
+    assert done.returncode == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from q9diff.cli import target as tg
 from q9diff.cli.common import (
     CANDIDATE,
     MARKDOWN,
@@ -33,7 +34,7 @@ from q9diff.cli.common import (
     stdout_once,
     write_reports,
 )
-from q9diff.cli.target import TARGET
+from q9diff.cli.target import RUNTIME, TARGET
 
 REFERENCE = typer.Argument(
     None, metavar="REFERENCE", help="the known-good build, the same kind (or name the device with --target)"
@@ -54,6 +55,7 @@ def diff_cmd(
     ),
     md_out: Path = MARKDOWN,
     target: str = TARGET,
+    runtime: str = RUNTIME,
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
@@ -66,9 +68,8 @@ def diff_cmd(
     Exit status: 0 identical, 1 different, 2 error.
     With --target alone: 0 every setting as the target's, 1 one is not.
     A reference built for another device than --target: 1."""
-    from q9diff.cli import target as tg
-
     device = tg.device_or_fail(target) if target is not None else None
+    qairt = tg.runtime_or_fail(runtime) if runtime is not None else None
     _report_path(html_out, [candidate, reference])
     if md_out is not None and str(md_out) != "-":
         _report_path(md_out, [candidate, reference], "--markdown")
@@ -79,18 +80,34 @@ def diff_cmd(
         charts.start_packing()
     out = Outputs(as_json, html_out, md_out, verbose, brief)
     if reference is None:
-        tg.no_reference(candidate, reference, device)
+        tg.no_reference(candidate, reference, device if device is not None else qairt)
+        if device is None:
+            _fail("--runtime alone judges a build against a runtime: q9diff doctor CANDIDATE --runtime V")
         data = tg.judged(candidate, device)
-        _deliver(out, data, lambda: tg.print_target(data), 0 if data["matches"] else 1)
+        load = tg.load_verdicts(candidate, device, qairt)
+        data |= {"load": load} if load else {}
+
+        def show() -> None:
+            tg.print_target(data)
+            tg.print_load(load)
+
+        _deliver(out, data, show, 0 if data["matches"] and not _refused(load) else 1)
     candidate, reference = _inputs(candidate, reference)
     findings = tg.reference_findings(reference, device) if device is not None else []
     for f in findings:
         _note(f"warning: {f}")
+    load = tg.load_verdicts(candidate, device, qairt)
     try:
         aimed = {"target": {"name": device.name, "reference_findings": findings}} if device else {}
-        _compare(candidate, reference, out, aimed)
+        _compare(candidate, reference, out, aimed | ({"load": load} if load else {}))
     except typer.Exit as done:
-        raise typer.Exit(1 if findings and done.exit_code == 0 else done.exit_code) from None
+        worse = findings or _refused(load)
+        raise typer.Exit(1 if worse and done.exit_code == 0 else done.exit_code) from None
+
+
+def _refused(load: dict | None) -> bool:
+    """A part of the candidate will not load on the runtime or device named."""
+    return load is not None and load["verdict"] == "will not load"
 
 
 def _compare(candidate: Path, reference: Path, out: Outputs, aimed: dict) -> None:
@@ -103,7 +120,13 @@ def _compare(candidate: Path, reference: Path, out: Outputs, aimed: dict) -> Non
     swapped = _swapped(candidate, reference, res.causes, "", ([res.a], [res.b]))
     if swapped:
         _note(f"warning: {swapped}")
-    _deliver(out, to_json(res) | aimed, lambda: show_pair(res, out.verbose), 0 if res.identical else 1)
+    data = to_json(res) | aimed
+
+    def show() -> None:
+        show_pair(res, out.verbose)
+        tg.print_load(data.get("load"))
+
+    _deliver(out, data, show, 0 if res.identical else 1)
 
 
 @dataclass(frozen=True)
@@ -168,7 +191,12 @@ def _set_diff(a: Path, b: Path, out: Outputs, aimed: dict) -> None:
     swapped = _swapped(a, b, data["causes"], "", sides(data))
     if swapped:
         _note(f"warning: {swapped}")
-    _deliver(out, data, lambda: print_set(sd, data, out.verbose), 0 if sd.identical else 1)
+
+    def show() -> None:
+        print_set(sd, data, out.verbose)
+        tg.print_load(data.get("load"))
+
+    _deliver(out, data, show, 0 if sd.identical else 1)
 
 
 def print_set(sd, data: dict, verbose: bool = False) -> None:

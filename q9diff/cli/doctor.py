@@ -21,7 +21,7 @@ from q9diff.cli.common import (
     stdout_once,
     write_reports,
 )
-from q9diff.cli.target import TARGET
+from q9diff.cli.target import RUNTIME, TARGET, runtime_or_fail
 
 
 @app.command(cls=_Command, short_help="Check a whole Genie bundle: the nine hypotheses, the two places.")
@@ -41,6 +41,7 @@ def doctor(
     ),
     md_out: Path = MARKDOWN,
     target: str = TARGET,
+    runtime: str = RUNTIME,
 ) -> None:
     """Check a whole Genie bundle: ctx-bins, vocabulary, context, the nine hypotheses, the two places.
 
@@ -57,6 +58,7 @@ def doctor(
         _fail(f"two references, {reference} and --reference {reference_opt}: give one")
     reference = reference or reference_opt
     device = device_or_fail(target) if target is not None else None
+    qairt = runtime_or_fail(runtime) if runtime is not None else None
     # A config given under any name names files beside it: its whole folder is input, as a folder is.
     given = [bundle, reference]
     given += [p.parent for p in given if p is not None and p.is_file()]
@@ -65,7 +67,7 @@ def doctor(
         _report_path(md_out, given, "--markdown")
     stdout_once(as_json, md_out, html_out)
     try:
-        report = run(bundle, reference, target=device)
+        report = run(bundle, reference, target=device, runtime=qairt)
     except BundleError as exc:
         _fail(str(exc))
     _report_not_read(html_out, report.files())

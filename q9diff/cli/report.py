@@ -80,13 +80,14 @@ def _drawn(result: Path, schema: str, draw):
 def _exit_code(saved) -> int:
     from q9diff.present import saved as s
 
+    refused = (saved.data.get("load") or {}).get("verdict") == "will not load"  # --runtime/--target: 1
     if saved.schema in (s.DIFF, s.SET):  # a reference built for another device than --target: 1, as live
         mismatch = saved.data.get("target", {}).get("reference_findings")
-        return 0 if saved.data["identical"] and not mismatch else 1
+        return 0 if saved.data["identical"] and not mismatch and not refused else 1
     if saved.schema == s.VERIFY:
         return 0 if s.verify_result(saved.data).passed else 1
     if saved.schema == s.TARGET:
-        return 0 if saved.data["matches"] else 1
+        return 0 if saved.data["matches"] and not refused else 1
     from q9diff.doctor.run import DoctorResult
 
     return DoctorResult.from_json(saved.data).exit_code
@@ -94,6 +95,7 @@ def _exit_code(saved) -> int:
 
 def _terminal(saved) -> None:
     """The command's own terminal view, read from the saved result."""
+    from q9diff.cli.target import print_load, print_target
     from q9diff.present import saved as s
     from q9diff.present.verdict import sides
 
@@ -114,14 +116,14 @@ def _terminal(saved) -> None:
         for f in data.get("target", {}).get("reference_findings", []):
             _note(f"warning: {f}")  # as the live command says it, once per part
         show_pair(saved_diff(data)) if saved.schema == s.DIFF else print_set(saved_set(data), data)
+        print_load(data.get("load"))
     elif saved.schema == s.VERIFY:
         from q9diff.cli.verify import _print_verify
 
         _print_verify(s.verify_result(data))
     elif saved.schema == s.TARGET:
-        from q9diff.cli.target import print_target
-
         print_target(data)
+        print_load(data.get("load"))
     else:
         from q9diff.doctor.run import DoctorResult, print_report
 

@@ -18,6 +18,24 @@ TARGET = typer.Option(
 )
 
 
+RUNTIME = typer.Option(
+    None,
+    "--runtime",
+    metavar="VERSION",
+    help="the QAIRT runtime the build must load on (2.48, QAIRT 2.48.40, v2.48), or the path of a runtime "
+    "library (libQnnHtp.so, libGenie.so) or of a folder that ships one: say whether each part loads there",
+)
+
+
+def runtime_or_fail(text: str):
+    from q9diff.load.runtime import RuntimeError_, parse
+
+    try:
+        return parse(text)
+    except RuntimeError_ as exc:
+        _fail(str(exc))
+
+
 def device_or_fail(name: str):
     from q9diff.format.tables import UnknownDevice, find_device
 
@@ -94,3 +112,54 @@ def print_target(data: dict) -> None:
     console.print(_t(("Fix", "bold")))
     _print_suggestions(data["suggestions"])
     console.print(_t(f"Needs --reference: {'; '.join(data['needs_reference'])}"))
+
+
+def load_verdicts(candidate: Path, device, runtime) -> dict | None:
+    """Will each part of `candidate` load on `runtime` and `device` (q9diff.load.rules): the worst
+    verdict and each part's, as the JSON's `load`; None when neither is named."""
+    if device is None and runtime is None:
+        return None
+    from q9diff.load.rules import ORDER, judge
+
+    paths = _parts(candidate) if _is_set(candidate) else [candidate]
+    parts = []
+    for p in paths:
+        cb = _open(p)
+        parts.append(judge(cb, p.name, runtime, device).to_json())
+        cb.release()
+    worst = min((v["verdict"] for v in parts), key=ORDER.index)
+    return {
+        "verdict": worst,
+        "runtime": None if runtime is None else runtime.to_json(),
+        "device": None if device is None else device.name,
+        "parts": parts,
+    }
+
+
+def print_load(load: dict | None) -> None:
+    """Will it load: the verdict on the runtime and device named, each finding once with the parts it
+    holds for, the error the runtime prints and the fix."""
+    if load is None:
+        return
+    on = " and ".join(
+        x for x in (load["device"], f"QAIRT {load['runtime']['qairt']}" if load["runtime"] else None) if x
+    )
+    style = {"will not load": "bold red", "loads, recompile advised": "yellow"}.get(load["verdict"], "green")
+    console.print(_t(("Will it load on ", "bold"), (on, "bold"), ": ", (load["verdict"], style)))
+    seen: dict[tuple, list[str]] = {}
+    for part in load["parts"]:
+        for f in part["findings"]:
+            seen.setdefault((f["rule"], f["verdict"], f["evidence"], f["error"], f["fix"]), []).append(
+                part["part"]
+            )
+    total = len(load["parts"])
+    for (rule, verdict, evidence, error, fix), parts in seen.items():
+        which = f"all {total} parts" if len(parts) == total > 1 else ", ".join(parts)
+        console.print(_t("  ", (rule, "bold"), f" ({which}): {verdict}: {evidence}"))
+        if error:
+            console.print(_t(f"    it prints {error}"))
+        if fix:
+            console.print(_t(("    fix: ", "green"), fix), soft_wrap=True)
+    for part in load["parts"]:
+        for why in part["not_judged"]:
+            console.print(_t(("  not judged", "yellow"), f" ({part['part']}): {why}"))

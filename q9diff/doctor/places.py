@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from q9diff.doctor.checks import Context, Hit, Note, _int, _js, _mb, _parts_text, requested_soc
 from q9diff.format.tables import soc_name
@@ -31,6 +32,54 @@ def _ext_graphs(b: Bundle) -> list[dict]:
 
 def _ext_where(b: Bundle, path: str) -> str:
     return f"{b.extension.path.name if b.extension and b.extension.path else 'extension file'}: {path}"
+
+
+def check_paths(ctx: Context) -> Iterator[Hit | Note]:
+    b = ctx.bundle
+    refs = [p.ref for p in b.parts] + [r for r in (b.extension, b.tokenizer) if r is not None]
+    bad = [r for r in refs if r.kind in ("outside", "placeholder", "not-a-path")]
+    for r in bad:
+        fix = "name a file inside the bundle folder" if r.kind == "outside" else "write the real file name"
+        yield Hit(r.where, r.problem, f"{fix} ({r.where.split(': ', 1)[-1]})")
+    if not bad:
+        yield Note(b.name, f"all {len(refs)} paths the config names resolve inside {b.root}")
+    yield from _start_folders(b, refs)
+
+
+def _from(path: Path, start: Path) -> Path:
+    """`path` as written from `start` (relative when it lies below it)."""
+    full, top = path.resolve(), start.resolve()
+    return full.relative_to(top) if full.is_relative_to(top) else full
+
+
+def _start_folders(b, refs) -> Iterator[Hit | Note]:
+    """Genie resolves relative paths against the folder it is started in: which folder the verdict
+    assumed, and a config whose paths need different start folders (Genie started in one misses some)."""
+    base = b.config_path.parent if b.config_path is not None else None
+    starts: dict[Path, list] = {}
+    for r in refs:
+        if r.start is not None:
+            starts.setdefault(r.start, []).append(r)
+    if base is None or not starts or set(starts) == {base}:
+        return
+    if len(starts) > 1:
+        said = "; ".join(
+            f"{len(rs)} from {s} ({rs[0].where.split(': ', 1)[-1]}, ...)" for s, rs in starts.items()
+        )
+        yield Hit(
+            b.name,
+            f"the config's relative paths need different start folders: {said}; Genie resolves them all"
+            " against the one folder it is started in, so it misses some",
+            f"write every path relative to one folder, e.g. the config's ({base})",
+        )
+        return
+    (start,) = starts
+    yield Note(
+        b.name,
+        f"the paths resolve from {start}, not from the config's folder: this verdict assumes Genie is started"
+        f" in {start} (e.g. genie-t2t-run -c {_from(b.config_path, start)})",
+        False,  # an assumption the user should see, not a check that passed
+    )
 
 
 def check_extension_file(ctx: Context) -> Iterator[Hit | Note]:

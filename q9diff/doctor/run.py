@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from q9diff.doctor import checks as c
+from q9diff.doctor import load as ld
 from q9diff.doctor import places as pl
 from q9diff.doctor import reference as r
 from q9diff.doctor import target as tg
@@ -20,6 +21,7 @@ from q9diff.doctor.checks import Context, Hit, Note
 from q9diff.errors import printable
 from q9diff.format.tables import Device, ai_hub_profile
 from q9diff.genie.bundle import Bundle, read_bundle
+from q9diff.load.runtime import Runtime, in_folder
 
 SCHEMA = "q9diff.doctor/1"
 
@@ -58,6 +60,7 @@ SOME_PARTS = "some parts"  # at least one ctx-bin read
 ALL_PARTS = "all parts"  # every ctx-bin read: a missing part is one error, not a cascade of consequences
 CONFIG = "config"  # the bundle's Genie config was read (a folder of *.bin alone has none to check or fix)
 TARGET = "target"  # --target DEVICE
+RUNTIME = "runtime"  # --runtime VERSION, or runtime libraries the bundle ships
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,12 @@ class Rule:
 
 
 _ = ()
-R, S, A, C, T = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,), (CONFIG,), (TARGET,)
+R, S, A, C, T, V = (REFERENCE,), (SOME_PARTS,), (ALL_PARTS,), (CONFIG,), (TARGET,), (RUNTIME,)
 # fmt: off
 RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     # id                           severity   hyp   needs            function
     ("config.genie-parser",        "error",   None, C,               pl.check_genie_parser),
-    ("config.paths",               "error",   None, _,               c.check_paths),
+    ("config.paths",               "error",   None, _,               pl.check_paths),
     ("ctx-bins.exist",             "error",   None, _,               c.check_exist),
     ("ctx-bins.binary",            "error",   None, _,               c.check_binary),
     ("ctx-bins.order",             "error",   None, A,               c.check_order),
@@ -113,6 +116,9 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("two-places.graphs",          "warning", None, A,               pl.check_two_places_graphs),
     ("runtime.spill-fill",         "error",   None, S + C,           pl.check_spill_fill),
     ("runtime.mmap",               "warning", None, S + C,           pl.check_mmap),
+    # Will it load: each finding carries its own severity and the load rule's id (q9diff.load.rules)
+    ("load.runtime",               "error",   None, V + S,           ld.check_runtime),
+    ("load.device",                "error",   None, T + S,           ld.check_device),
 ))
 # fmt: on
 
@@ -147,6 +153,7 @@ class DoctorResult:
     # --target: the device as `Device.to_json` gives it, and AI Hub's profile sentence and sources
     target: dict | None = None
     profile: dict | None = None
+    runtime: dict | None = None  # the runtime the load verdict is for (Runtime.to_json)
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity and not f.ruled_out)
@@ -171,15 +178,19 @@ class DoctorResult:
         return out
 
     def to_json(self) -> dict:
-        return {
-            "schema": SCHEMA,
-            "bundle": self.bundle,
-            "reference": self.reference,
-            "findings": [f.to_json() for f in self.findings],
-            "hypotheses": {str(k): v for k, v in self.hypotheses().items()},
-            "notes": list(self.notes),
-            "passed": [i for i, f in enumerate(self.findings) if f.ruled_out],  # the checks that passed
-        } | ({} if self.target is None else {"target": self.target, "profile": self.profile})
+        return (
+            {
+                "schema": SCHEMA,
+                "bundle": self.bundle,
+                "reference": self.reference,
+                "findings": [f.to_json() for f in self.findings],
+                "hypotheses": {str(k): v for k, v in self.hypotheses().items()},
+                "notes": list(self.notes),
+                "passed": [i for i, f in enumerate(self.findings) if f.ruled_out],  # the checks that passed
+            }
+            | ({} if self.target is None else {"target": self.target, "profile": self.profile})
+            | ({} if self.runtime is None else {"runtime": self.runtime})
+        )
 
     @classmethod
     def from_json(cls, data: dict) -> DoctorResult:
@@ -192,7 +203,8 @@ class DoctorResult:
             for i, f in enumerate(data["findings"])
         )
         target, profile = data.get("target"), data.get("profile")
-        return cls(data["bundle"], data["reference"], tuple(data["notes"]), findings, target, profile)
+        notes = tuple(data["notes"])
+        return cls(data["bundle"], data["reference"], notes, findings, target, profile, data.get("runtime"))
 
 
 @dataclass
@@ -201,6 +213,7 @@ class Report:
     reference: Bundle | None
     findings: list[Finding] = field(default_factory=list)
     target: Device | None = None
+    runtime: Runtime | None = None
 
     def result(self) -> DoctorResult:
         ref = None if self.reference is None else _label(self.reference)
@@ -210,7 +223,8 @@ class Report:
             aimed = self.target.to_json() | {"label": self.target.label}
             profile = {"sentence": hub.sentence(self.target), "sources": hub.sources()}
         notes, findings = tuple(self.bundle.notes), tuple(self.findings)
-        return DoctorResult(_label(self.bundle), ref, notes, findings, aimed, profile)
+        runtime = None if self.runtime is None else self.runtime.to_json()
+        return DoctorResult(_label(self.bundle), ref, notes, findings, aimed, profile, runtime)
 
     def count(self, severity: str) -> int:
         return self.result().count(severity)
@@ -240,23 +254,43 @@ def _guarded(rule: Rule, ctx: Context) -> list[Hit | Note]:
 
 
 def run(
-    bundle: Path, reference: Path | None = None, rules: tuple[Rule, ...] = RULES, target: Device | None = None
+    bundle: Path,
+    reference: Path | None = None,
+    rules: tuple[Rule, ...] = RULES,
+    target: Device | None = None,
+    runtime: Runtime | None = None,
 ) -> Report:
-    """Read the bundle (and reference) and run every rule, against `target` too when given; BundleError
-    when either cannot be read."""
+    """Read the bundle (and reference) and run every rule, against `target` and `runtime` too when given
+    (a bundle that ships Qualcomm's runtime libraries names its runtime itself); BundleError when either
+    cannot be read."""
     b = read_bundle(bundle)
     ref = read_bundle(reference) if reference is not None else None
-    ctx = Context(b, ref, target)
-    report = Report(b, ref, target=target)
+    shipped = None if b.single_file else in_folder(b.root)
+    if shipped is not None and runtime is None:
+        b.notes.append(f"the bundle ships {shipped.label} ({shipped.source}): the load verdict is for it")
+    elif shipped is not None and runtime is not None and shipped.qairt != runtime.qairt:
+        b.notes.append(
+            f"the bundle ships {shipped.label} ({shipped.source}); judged for --runtime {runtime.label}"
+        )
+    runtime = runtime or shipped
+    ctx = Context(b, ref, target, runtime)
+    report = Report(b, ref, target=target, runtime=runtime)
     for rule in rules:
         if TARGET in rule.needs and (target is None or REFERENCE in rule.needs and ref is None):
             continue  # the target's own rules say nothing without what they compare
+        if RUNTIME in rule.needs and runtime is None:
+            continue
         why = _missing(rule, ctx)
         items = [Note(b.name, f"not checked: {why}", False)] if why else _guarded(rule, ctx)
         for item in items:
             if isinstance(item, Hit):
                 finding = Finding(
-                    rule.id, rule.severity, rule.hypothesis, item.where, item.evidence, item.fix
+                    item.check or rule.id,
+                    item.severity or rule.severity,
+                    rule.hypothesis,
+                    item.where,
+                    item.evidence,
+                    item.fix,
                 )
             else:
                 finding = Finding(
@@ -293,7 +327,8 @@ def print_report(report: DoctorResult, console) -> None:
     never markup."""
     against = (" vs reference ", report.reference) if report.reference is not None else ()
     aimed = (f" --target {report.target['label']}",) if report.target is not None else ()
-    console.print(_text(("q9diff doctor ", "bold"), report.bundle, *against, *aimed))
+    on = (f" --runtime QAIRT {report.runtime['qairt']}",) if report.runtime is not None else ()
+    console.print(_text(("q9diff doctor ", "bold"), report.bundle, *against, *aimed, *on))
     if report.profile is not None:
         console.print(_text(report.profile["sentence"]))
     e, w = report.count("error"), report.count("warning")

@@ -131,7 +131,7 @@ def _fixes(suggestions: list[dict]) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    """The page around `body`, with plotly.js where its charts hold the place for it (`_PLOTLY_JS`)."""
+    """The page around `body`, with plotly.js where its charts hold the place for it (`charts.PLOTLY_JS`)."""
     page = f"""<!doctype html><html><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title>
@@ -140,62 +140,7 @@ def _page(title: str, body: str) -> str:
 {body}
 </body></html>
 """
-    return page.replace(_PLOTLY_JS, charts.plotly_packed(), 1) if _PLOTLY_JS in page else page
-
-
-# Where plotly.js goes, filled in last so that it is packed while the page is drawn (start_packing). No
-# string of a result can look like it: the page escapes control characters (\x00, \u0000).
-_PLOTLY_JS = "\0plotly.js\0"
-
-
-# plotly.js (4.8 MB in plotly 6's package, which ships no partial bundle) goes in gzipped and base64'd
-# (2 MB), unpacked by the browser's DecompressionStream (Chrome 80, Firefox 113, Safari 16.4): the page
-# stays one offline file at less than half the size. Each chart is its figure's JSON beside an empty div.
-_LOADER = """<script>(async () => {
-  const charts = () => document.querySelectorAll("script[data-chart]");
-  const say = (text) => charts().forEach((el) => {
-    document.getElementById(el.dataset.chart).textContent = text; });
-  if (typeof DecompressionStream === "undefined") {
-    say("This browser cannot unpack the charts (it has no DecompressionStream); the tables say it all.");
-    return;
-  }
-  const text = atob(document.getElementById("plotly-gz").textContent);
-  const packed = Uint8Array.from(text, (c) => c.charCodeAt(0));
-  const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
-  const code = document.createElement("script");
-  code.textContent = await new Response(stream).text();
-  document.head.appendChild(code);
-  if (document.readyState === "loading") {
-    await new Promise((done) => document.addEventListener("DOMContentLoaded", done));
-  }
-  for (const el of charts()) {
-    const fig = JSON.parse(el.textContent);
-    Plotly.newPlot(el.dataset.chart, fig.data, fig.layout, {responsive: true, displaylogo: false});
-  }
-})();</script>"""
-
-
-class _Charts:
-    """Charts of one page: plotly.js inlined once, before the first; div ids numbered, not random, so
-    the same result always gives the same page."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self, figs) -> str:
-        out = []
-        if self.n == 0 and figs:
-            out.append(f'<script type="text/plain" id="plotly-gz">{_PLOTLY_JS}</script>{_LOADER}')
-        for f in figs:
-            text = charts.chart_json(f)
-            height = (f["layout"].get("height") if isinstance(f, dict) else f.layout.height) or 450
-            out.append(
-                f'<div id="chart-{self.n}" class="plotly-graph-div"'
-                f' style="height:{height}px;width:100%"></div>'
-                f'<script type="application/json" data-chart="chart-{self.n}">{text}</script>'
-            )
-            self.n += 1
-        return "".join(out)
+    return page.replace(charts.PLOTLY_JS, charts.plotly_packed(), 1) if charts.PLOTLY_JS in page else page
 
 
 def _name(path: str) -> str:
@@ -231,6 +176,22 @@ def _sizes(data: dict) -> str:
     return f"<p>size {_e(size_change(data['a']['size'], data['b']['size']))}</p>"
 
 
+def load_section(data: dict) -> str:
+    """Will it load on the runtime and device named (the JSON's `load`), when one was named."""
+    from q9diff.present.verdict import load_rows
+
+    if not data.get("load"):
+        return ""
+    head, rows = load_rows(data["load"])
+    cells = "".join(
+        f"<tr><td>{_e(r)}</td><td>{_e(parts)}</td><td>{_e(text)}</td><td>{_e(error or '')}</td>"
+        f"<td>{'' if fix is None else f'<code>{_e(fix)}</code>'}</td></tr>"
+        for r, parts, text, error, fix in rows
+    )
+    table = _table(f"<tr><th>rule</th><th>parts</th><th>why</th><th>it prints</th><th>fix</th></tr>{cells}")
+    return f"<h2>{_e(head)}</h2>" + (table if rows else "")
+
+
 def render(data: dict) -> str:
     """The report for two files, from the diff's JSON (`q9diff.diff/1`)."""
     charts.start_packing()  # plotly.js packed while the page is drawn
@@ -242,7 +203,8 @@ def render(data: dict) -> str:
         + _causes_table(data["causes"])
         + _attribution(data)
         + _fixes(data["suggestions"])
-        + _Charts()(_figures(data))
+        + load_section(data)
+        + charts.Charts()(_figures(data))
     )
     return _page(f"q9diff diff {_name(a)} vs {_name(b)}", body)
 
@@ -295,7 +257,7 @@ def render_set(data: dict) -> str:
         "<tr><th>candidate part</th><th>reference part</th><th>candidate</th><th>reference</th>"
         f"<th>change</th><th>root causes</th></tr>{''.join(rows)}"
     )
-    draw = _Charts()
+    draw = charts.Charts()
     effects = {"parts": [{"part": p["part"], "attribution": p.get("attribution")} for p in data["parts"]]}
     across = draw([charts.set_effects(_escaped(effects))]) if data["parts"] else ""  # all it reads
     sections = []
@@ -319,6 +281,7 @@ def render_set(data: dict) -> str:
         + f"<p>{na} vs {nb} parts, {_e(size_change(data['a_total'], data['b_total']))}</p>"
         + totals
         + _fixes(data["suggestions"])
+        + load_section(data)
         + across
         + "".join(sections)
     )
@@ -478,7 +441,7 @@ def render_verify(res) -> str:
             f"<th>cosine</th><th>ok</th></tr>{rows}"
         )
         fig = _outputs_figure(res)
-    chart = _Charts()([fig]) if fig is not None else ""
+    chart = charts.Charts()([fig]) if fig is not None else ""
     cand = next((s.source for s in res.sides if s.label == "candidate"), "")
     ref = next((s.source for s in res.sides if s.label == "reference"), "")
     status = "PASS" if v.passed else "FAIL"  # the tab's title: the word; the page: the whole verdict

@@ -155,6 +155,23 @@ def _sizes(data: dict) -> str:
     return out
 
 
+def _load(data: dict) -> str:
+    """Will it load on the runtime and device named (the JSON's `load`), when one was named."""
+    from q9diff.present.verdict import load_rows
+
+    if not data.get("load"):
+        return ""
+    head, rows = load_rows(data["load"])
+    out = f"\n### {md(head)}\n\n"
+    if rows:
+        out += _table(
+            ["rule", "parts", "why", "it prints"],
+            [[md(r), md(p), md(t), md(e or "")] for r, p, t, e, _ in rows],
+        )
+    fixes = list(dict.fromkeys(f for *_, f in rows if f))
+    return out + ("\n" + code_block(fixes) if fixes else "")
+
+
 def _name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
@@ -168,6 +185,7 @@ def render(data: dict) -> str:
         + f"\ncandidate {md(a)} vs reference {md(b)}\n"
         + _causes(data["causes"])
         + _fixes(data["suggestions"])
+        + _load(data)
         + _sizes(data)
     )
 
@@ -203,6 +221,7 @@ def render_set(data: dict) -> str:
         "## q9diff set diff\n\n"
         + _verdict(data, over_set=True)
         + _fixes(data["suggestions"])
+        + _load(data)
         + "\n### Sizes, part by part\n\n"
         + _table(
             ["candidate part", "reference part", "candidate", "reference", "change", "root causes"], rows
@@ -280,4 +299,4 @@ def render_target(data: dict) -> str:
     )
     out += f"**{md(verdict)}**\n\n{md(data['profile']['sentence'])}\n"
     out += "".join(f"\n> **error:** {md(e)}\n" for e in data["errors"])
-    return out + _causes(data["causes"]) + _fixes(data["suggestions"])
+    return out + _causes(data["causes"]) + _fixes(data["suggestions"]) + _load(data)

@@ -120,4 +120,7 @@ def render_target(data: dict) -> str:
         items = [f"as the target: {s}" for s in part["settled"]] + [f"unknown: {u}" for u in part["unknown"]]
         body += f"<h3>{_e(part['part'])}</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in items) + "</ul>"
     body += f"<p>Needs --reference: {_e('; '.join(data['needs_reference']))}</p>"
+    from q9diff.present.html import load_section
+
+    body += load_section(data)
     return _page(f"q9diff --target {t['name']}: {'matches' if data['matches'] else 'differs'}", body)

@@ -79,6 +79,34 @@ _SUGGESTION = {
     "value": ANY,
     "targets": {"qairt": str, "htp_backend_ext_config": dict, "qnn_cli": str, "ort_qnn": (OPT, dict)},
 }
+_VERDICT = OneOf("will not load", "loads, recompile advised", "loads")
+# --runtime or --target named: will each part of the candidate load there (q9diff.load.rules)
+_LOAD = (
+    OPT,
+    Maybe(
+        {
+            "verdict": _VERDICT,
+            "device": Maybe(str),
+            "runtime": Maybe({"qairt": str, "source": str}),
+            "parts": [
+                {
+                    "part": str,
+                    "verdict": _VERDICT,
+                    "findings": [
+                        {
+                            "rule": str,
+                            "verdict": _VERDICT,
+                            "evidence": str,
+                            "error": Maybe(str),
+                            "fix": Maybe(str),
+                        }
+                    ],
+                    "not_judged": [str],
+                }
+            ],
+        }
+    ),
+)
 _DIFF = {
     "a": _SIDE,
     "b": _SIDE,
@@ -97,6 +125,7 @@ _DIFF = {
     "settings": (OPT, {"a": dict, "b": dict}),
     "different_models": _MODELS,
     "target": _AIMED,
+    "load": _LOAD,
 }
 _SET = {
     "identical": bool,
@@ -111,6 +140,7 @@ _SET = {
     "parts": [_DIFF | {"part": str}],
     "different_models": _MODELS,
     "target": _AIMED,
+    "load": _LOAD,
 }
 _METRICS = Maybe({"max_abs": NUM, "rel": NUM, "cosine": NUM})
 _VERIFY = {
@@ -151,6 +181,7 @@ _DOCTOR = {
     "passed": (OPT, [INT]),
     "target": (OPT, {"label": str}),
     "profile": (OPT, {"sentence": str}),
+    "runtime": (OPT, {"qairt": str, "source": str}),
 }
 _TARGET = {
     "target": {
@@ -169,6 +200,7 @@ _TARGET = {
     "errors": [str],
     "needs_reference": [str],
     "parts": [{"part": str, "causes": [_CAUSE], "settled": [str], "unknown": [str]}],
+    "load": _LOAD,
 }
 SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR, TARGET: _TARGET}
 

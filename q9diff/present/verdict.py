@@ -104,3 +104,22 @@ def models_line(evidence) -> str:
         f"Builds of different models: {'; '.join(evidence)}. Their settings are compared; sizes and byte "
         "attribution between them are not meaningful."
     )
+
+
+def load_rows(load: dict) -> tuple[str, list[tuple[str, str, str, str | None, str | None]]]:
+    """Will it load, for every presenter: the heading (`Will it load on QCS9100 and QAIRT 2.48: will not
+    load`) and each finding once with the parts it holds for: (rule, parts, verdict: evidence, error,
+    fix)."""
+    runtime = f"QAIRT {load['runtime']['qairt']}" if load.get("runtime") else None
+    on = " and ".join(x for x in (load.get("device"), runtime) if x)
+    rows: dict[tuple, list[str]] = {}
+    for part in load["parts"]:
+        for f in part["findings"]:
+            key = (f["rule"], f["verdict"], f["evidence"], f["error"], f["fix"])
+            rows.setdefault(key, []).append(part["part"])
+    total = len(load["parts"])
+    out = []
+    for (rule, verdict, evidence, error, fix), parts in rows.items():
+        which = f"all {total} parts" if len(parts) == total > 1 else ", ".join(parts)
+        out.append((rule, which, f"{verdict}: {evidence}", error, fix))
+    return f"Will it load on {on}: {load['verdict']}", out

@@ -1,0 +1,181 @@
+"""The runtime a binary must load on: a QAIRT version as users write it (`2.48`, `QAIRT 2.48.40`, `v2.48`,
+a build id), or read from Qualcomm's runtime libraries (`libQnnHtp.so`, `libGenie.so`,
+`libQnnHtpNetRunExtensions.so` carry `AISW_VERSION: 2.48.40`; measured on QAIRT 2.47-2.51), given as a
+file or found in a bundle or app folder that ships them.
+
+What decides a load is the runtime's HTP backend API version (q9diff.load.rules). It is taken from
+measurement only: the runtimes q9diff ran (scripts/measure_compat.py: each libQnnHtp.so reports its own)
+and the binaries it read (each records the QAIRT build and the backend API it was built with). A version
+neither covers keeps its backend API unknown, and is judged by the QAIRT versions alone.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import stat
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from q9diff.errors import Q9Error
+
+COMPAT_PATH = Path(__file__).with_name("compat_measured.json")
+# The libraries a bundle or app ships that carry the QAIRT version (libQnnSystem.so carries none).
+VERSIONED = ("libQnnHtp.so", "libGenie.so", "libQnnHtpNetRunExtensions.so", "libQnnHtpPrepare.so")
+AISW = re.compile(rb"AISW_VERSION: (\d+)\.(\d+)\.(\d+)")
+_BUILD = re.compile(rb"\bv(2)\.(\d{1,3})\.(\d{1,3})\.\d{12}\b")
+MAX_LIBRARY = 1 << 30  # a runtime library is tens of MB; nothing this size is one
+MAX_FOLDER_ENTRIES = 5000  # a bundle or app folder is looked through this far for its libraries
+MAX_DEPTH = 3
+
+
+class RuntimeError_(Q9Error, ValueError):
+    """A --runtime that names no QAIRT version q9diff can read; the one line says what was expected."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A QAIRT runtime: its version, the HTP backend API version it loads up to (None: not measured),
+    where the version came from, and how the backend API is known."""
+
+    qairt: tuple[int, int, int | None]
+    source: str  # "--runtime 2.48", or the library it was read from
+    backend_api: tuple[int, int] | None
+    api_evidence: str
+
+    @property
+    def label(self) -> str:
+        major, minor, patch = self.qairt
+        return f"QAIRT {major}.{minor}" + (f".{patch}" if patch is not None else "")
+
+    def to_json(self) -> dict:
+        return {
+            "qairt": self.label.split(" ", 1)[1],
+            "source": self.source,
+            "backend_api": None
+            if self.backend_api is None
+            else f"{self.backend_api[0]}.{self.backend_api[1]}",
+            "backend_api_evidence": self.api_evidence,
+        }
+
+
+@cache
+def measured() -> dict:
+    """scripts/measure_compat.py's data: the runtimes, the binaries, every load attempt."""
+    if not COMPAT_PATH.is_file():
+        return {"runtimes": [], "binaries": [], "attempts": []}
+    return json.loads(COMPAT_PATH.read_text(encoding="utf-8"))
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    parts = text.split(".")
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        return None
+
+
+def backend_api_of(qairt: tuple[int, int, int | None]) -> tuple[tuple[int, int] | None, str]:
+    """The HTP backend API version of a QAIRT version, and how it is known: reported by that runtime's
+    own libQnnHtp.so (measured), or recorded by binaries built with that version (read); else None."""
+    major, minor, _ = qairt
+    data = measured()
+    for r in data.get("runtimes", []):
+        v = _version(r.get("qairt", ""))
+        if v and v[:2] == (major, minor) and r.get("backend_api"):
+            api = tuple(r["backend_api"][:2])
+            return api, f"measured: {r['package']}'s libQnnHtp.so reports backend API {api[0]}.{api[1]}"
+    for b in data.get("binaries", []):
+        m = re.match(r"v(\d+)\.(\d+)\.", b.get("build_id") or "")
+        if m and (int(m.group(1)), int(m.group(2))) == (major, minor) and b.get("backend_api"):
+            api = tuple(b["backend_api"][:2])
+            return api, f"read: binaries built by QAIRT {major}.{minor} record backend API {api[0]}.{api[1]}"
+    return None, f"not measured: no runtime or binary of QAIRT {major}.{minor} was read"
+
+
+_WRITTEN = re.compile(
+    r"^\s*(?:qairt|qnn|sdk|aisw)?[\s_-]*v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)?(?:_\d+)?\s*$", re.I
+)
+
+
+def parse(text: str) -> Runtime:
+    """A runtime named as users write it, or a path: a library (its bytes carry the version) or a folder
+    that ships one. RuntimeError_ (one line) when it is neither."""
+    m = _WRITTEN.match(text)
+    if m and not os.path.exists(text):
+        qairt = (int(m.group(1)), int(m.group(2)), None if m.group(3) is None else int(m.group(3)))
+        if qairt[0] != 2:
+            raise RuntimeError_(f"--runtime {text}: expected a QAIRT 2.x version (e.g. 2.48 or 2.48.40)")
+        api, why = backend_api_of(qairt)
+        return Runtime(qairt, f"--runtime {text.strip()}", api, why)
+    path = Path(text)
+    if path.is_dir():
+        found = in_folder(path)
+        if found is None:
+            raise RuntimeError_(
+                f"{path}: expected a QAIRT version (2.48, QAIRT 2.48.40) or a runtime library "
+                f"({', '.join(VERSIONED)}) or a folder holding one; none found"
+            )
+        return found
+    if path.exists() or "/" in text or text.endswith(".so"):
+        return from_library(path)
+    raise RuntimeError_(
+        f"--runtime {text!r}: expected a QAIRT version as 2.48, 2.48.40, v2.48 or QAIRT 2.48.40, or the path "
+        "of a runtime library or of a folder that ships one"
+    )
+
+
+def from_library(path: Path) -> Runtime:
+    """The QAIRT version a runtime library carries (`AISW_VERSION: x.y.z`, or its build id)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise RuntimeError_(f"{path}: expected a runtime library, cannot read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise RuntimeError_(f"{path}: expected a runtime library, got a folder, FIFO or device")
+        if st.st_size > MAX_LIBRARY or st.st_size == 0:
+            raise RuntimeError_(f"{path}: expected a runtime library, got a {st.st_size} byte file")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            m = AISW.search(data) or _BUILD.search(data)
+            found = None if m is None else tuple(int(g) for g in m.groups())
+    if found is None:
+        raise RuntimeError_(
+            f"{path}: expected a QAIRT runtime library carrying its version (AISW_VERSION: x.y.z), found none"
+        )
+    qairt = (found[0], found[1], found[2])
+    api, why = backend_api_of(qairt)
+    return Runtime(qairt, str(path), api, why)
+
+
+def in_folder(folder: Path) -> Runtime | None:
+    """The runtime a bundle or app folder ships: the first versioned library (VERSIONED) found in it or
+    in its folders a few levels down (lib/, arm64-v8a/, qai_libs/ ...); None when it ships none. The walk
+    is bounded (MAX_DEPTH levels, MAX_FOLDER_ENTRIES entries) and follows no link out of the folder."""
+    top = Path(os.path.realpath(folder))
+    seen = 0
+    level = [top]
+    for _ in range(MAX_DEPTH + 1):
+        below = []
+        for d in level:
+            try:
+                entries = sorted(os.scandir(d), key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                seen += 1
+                if seen > MAX_FOLDER_ENTRIES:
+                    return None
+                if e.name in VERSIONED and e.is_file(follow_symlinks=False):
+                    try:
+                        return from_library(Path(e.path))
+                    except RuntimeError_:
+                        continue
+                if e.is_dir(follow_symlinks=False) and not e.name.startswith("."):
+                    below.append(Path(e.path))
+        level = below
+    return None
