@@ -411,6 +411,60 @@ def quantize_w8a16(
     return out_path
 
 
+def quantized_io(path: Path, out_path: Path) -> Path:
+    """The QDQ model at `path` with its I/O quantized, as AI Hub's `--quantize_io` builds it: each graph
+    input that only a QuantizeLinear reads becomes that node's quantized output, each graph output a
+    DequantizeLinear makes becomes its quantized input, and those nodes go; the I/O keep their names.
+    QNN then records the I/O tensors as UFIXED_POINT_16 with the activations' scale and offset."""
+    model = onnx.load(path)
+    g = model.graph
+    consumers: dict[str, list] = {}
+    for node in g.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    inits = {t.name: t for t in g.initializer}
+    drop, inputs, outputs = [], [], []
+    for x in g.input:
+        users = consumers.get(x.name, [])
+        if len(users) == 1 and users[0].op_type == "QuantizeLinear":
+            q = users[0]
+            zero = inits[q.input[2]] if len(q.input) > 2 else None
+            dtype = zero.data_type if zero is not None else TensorProto.UINT8
+            shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+            inputs.append(helper.make_tensor_value_info(q.output[0], dtype, shape))
+            drop.append(q)
+        else:
+            inputs.append(x)
+    made = {o: n for n in g.node for o in n.output}
+    for y in g.output:
+        dq = made.get(y.name)
+        if dq is not None and dq.op_type == "DequantizeLinear":
+            zero = inits[dq.input[2]] if len(dq.input) > 2 else None
+            dtype = zero.data_type if zero is not None else TensorProto.UINT8
+            shape = [d.dim_value for d in y.type.tensor_type.shape.dim]
+            outputs.append(helper.make_tensor_value_info(dq.input[0], dtype, shape))
+            drop.append(dq)
+        else:
+            outputs.append(y)
+    renamed = {t.name: x.name for t, x in zip(inputs, g.input) if t.name != x.name}
+    renamed |= {t.name: y.name for t, y in zip(outputs, g.output) if t.name != y.name}
+    for t in (*inputs, *outputs):
+        t.name = renamed.get(t.name, t.name)
+    nodes = [n for n in g.node if all(n is not d for d in drop)]
+    for n in nodes:  # the quantized tensors carry the I/O's own names
+        n.input[:] = [renamed.get(x, x) for x in n.input]
+        n.output[:] = [renamed.get(x, x) for x in n.output]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.input[:]
+    g.input.extend(inputs)
+    del g.output[:]
+    g.output.extend(outputs)
+    onnx.checker.check_model(model)
+    onnx.save(model, out_path)
+    return Path(out_path)
+
+
 def weights_to_4bit_range(path: Path) -> Path:
     """Requantize every int8 per-tensor weight of a QDQ model into [-7, 7] (scale max|w| / 7, zero point
     0), in place: 4-bit weights in an 8-bit container, what HTP weights packing stores two per byte

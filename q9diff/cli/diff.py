@@ -300,6 +300,12 @@ def _print_diff(res, verbose: bool = False) -> None:
     for side, key in (("candidate ", "a"), ("reference ", "b")):
         _print_packing(side, data[key].get("packing"))
     _print_causes(res.causes, verbose)
+    if verbose and not res.structure.get("same", True):
+        console.print(
+            _t(("structure", "bold"), " (what the graphs hold and compute in, candidate → reference)")
+        )
+        for line in res.structure["words"]:
+            console.print(_t(f"  - {line}"))
     for u in res.unknown:  # what neither a cause nor a fix may come from: said, not guessed
         console.print(_t(("not compared", "bold"), f" {u['setting']}: {u['why']}"))
     if res.weights_verdict:

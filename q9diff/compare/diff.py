@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from itertools import chain
 from pathlib import Path
 
@@ -11,6 +11,8 @@ from q9diff import kinds
 from q9diff.compare.attribution import bucket_of, buckets, moved_new, weights_verdict
 from q9diff.compare.models import MODEL_CAUSES, NOT_MEANINGFUL, different_models
 from q9diff.compare.rules import EFFECT_BUCKETS, FIX_TARGETS, ROOT_SETTINGS, RULES, Sides, qairt_fix
+from q9diff.compare.structure import compare as compare_structure
+from q9diff.compare.structure import precision, tree
 from q9diff.compare.summary import inspect_summary
 from q9diff.format.binary import ContextBinary
 from q9diff.format.tables import requested_soc_model, requested_unknown_why
@@ -20,7 +22,6 @@ from q9diff.units import percent
 SCHEMA = "q9diff.diff/1"
 BULKY = ("op_kinds", "other_options", "io_signature", "io_names")
 SHOWN_APART = ("op_kinds", "other_options", "io_signature")  # ops: their own chart; options: a cause
-FP16_KERNEL = ".fp16."  # e.g. ConvLayer.fp16.s1.tcm@...: fixtures/variants/precision_fp16.bin
 SETTING_OPTIONS = {
     "soc_type",
     "arch",
@@ -75,6 +76,9 @@ class DiffResult:
     # Each side's observed settings (observe() less the bulky lists), as the report's settings table
     # shows them: the saved result carries them, so no presenter needs the files.
     settings: dict = field(default_factory=dict)
+    # What changed in the structure (graphs, I/O tensors, tensor types, ops, precision), in words:
+    # q9diff.compare.structure.compare of both sides' trees.
+    structure: dict = field(default_factory=lambda: {"same": True})
     summary: dict | None = None  # to_json(self), kept when a set diff releases the files' mappings
 
     @property
@@ -106,7 +110,8 @@ def observe(cb: ContextBinary) -> dict:
         "io_dtypes": tuple(sorted({t.dtype for g in graphs for t in g.inputs + g.outputs})),
         # Whether the compiler picked float (fp16) kernels: the kernel names carry it. Each distinct name
         # is tested once (a graph of thousands of ops has a few dozen kinds).
-        "fp16_kernels": any(FP16_KERNEL in k for kinds in op_kinds for k in set(kinds)),
+        # What it computes in: weights, activations and I/O (q9diff.compare.structure.precision).
+        "precision": astuple(precision(cb))[:2],  # weights, activations (I/O: io_dtypes)
         "num_graphs": len(graphs),
         "build_id": cb.build_id,
         # Shapes apart from names: two exports of one model may name their tensors differently.
@@ -161,6 +166,7 @@ def _weights_bytes(rows: list[dict]) -> int:
 
 def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     res = DiffResult(a, b, regions=_region_rows(a, b))
+    res.structure = compare_structure(tree(a), tree(b))
     oa, ob = observe(a), observe(b)
     res.settings = {side: {k: _jsonable(v) for k, v in o.items() if k not in SHOWN_APART}
                     for side, o in (("a", oa), ("b", ob))}  # fmt: skip
@@ -359,6 +365,7 @@ def to_json(res: DiffResult) -> dict:
         "weights_verdict": res.weights_verdict,
         **_models_json(res.different_models),
         "settings": res.settings,
+        "structure": res.structure,
     }
 
 

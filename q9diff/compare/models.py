@@ -8,7 +8,7 @@ def _get(cause, key: str):
 
 
 # The differences that come with the model itself: between builds of two models they are no cause.
-MODEL_CAUSES = ("graph_structure", "tensor_names", "quantization", "graph_set", "compute_precision",
+MODEL_CAUSES = ("graph_structure", "tensor_names", "quantization", "graph_set",
                 "schedule", "const_size", "spill_fill")  # fmt: skip
 NOT_MEANINGFUL = "not meaningful: builds of different models"
 

@@ -44,6 +44,7 @@ class SavedDiff:
     identical: bool
     different_models: tuple[str, ...]  # the evidence, () for one model's builds
     summary: dict  # the JSON itself: `to_json` of a saved diff gives it back unchanged
+    structure: dict  # what changed in the structure (q9diff.compare.structure.compare)
 
 
 def _file(side: dict) -> SavedFile:
@@ -68,6 +69,7 @@ def saved_diff(data: dict) -> SavedDiff:
         data["identical"],
         tuple(data.get("different_models", {}).get("evidence", ())),
         data,
+        data.get("structure") or {"same": True},
     )
 
 

@@ -52,6 +52,25 @@ def options_apart(side: tuple, other: tuple) -> dict:
     return {k: vs[0] if len(vs) == 1 else vs for k, vs in values.items()}
 
 
+def _precision(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
+    """What each side computes in, said as builds are named: `fp16 (weights float16, ...)`."""
+    from q9diff.compare.structure import Precision
+
+    a, b = Precision(*va, ()), Precision(*vb, ())
+    said = [
+        f"{what} {'/'.join(x) or 'none read'} -> {'/'.join(y) or 'none read'}"
+        for what, x, y in (("weights", a.weights, b.weights), ("activations", a.activations, b.activations))
+        if x != y
+    ]
+    return a.label, b.label, [f"{', '.join(said)} (the compiled graphs' tensor types)"]
+
+
+def _io(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
+    """The I/O's data types, as QNN names them: `FLOAT_32 -> UFIXED_POINT_16` (--quantize_io)."""
+    a, b = "/".join(va) or "none", "/".join(vb) or "none"
+    return f"I/O {a}", f"I/O {b}", [f"the graphs' I/O tensors: {a} -> {b} (metadata)"]
+
+
 def _options(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
     """a and b: each side's value of every option that differs."""
     keys = sorted({k for ga, gb in zip(va, vb) for k, _ in set(ga) ^ set(gb)})
@@ -134,11 +153,11 @@ RULES: tuple[Rule, ...] = (
     Rule("weights_packing", "root", "compress_weights"),
     # INT4 weights are stored two per byte unless the compiler option native_hmx_a16w4 is false.
     Rule("native_hmx_a16w4", "root", "native_hmx_a16w4"),
-    Rule("quantization", "root", "io_dtypes"),
-    # A float model on an arch without fp16 HVX (soc_model 0 alone targets v68) gets no fp16 kernels:
-    # then the kernel choice is an effect of the target, not a quantization setting.
-    Rule("quantization", "root", "fp16_kernels", explained_by=("soc_model", "dsp_arch")),
-    Rule("compute_precision", "effect", "fp16_kernels"),
+    Rule("quantization", "root", "io_dtypes", shown=_io),
+    # What the graph computes in (weights, activations, I/O), from its tensor types. A float model on an
+    # arch without fp16 HVX (soc_model 0 alone targets v68) computes in float32: then the precision is an
+    # effect of the target, not a quantization setting.
+    Rule("quantization", "root", "precision", explained_by=("soc_model", "dsp_arch"), shown=_precision),
     Rule("graph_set", "root", "num_graphs"),
     Rule("sdk_version", "root", "build_id"),
     Rule(

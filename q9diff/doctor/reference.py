@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from q9diff.doctor.checks import Context, Hit, Note, _encoding, _mb, _parts_text, requested_soc
+from q9diff.doctor.checks import Context, Hit, Note, _mb, _parts_text, requested_soc
 from q9diff.doctor.places import _ext_devices, _ext_soc
 from q9diff.format.tables import SOCS, soc_name
 from q9diff.genie.bundle import Bundle, Part
 from q9diff.units import opt_level
-
-FP16_KERNEL = ".fp16."  # float kernels in the op list (fixtures/variants/precision_fp16.bin)
 
 
 def one_fix(suggestions: list[dict]) -> dict | None:
@@ -73,38 +71,45 @@ def check_qairt_reference(ctx: Context) -> Iterator[Hit | Note]:
         yield Note(ctx.bundle.name, f"the same QAIRT build as the reference ({', '.join(mine)})")
 
 
-def _graph_pairs(p: Part, q: Part) -> list[tuple]:
-    """The graphs of two paired parts: by name, else by position (ONNX Runtime's hash names differ
-    between builds of the same model)."""
-    theirs = {g.name: g for g in q.binary.graphs}
-    if all(g.name in theirs for g in p.binary.graphs):
-        return [(g, theirs[g.name]) for g in p.binary.graphs]
-    return list(zip(p.binary.graphs, q.binary.graphs))
+def _trees(ctx: Context) -> list[tuple[Part, dict, dict]]:
+    """Each paired part's structure and the reference's (q9diff.compare.structure.tree, what `q9diff A
+    B` compares), graphs paired as the diff pairs them: the three checks below read these."""
+    from q9diff.compare.structure import paired, tree
+
+    return [(p, *paired(tree(p.binary), tree(q.binary))) for p, q in ctx.pairs]
 
 
-def _io_pairs(p: Part, q: Part) -> list[tuple]:
-    out = []
-    for g, h in _graph_pairs(p, q):
-        theirs = {t.name: t for t in h.inputs + h.outputs}
-        out += [(t, theirs[t.name]) for t in g.inputs + g.outputs if t.name in theirs]
-    return out
+def _io(tree: dict) -> dict[tuple[str, str], dict]:
+    return {(g, name): t for g, v in tree["graphs"].items() for side in ("inputs", "outputs")
+            for name, t in v[side].items()}  # fmt: skip
+
+
+def _said(t: dict) -> str:
+    q = t.get("encoding")
+    return t["dtype"] + (f" scale {q['scale']:.6g} offset {q['offset']}" if q else "")
 
 
 def check_quant_io(ctx: Context) -> Iterator[Hit | Note]:
+    """Hypothesis 7: the I/O tensors' data types and encodings against the reference's, from the
+    structure both sides' diff compares."""
     diffs, same, kinds = [], 0, set()
-    for p, q in ctx.pairs:
-        for t, r in _io_pairs(p, q):
-            kinds.add(t.dtype)
-            if (t.dtype, t.scale is None) == (r.dtype, r.scale is None):
+    for p, mine, theirs in _trees(ctx):
+        ref = _io(theirs)
+        for key, t in _io(mine).items():
+            r = ref.get(key)
+            if r is None:
+                continue
+            kinds.add(t["dtype"])
+            if (t["dtype"], t["encoding"] is None) == (r["dtype"], r["encoding"] is None):
                 same += 1
                 continue
-            if t.scale is None and r.scale is not None:
+            if t["encoding"] is None and r["encoding"] is not None:
                 what = "float where the reference is quantized"
-            elif r.scale is None and t.scale is not None:
+            elif r["encoding"] is None and t["encoding"] is not None:
                 what = "quantized where the reference is float"
             else:
                 what = "another dtype"
-            diffs.append((p, f"{t.name}: {_encoding(t)}; the reference {_encoding(r)} ({what})"))
+            diffs.append((p, f"{key[1]}: {_said(t)}; the reference {_said(r)} ({what})"))
     for p, text in diffs[:6]:
         yield Hit(
             p.label,
@@ -119,26 +124,28 @@ def check_quant_io(ctx: Context) -> Iterator[Hit | Note]:
         )
 
 
-def _kernels(p: Part, needle: str) -> list[str]:
-    return sorted(k for i in range(len(p.binary.graphs)) for k in p.binary.op_kinds(i) if needle in k)
-
-
 def check_gather(ctx: Context) -> Iterator[Hit | Note]:
-    """The embedding lookup's kernel (its name before the `@` layout suffix) carries its precision, e.g.
-    `*InputGather2DDMAQuant` in qwen-mini: a Gather whose encodings were dropped would differ here."""
+    """Hypothesis 4: the embedding lookup's kernel (its name before the `@` layout suffix) carries its
+    precision, e.g. `*InputGather2DDMAQuant` in qwen-mini: a Gather whose encodings were dropped would
+    differ here. Read from the structure's op kinds."""
     found, kinds, compared = [], set(), 0
-    for p, q in ctx.pairs:
-        mine = sorted(k.split("@")[0] for k in _kernels(p, "Gather"))
-        theirs = sorted(k.split("@")[0] for k in _kernels(q, "Gather"))
-        if not mine and not theirs:
+    for p, mine, theirs in _trees(ctx):
+
+        def gathers(tree: dict) -> list[str]:
+            return sorted(
+                {k.split("@")[0] for g in tree["graphs"].values() for k in g["ops"] if "Gather" in k}
+            )
+
+        a, b = gathers(mine), gathers(theirs)
+        if not a and not b:
             continue
         compared += 1
-        kinds |= set(mine)
-        if mine != theirs:
+        kinds |= set(a)
+        if a != b:
             found.append(
                 Hit(
                     p.label,
-                    f"Gather kernels {sorted(set(mine))}; the reference {sorted(set(theirs))}",
+                    f"Gather kernels {a}; the reference {b}",
                     "keep the embedding's encodings through conversion (quantization overrides) and rebuild",
                 )
             )
@@ -158,15 +165,32 @@ def check_gather(ctx: Context) -> Iterator[Hit | Note]:
         )
 
 
+FLOATS = {"float16", "float32"}
+
+
+def _precision(p: dict) -> str:
+    from q9diff.compare.structure import Precision
+
+    return Precision(tuple(p["weights"]), tuple(p["activations"]), tuple(p["io"])).words()
+
+
 def check_float_fallback(ctx: Context) -> Iterator[Hit | Note]:
-    found = []
-    for p, q in ctx.pairs:
-        mine, theirs = len(_kernels(p, FP16_KERNEL)), len(_kernels(q, FP16_KERNEL))
-        if mine != theirs:
+    """Hypothesis 5: the candidate computes in float where the reference does not: float element types
+    among its compiled weights or activations (the structure's precision) that the reference lacks."""
+    found, labels = [], set()
+    for p, mine, theirs in _trees(ctx):
+        pa, pb = mine["precision"], theirs["precision"]
+        labels.add(pb["label"])
+        extra = sorted(
+            (set(pa["weights"]) | set(pa["activations"]))
+            & FLOATS - set(pb["weights"]) - set(pb["activations"])
+        )
+        if extra:
             found.append(
                 Hit(
                     p.label,
-                    f"{mine} fp16 kernels; the reference has {theirs}",
+                    f"computes in {'/'.join(extra)} where the reference does not: {_precision(pa)}; the"
+                    f" reference {_precision(pb)}",
                     "find the ops that lost their encodings (the converter's log) and rebuild quantized",
                 )
             )
@@ -174,8 +198,8 @@ def check_float_fallback(ctx: Context) -> Iterator[Hit | Note]:
     if not found and ctx.pairs:
         yield Note(
             ctx.bundle.name,
-            f"as many fp16 (float) kernels as the reference in all {len(ctx.pairs)} parts "
-            f"({sum(len(_kernels(p, FP16_KERNEL)) for p, _ in ctx.pairs)} in all)",
+            f"no float weights or activations the reference lacks in all {len(ctx.pairs)} parts (the"
+            f" reference is {', '.join(sorted(labels))})",
         )
 
 

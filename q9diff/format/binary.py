@@ -438,6 +438,15 @@ class ContextBinary(MetadataReader):
         lay = self.layout(graph_index)
         return lay.op_kinds if lay else ()
 
+    def tensor_types(self, graph_index: int) -> tuple[str, ...]:
+        """The compiled graph's tensor-type table (aux record Ct: count, string words, NUL-separated
+        codes, in the op-type table's shape), in its order; () where the graph has none."""
+        lay = self.layout(graph_index)
+        for r in lay.regions if lay else ():
+            if r.name.endswith("/aux/tensor_types"):
+                return tuple(self._string_table(r.offset + 8, r.size - 8))
+        return ()
+
     @cached_property
     def regions(self) -> tuple[Region, ...]:
         """Named, non-overlapping regions covering every byte of the file, in file order."""

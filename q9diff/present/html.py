@@ -192,6 +192,15 @@ def load_section(data: dict) -> str:
     return f"<h2>{_e(head)}</h2>" + (table if rows else "")
 
 
+def structure_section(data: dict) -> str:
+    """What changed in the structure (graphs, I/O tensors, tensor types, ops, precision), in words."""
+    s = data.get("structure") or {"same": True}
+    if s.get("same", True):
+        return ""
+    items = "".join(f"<li>{_e(w)}</li>" for w in s["words"])
+    return f"<h2>What changed in the structure</h2><ul>{items}</ul>"
+
+
 def render(data: dict) -> str:
     """The report for two files, from the diff's JSON (`q9diff.diff/1`)."""
     charts.start_packing()  # plotly.js packed while the page is drawn
@@ -201,6 +210,7 @@ def render(data: dict) -> str:
         + f"<p>q9diff: candidate {_e(a)} vs reference {_e(b)}</p>"
         + _sizes(data)
         + _causes_table(data["causes"])
+        + structure_section(data)
         + _attribution(data)
         + _fixes(data["suggestions"])
         + load_section(data)
@@ -269,6 +279,7 @@ def render_set(data: dict) -> str:
             + f"<p>{_e(part['a']['path'])} vs {_e(part['b']['path'])}:"
             + f" {_e(size_change(part['a']['size'], part['b']['size']))}</p>"
             + _causes_table(part["causes"])
+            + structure_section(part)
             + _attribution(part)
             + _fixes(part["suggestions"])
             + draw(_figures(part))

@@ -155,6 +155,14 @@ def _sizes(data: dict) -> str:
     return out
 
 
+def _structure(data: dict, level: str = "###") -> str:
+    """What changed in the structure (graphs, I/O tensors, tensor types, ops, precision), in words."""
+    s = data.get("structure") or {"same": True}
+    if s.get("same", True):
+        return ""
+    return f"\n{level} Structure\n\n" + "".join(f"- {md(w)}\n" for w in s["words"])
+
+
 def _load(data: dict) -> str:
     """Will it load on the runtime and device named (the JSON's `load`), when one was named."""
     from q9diff.present.verdict import load_rows
@@ -184,6 +192,7 @@ def render(data: dict) -> str:
         + _verdict(data)
         + f"\ncandidate {md(a)} vs reference {md(b)}\n"
         + _causes(data["causes"])
+        + _structure(data)
         + _fixes(data["suggestions"])
         + _load(data)
         + _sizes(data)
@@ -215,7 +224,8 @@ def render_set(data: dict) -> str:
         ]
     )
     parts = "".join(
-        f"\n#### {md(p['part'])}\n" + _verdict(p) + _causes(p["causes"], "#####") for p in data["parts"]
+        f"\n#### {md(p['part'])}\n" + _verdict(p) + _causes(p["causes"], "#####") + _structure(p, "#####")
+        for p in data["parts"]
     )
     return (
         "## q9diff set diff\n\n"

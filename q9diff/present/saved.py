@@ -126,6 +126,7 @@ _DIFF = {
     "different_models": _MODELS,
     "target": _AIMED,
     "load": _LOAD,
+    "structure": (OPT, {"same": bool, "words": (OPT, [str])}),
 }
 _SET = {
     "identical": bool,
