@@ -396,7 +396,7 @@ def _binary_info(buf: bytearray) -> flatbuf.Table:
 
 
 def _set_version(buf: bytearray, field: str, value: list[int]) -> None:
-    pos = _binary_info(buf).field(F.BINARY_INFO_SLOTS[field])
+    pos = _binary_info(buf).field(F.BINARY_INFO_SLOTS[f"{field}_version"])
     struct.pack_into("<3I", buf, pos, *value)
 
 
