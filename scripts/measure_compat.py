@@ -304,12 +304,16 @@ def _runtime(label: str, python: str, scratch: Path) -> Runtime:
 # -- one attempt ----------------------------------------------------------------------------------
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-ORT_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[([VIWEF]):onnxruntime:[^\]]*\]\s?(.*)$")
-QNN_BODY = re.compile(r"^<([VIWEDF])>\s*(.*)$")
+ORT_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[([VIWEF]):onnxruntime:[^\]]*?(\w+)\]\s?(.*)$")
+# What the EP's QnnLogging forwards: QNN's API log "<E> text", or the HTP core's "file.cc:123::ERROR:text".
+QNN_API = re.compile(r"^<([VIWEDF])>\s*(.*)$")
+HTP_CORE = re.compile(r"^[\w./-]+:\d+:+(ERROR|WARNING):\s*(.*)$")
 PATH = re.compile(r"(?:/[\w.+#@-]+)+/([\w.+#@-]+)")
 ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{8,}\b")
 CODE = re.compile(r"\berr(?:or)?(?: code)?[ :=]+(0x[0-9a-fA-F]+|\d+)\b")
 SOC_SEEN = re.compile(r"SoC model name is (\S+)")
+# The HTP core logs the kernel version a pickle was built for, shifted left by 32 bits.
+KERNEL = re.compile(r"Pickle global kernel version encoded=(\d+)")
 MAX_MESSAGES, MAX_CHARS = 16, 300
 
 
@@ -319,7 +323,8 @@ def _trim(text: str) -> str:
 
 
 def _lines(text: str) -> list[tuple[str, str, str]]:
-    """(source, level, trimmed text) of every log line: source "qnn", "ort" or "raw"."""
+    """(source, level, trimmed text) of every log line: source "qnn" (QNN's API log), "htp" (the HTP
+    core's own log lines, ERROR and WARNING), "ort" or "raw" (anything else on stdout / stderr)."""
     out = []
     for line in ANSI.sub("", text).splitlines():
         line = line.strip()
@@ -329,18 +334,26 @@ def _lines(text: str) -> list[tuple[str, str, str]]:
         if m is None:
             out.append(("raw", "", _trim(line)))
             continue
-        level, body = m.groups()
-        q = QNN_BODY.match(body.strip())
-        out.append(("qnn", q.group(1), _trim(q.group(2))) if q else ("ort", level, _trim(body)))
+        level, function, body = m.groups()
+        if function != "QnnLogging":
+            out.append(("ort", level, _trim(body)))
+        elif q := QNN_API.match(body.strip()):
+            out.append(("qnn", q.group(1), _trim(q.group(2))))
+        elif h := HTP_CORE.match(body.strip()):
+            out.append(("htp", h.group(1)[0], _trim(h.group(2))))
+        else:
+            out.append(("qnn", "V", _trim(body)))
     return out
 
 
 def _messages(lines: list[tuple[str, str, str]], error: str | None, status: int | None) -> list[str]:
-    """The error lines in order, deduplicated, without those another message already contains."""
+    """The error lines (and the HTP core's warnings) in order, deduplicated, without those another
+    message already contains."""
     picked = [
         text
         for source, level, text in lines
         if (source in ("qnn", "ort") and level in ("E", "F"))
+        or source == "htp"
         or (source == "raw" and ("ERROR" in text or "<E>" in text) and not text.startswith("File "))
     ]
     if error:
@@ -374,7 +387,10 @@ def _attempt(rt: Runtime, b: Binary, options: dict, timeout: float, path: Path |
     messages = _messages(lines, error, status)
     record = {"loaded": "loaded" in stages, "ran": "ran" in stages, "codes": _codes(messages)}
     record["messages"] = messages
-    record["_warnings"] = list(dict.fromkeys(t for s, lv, t in lines if s == "qnn" and lv == "W"))
+    kernels = sorted({int(k) >> 32 for _, _, t in lines for k in KERNEL.findall(t)})
+    if kernels:
+        record["global_kernel_version"] = kernels[0] if len(kernels) == 1 else kernels
+    record["_warnings"] = list(dict.fromkeys(t for s, lv, t in lines if s in ("qnn", "htp") and lv == "W"))
     record["_soc"] = sorted({m.group(1) for _, _, t in lines for m in [SOC_SEEN.search(t)] if m})
     return record
 
@@ -515,42 +531,55 @@ def _findings(data: dict) -> list[str]:
         return b[field][:2] > r[field][:2]
 
     out = []
-    for field in ("backend_api", "core_api", "build_id"):
-        rule = "QAIRT version of its build_id" if field == "build_id" else f"{field} (major.minor)"
+    for field, rule in (
+        ("backend_api", "its backend_api (major.minor) is not newer than the runtime's"),
+        ("core_api", "its core_api (major.minor) is not newer than the runtime's"),
+        ("build_id", "the QAIRT version in its build_id is not newer than the runtime's"),
+    ):
         out.append(
-            f"A binary without shared weights loads iff its {rule} is not newer than the runtime's: "
+            f"A binary without shared weights loads iff {rule}: "
             f"{_count(single, lambda a, f=field: a['loaded'] != newer(a, f))} attempts"
         )
+    loaded = [a for a in plain if a["loaded"]]
     out.append(
-        "Every binary that loaded also ran once on zeros: "
-        f"{_count([a for a in plain if a['loaded']], lambda a: a['ran'])} attempts"
+        f"Every binary that loaded also ran once on zeros: {_count(loaded, lambda a: a['ran'])} attempts"
     )
-    refused = [a for a in single if not a["loaded"]]
-    chains: dict[str, list[dict]] = {}
-    for a in refused + [a for a in shared if not a["loaded"]]:
-        chains.setdefault(_chain(a), []).append(a)
-    for chain, rows in chains.items():
-        kinds = sorted({"shared weights" if bins[a["binary"]]["shared_weights"] else "single" for a in rows})
-        when = sorted(
-            {"binary newer than runtime" if newer(a, "backend_api") else "binary not newer" for a in rows}
+    real = [a for a in plain if a["binary"].startswith("real:")]
+    if real:
+        versions = sorted({_show(_qairt_of(bins[a["binary"]]["build_id"])) for a in real}, key=_version_key)
+        out.append(
+            f"Third-party binaries (QNN {versions[0]} to {versions[-1]}) loaded and ran on every runtime: "
+            f"{_count(real, lambda a: a['ran'])} attempts"
         )
-        out.append(f"Refusal seen in {len(rows)} attempts ({', '.join(kinds)}; {', '.join(when)}): {chain}")
     if shared:
         out.append(
-            "Binaries with shared weights load on no runtime of this x86 emulator: "
-            f"{_count(shared, lambda a: not a['loaded'])} attempts refused"
+            "Binaries with shared weights (several graphs over one weight pool) load on no runtime of the "
+            f"x86 emulator: {_count(shared, lambda a: not a['loaded'])} attempts refused"
         )
+    refusals = [
+        (a, "binary newer than the runtime" if newer(a, "backend_api") else "binary not newer") for a in plain
+    ]
+    edits = [(e, f"header edit: {e['direction']} {', '.join(sorted(e['fields']))}") for e in data["edited"]]
+    chains: dict[str, list[str]] = {}
+    for a, why in refusals + edits:
+        if not a["loaded"]:
+            kind = (
+                "shared weights, " if a.get("binary") in bins and bins[a["binary"]]["shared_weights"] else ""
+            )
+            chains.setdefault(_chain(a), []).append(kind + why)
+    for chain, whys in chains.items():
+        seen = "; ".join(f"{n} {w}" for w, n in sorted(_tally(whys).items()))
+        out.append(f"Refusal chain in {len(whys)} attempts ({seen}): {chain}")
     groups: dict[str, list[dict]] = {}
     for e in data["edited"]:
         groups.setdefault(f"{e['direction']} {' + '.join(sorted(e['fields']))}", []).append(e)
     for key, rows in sorted(groups.items()):
         direction, fields = key.split(" ", 1)
-        what = (
-            "relabelled with the older runtime's "
-            if direction == "lower"
-            else "its own runtime's build with "
-        )
-        what += fields + (" raised" if direction == "raise" else "")
+        if direction == "lower":
+            only = "" if " + " in fields else "only "
+            what = f"a newer QAIRT build with {only}{fields} set to the older runtime's"
+        else:
+            what = f"a runtime's own build with only {fields} raised past it"
         out.append(
             f"Header edit, {what}: loaded {_count(rows, lambda e: e['loaded'])}, "
             f"ran {_count(rows, lambda e: e['ran'])}"
@@ -559,11 +588,19 @@ def _findings(data: dict) -> list[str]:
     for name in dict.fromkeys(a["binary"] for a in probes):
         rows = [a for a in probes if a["binary"] == name]
         b = bins[name]
+        refused = [json.dumps(a["options"], sort_keys=True) for a in rows if not a["ran"]]
         out.append(
             f"Device options on {rows[0]['runtime']}, v{b['dsp_arch']} binary (soc_model {b['soc_model']}) "
-            f"with another soc_model / htp_arch / vtcm_mb: ran {_count(rows, lambda a: a['ran'])}"
-            + "".join(f"; {json.dumps(a['options'])} refused" for a in rows if not a["ran"])
+            f"loaded with soc_model / htp_arch / vtcm_mb options: ran {_count(rows, lambda a: a['ran'])}"
+            + (f"; refused with {', '.join(refused)}" if refused else "")
         )
+    return out
+
+
+def _tally(items: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
     return out
 
 
