@@ -17,15 +17,19 @@ An attempt wraps one context binary in a one-node EPContext model (embed_mode 0,
 binary's first graph), creates an ONNX Runtime session with the QNN EP (`backend_path` = the wheel's
 libQnnHtp.so, log severity verbose, so QNN's own messages come out) and runs it once on zeros, in a
 child process of its own with a timeout (Qualcomm's libraries can crash). It records whether the
-session was created (loaded) and the run succeeded (ran), QNN's and ONNX Runtime's error lines trimmed
-to their stable text, and the QNN error numbers in them.
+session was created (loaded) and the run succeeded (ran); the error lines of QNN, of the HTP core
+(its ERROR and WARNING lines) and of ONNX Runtime, trimmed to their stable text (no timestamps, paths
+or addresses); the QNN error numbers in them; and the pickle's global kernel version the core logs.
 
-Binaries: the single-context fixtures (fixtures/variants, fixtures/story, fixtures/qwen-mini) and the
-third-party contexts under --real (plain .bin files and the contexts embedded in .onnx / .tflite files,
-opened with q9diff's own openers). Two more probes: header-edited copies of the fixtures built by each
-QAIRT version (in a temp dir, never kept), each changing ONE metadata field to show which field the
-runtime checks; and on the newest runtime, binaries of four HTP archs loaded with `soc_model` /
-`htp_arch` provider options other than their own.
+Binaries: every context binary under fixtures/ (variants, the Genie bundles' single-graph parts, and
+the weight-shared 2-graph parts, which the x86 emulator refuses whatever their version) and the
+third-party contexts under --real (plain .bin files and the contexts embedded in .onnx / .tflite
+files, opened with q9diff's own openers; files that hold none are listed as skipped). q9diff reads
+their metadata. Two more probes: header-edited copies of the fixtures built by each QAIRT version (in a
+temp dir, never kept), each changing one metadata field (or the three version fields together) to show
+which field the runtime checks; and on the newest runtime, one binary per HTP arch (v73, v75, v79,
+v81) loaded with `soc_model` / `htp_arch` / `vtcm_mb` provider options, with the QNN warnings those
+options cause.
 
 The result, q9diff/load/compat_measured.json, is written atomically after every attempt, so an
 interrupted run resumes where it stopped. The machine is shared: one attempt at a time.
