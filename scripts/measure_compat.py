@@ -72,12 +72,12 @@ LIBS = ("libQnnHtp.so", "libGenie.so", "libQnnHtpNetRunExtensions.so", "libQnnSy
 AISW = re.compile(rb"AISW_VERSION: (\d+\.\d+\.\d+)")
 BUILD_ID = re.compile(rb"v(\d+\.\d+\.\d+)\.(\d{12})(?![\d])")
 # Device-option probe on the newest runtime: one binary per HTP arch, and the options tried.
-PROBE_BINARIES = {
-    "fixtures/variants/soc_77.bin": "v73",
-    "fixtures/variants/soc_57.bin": "v75",
-    "fixtures/variants/soc_69.bin": "v79",
-    "fixtures/variants/soc_87.bin": "v81",
-}
+PROBE_BINARIES = (  # v73, v75, v79, v81
+    "fixtures/variants/soc_77.bin",
+    "fixtures/variants/soc_57.bin",
+    "fixtures/variants/soc_69.bin",
+    "fixtures/variants/soc_87.bin",
+)
 PROBE_OPTIONS = [{"soc_model": s} for s in ("43", "57", "69", "77", "87")]
 PROBE_OPTIONS += [{"htp_arch": a} for a in ("68", "73", "75", "79", "81")]
 PROBE_OPTIONS += [{"soc_model": "57", "htp_arch": "68"}, {"soc_model": "87", "htp_arch": "73"}]
@@ -168,7 +168,6 @@ class Binary:
     path: Path
     graph: dict
     row: dict
-    shared_weights: bool
 
 
 @dataclass(frozen=True)
@@ -213,7 +212,7 @@ def _describe(name: str, path: Path) -> Binary:
         return [[t.name, t.dtype, list(t.shape)] for t in tensors]
 
     graph = {"graph": spec.name, "inputs": io(spec.inputs), "outputs": io(spec.outputs)}
-    return Binary(name, path, graph, row, row["shared_weights"])
+    return Binary(name, path, graph, row)
 
 
 def _binaries(real: Path | None, scratch: Path) -> tuple[list[Binary], list[dict]]:
@@ -588,16 +587,99 @@ def _findings(data: dict) -> list[str]:
             f"Header edit, {what}: loaded {_count(rows, lambda e: e['loaded'])}, "
             f"ran {_count(rows, lambda e: e['ran'])}"
         )
-    probes = [a for a in data["attempts"] if a["options"] and a["binary"] in bins]
+    out += _kernel_findings(plain, data["edited"], bins, rts)
+    out += _probe_findings([a for a in data["attempts"] if a["options"] and a["binary"] in bins], bins)
+    return out
+
+
+def _kernel_findings(plain: list[dict], edited: list[dict], bins: dict, rts: dict) -> list[str]:
+    """What the HTP core logs about a pickle it loads: its global kernel version, and whether its build
+    differs from the runtime's."""
+    out = []
+    kernels: dict[str, set] = {}
+    for a in plain:
+        if "global_kernel_version" in a:
+            kernels.setdefault(bins[a["binary"]]["build_id"], set()).add(str(a["global_kernel_version"]))
+    if kernels:
+        one = {b: int(min(v)) for b, v in kernels.items() if len(v) == 1}
+        out += _relabel_finding(edited, bins, rts, one)
+        listed = ", ".join(f"{b}: {'/'.join(sorted(v))}" for b, v in sorted(kernels.items()))
+        out.append(
+            f"Global kernel version the HTP core logs for a pickle, by the binary's build_id: {listed}"
+        )
+    older = [
+        a
+        for a in plain
+        if a["loaded"]
+        and bins[a["binary"]]["build_id"] in kernels
+        and _qairt_of(bins[a["binary"]]["build_id"])
+        < [int(x) for x in rts[a["runtime"]]["qairt"].split(".")[:2]]
+    ]
+    if older:
+        out.append(
+            "A QAIRT 2.47+ binary loaded on a newer runtime logs the HTP core's 'Pickle and software version "
+            "mismatch <binary build> vs <runtime build>' warning and still runs: "
+            f"{_count(older, lambda a: a['ran'] and any('version mismatch' in m for m in a['messages']))}"
+            " attempts"
+        )
+    return out
+
+
+def _relabel_finding(edited: list[dict], bins: dict, rts: dict, kernels: dict[str, int]) -> list[str]:
+    """Past the gate, does the content fit? Relabelled builds against the runtime's own build."""
+    own = {r["qairt"]: b for r in rts.values() for b in bins.values() if b["build_id"] == r["build_id"]}
+    rows = [e for e in edited if e["direction"] == "lower" and "backend_api" in e["fields"]]
+    rows = [e for e in rows if e["runtime"] in own and e["base"] in bins]
+    if not rows:
+        return []
+
+    def fits(e: dict) -> bool:
+        base, mine = bins[e["base"]], own[e["runtime"]]
+        same_kernel = kernels.get(base["build_id"]) == kernels.get(mine["build_id"])
+        return same_kernel and base["context_blob"][0] == mine["context_blob"][0]
+
+    return [
+        "A newer build relabelled past the gate loads iff its pickle's global kernel version and context "
+        "blob major version equal those of the runtime's own build: "
+        f"{_count(rows, lambda e: e['loaded'] == fits(e))} edits ({sum(e['loaded'] for e in rows)} loaded)"
+    ]
+
+
+DEFAULT_SOC = re.compile(r"HTP ARCH (\d+) set without SoC id; applying default SoC (\d+)")
+
+
+def _probe_findings(probes: list[dict], bins: dict) -> list[str]:
+    """The device-option probe: which settings each arch's binary ran under, and what QNN said."""
+    out = []
     for name in dict.fromkeys(a["binary"] for a in probes):
         rows = [a for a in probes if a["binary"] == name]
         b = bins[name]
+        ran = [json.dumps(a["options"], sort_keys=True) for a in rows if a["ran"]]
         refused = [json.dumps(a["options"], sort_keys=True) for a in rows if not a["ran"]]
-        out.append(
-            f"Device options on {rows[0]['runtime']}, v{b['dsp_arch']} binary (soc_model {b['soc_model']}) "
-            f"loaded with soc_model / htp_arch / vtcm_mb options: ran {_count(rows, lambda a: a['ran'])}"
-            + (f"; refused with {', '.join(refused)}" if refused else "")
+        text = (
+            f"Device options on {rows[0]['runtime']}: the v{b['dsp_arch']} binary {name} (soc_model "
+            f"{b['soc_model']}) ran under {len(ran)}/{len(rows)} soc_model / htp_arch / vtcm_mb settings"
         )
+        if refused:
+            text += f" ({', '.join(ran)}); refused under {', '.join(refused)}"
+        out.append(text)
+    defaults = {m.groups() for a in probes for n in a.get("notes", []) for m in [DEFAULT_SOC.search(n)] if m}
+    if defaults:
+        listed = ", ".join(f"{arch} -> {soc}" for arch, soc in sorted(defaults, key=lambda d: int(d[0])))
+        out.append(f"htp_arch without soc_model makes QNN apply a default SoC per arch: {listed}")
+    both = [a for a in probes if {"soc_model", "htp_arch"} <= set(a["options"])]
+    if both:
+        said = "SOC has already been set, therefore, ignoring this HTP ARCH config."
+        out.append(
+            f"soc_model wins over htp_arch when both are given ('{said}'): "
+            f"{_count(both, lambda a: said in a.get('notes', []))} attempts"
+        )
+    chains: dict[str, int] = {}
+    for a in probes:
+        if not a["ran"]:
+            chains[_chain(a)] = chains.get(_chain(a), 0) + 1
+    for chain, n in chains.items():
+        out.append(f"Refusal chain in {n} device-option attempts: {chain}")
     return out
 
 
