@@ -31,15 +31,16 @@ compile specs decoded, each QNN payload's header); NAME.oracle.json (libQnnSyste
 QNN context binary, one entry per method and delegate).
 
 The default build makes every fixture in FIXTURES except those marked optional (w8a16_qcs9100, left
-out of fixtures/pte to keep it small: `--only w8a16_qcs9100` builds it). A full run takes about 70 s
-here (2 cores; the first lowering ~20 s of it, imports and warm-up), --check about 80 s.
+out of fixtures/pte to keep it small: `--only w8a16_qcs9100` builds it). Each fixture is built in a
+fresh child process (see build()); a full run takes about 200 s here (2 shared cores, 17-33 s a fixture,
+most of it imports), --check about the same.
 
 --check rebuilds into a temp dir and compares with --out. ExecuTorch writes a build-time clock
 (nanoseconds) into each QNN payload header (bytes +4..+12 of the payload, `signature`), so those 8
 bytes are masked in the .pte comparison and the `signature` fields are left out of the layout
 comparison; everything else (the Program FlatBuffer, the 256-byte payload headers otherwise, the
-context binaries, the oracle readings) must be byte-identical, and is: the compiler is deterministic
-for these models.
+context binaries, the oracle readings) must be byte-identical, and is: with a fresh process per
+fixture the build is deterministic for these models.
 """
 
 from __future__ import annotations
@@ -568,13 +569,12 @@ def versions() -> dict:
     return got
 
 
-def child(out: Path, names: list[str]) -> None:
+def child(out: Path, name: str) -> None:
     got = versions()
     if {k: got[k] for k in PINS} != PINS:
         raise SystemExit(f"versions differ from the pins: {got} vs {PINS}")
     for fx in FIXTURES:
-        wanted = fx["name"] in names if names else not fx.get("optional")
-        if not wanted:
+        if fx["name"] != name:
             continue
         t0 = time.monotonic()
         asked = build_fixture(fx, out)
@@ -630,10 +630,17 @@ def make_sdk(root: Path) -> dict:
 
 
 def build(out: Path, names: list[str]) -> None:
+    """One child process per fixture: executorch numbers a lowering's QNN tensors from a process-wide
+    counter, so a fixture built after another in the same process gets other tensor ids."""
+    unknown = set(names) - {fx["name"] for fx in FIXTURES}
+    if unknown:
+        raise SystemExit(f"no such fixture: {sorted(unknown)}")
+    wanted = [fx["name"] for fx in FIXTURES if (fx["name"] in names if names else not fx.get("optional"))]
     with tempfile.TemporaryDirectory(prefix="q9-qnn-sdk-") as tmp:
         env = make_sdk(Path(tmp) / "sdk")
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--out", str(out)]
-        subprocess.run(cmd + [a for n in names for a in ("--only", n)], env=env, check=True)
+        for name in wanted:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--out", str(out)]
+            subprocess.run(cmd, env=env, check=True)
 
 
 def default_oracle_python() -> str:
@@ -676,10 +683,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="rebuild in a temp dir and compare with --out")
     ap.add_argument("--only", action="append", default=[], help="build only this fixture (repeatable)")
     ap.add_argument("--oracle-python", default=None, help="the Python that runs q9diff.oracle")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        child(args.out, args.only)
+        child(args.out, args.child)
         return 0
     oracle_python = args.oracle_python or default_oracle_python()
     t0 = time.monotonic()

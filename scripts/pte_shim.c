@@ -110,9 +110,10 @@ static q9_err_t shim_device_set_config(void *device, const void **configs) {
     return real_device_set_config(device, rewrite(configs, &r));
 }
 
+/* 1: patched now, 0: already patched (the table outlives reloads), -1: error. */
 static int patch_slot(uint8_t *provider, int slot, void *wrapper, void **saved) {
     void **entry = (void **)(provider + TABLE_OFFSET + 8 * slot);
-    if (*entry == wrapper) return 0; /* already patched (the table outlives reloads) */
+    if (*entry == wrapper) return 0;
     long page = sysconf(_SC_PAGESIZE);
     uintptr_t start = (uintptr_t)entry & ~(uintptr_t)(page - 1);
     if (mprotect((void *)start, (size_t)page * 2, PROT_READ | PROT_WRITE) != 0) {
@@ -121,7 +122,7 @@ static int patch_slot(uint8_t *provider, int slot, void *wrapper, void **saved) 
     }
     *saved = *entry;
     *entry = wrapper;
-    return 0;
+    return 1;
 }
 
 q9_err_t QnnInterface_getProviders(const void ***providers, uint32_t *count) {
@@ -147,12 +148,12 @@ q9_err_t QnnInterface_getProviders(const void ***providers, uint32_t *count) {
     for (uint32_t i = 0; i < *count; i++) {
         uint8_t *p = (uint8_t *)(*providers)[i];
         void *saved_create = NULL, *saved_set = NULL;
-        if (patch_slot(p, SLOT_DEVICE_CREATE, (void *)shim_device_create, &saved_create) != 0 ||
-            patch_slot(p, SLOT_DEVICE_SET_CONFIG, (void *)shim_device_set_config, &saved_set) != 0)
-            return 1;
+        int a = patch_slot(p, SLOT_DEVICE_CREATE, (void *)shim_device_create, &saved_create);
+        int b = patch_slot(p, SLOT_DEVICE_SET_CONFIG, (void *)shim_device_set_config, &saved_set);
+        if (a < 0 || b < 0) return 1;
         if (saved_create != NULL) real_device_create = (device_create_fn)saved_create;
         if (saved_set != NULL) real_device_set_config = (device_set_config_fn)saved_set;
-        if (verbose()) fprintf(stderr, "[q9 shim] provider %u patched\n", i);
+        if (verbose() && (a > 0 || b > 0)) fprintf(stderr, "[q9 shim] provider %u patched\n", i);
     }
     return err;
 }
