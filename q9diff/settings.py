@@ -102,6 +102,10 @@ class Setting:
     # threads beside options hvx_threads=4.
     recorded: str | None = None
     per_unit: int = 1
+    # How an ExecuTorch user sets it (executorch 1.5.1's Qualcomm backend: generate_htp_compiler_spec and
+    # generate_qnn_executorch_compiler_spec); None where its compile spec has no such field (VTCM and
+    # dsp_arch come from its SoC table, the optimization level is not in the spec).
+    executorch: str | None = None
 
     @property
     def ext_path(self) -> str:
@@ -118,7 +122,9 @@ _DEVICE, _GRAPH = ("device", "HtpDeviceConfig"), ("graph", "HtpGraphConfig")
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("soc_model", "soc_model", int, *_DEVICE, "soc_model", "soc_model",
-            _int_in("soc_model", range(1 << 16)), ort_option="soc_model"),
+            _int_in("soc_model", range(1 << 16)), ort_option="soc_model",
+            executorch="generate_qnn_executorch_compiler_spec(soc_model=QcomChipset.{chipset},"
+                       " backend_options=backend_options)"),
     Setting("dsp_arch", "dsp_arch", lambda v: f"v{v}", *_DEVICE, "dsp_arch", "dsp_arch", _dsp_arch,
             qairt_value='"v{v}"', ort_option="htp_arch", ort_convert=lambda v: str(v).lower().lstrip("v")),
     Setting("vtcm_mb", "vtcm_size", int, *_GRAPH, "vtcm_size_in_mb", "vtcm_mb",
@@ -129,7 +135,8 @@ SETTINGS: tuple[Setting, ...] = (
             ort_option="htp_graph_finalization_optimization_mode", recorded="optimization_level"),
     Setting("hvx_threads", "hvx_threads", int, *_GRAPH, "hvx_threads", "hvx_threads",
             _int_in("hvx_threads", range(64))),
-    Setting("dlbc", "dlbc", int, *_GRAPH, "dlbc", "dlbc", _int_in("dlbc", range(2))),
+    Setting("dlbc", "dlbc", int, *_GRAPH, "dlbc", "dlbc", _int_in("dlbc", range(2)),
+            executorch="generate_htp_compiler_spec(use_fp16=..., use_dlbc={bool})"),
     Setting("weights_packing", "weights_packing", bool, *_GRAPH, "weights_packing", "weights_packing",
             _bool("weights_packing"), ort_hook=True),
     Setting("finalize_options", None, dict, *_GRAPH, "finalize_config", "finalize_config",
@@ -140,7 +147,8 @@ SETTINGS: tuple[Setting, ...] = (
             _perf_profile, ort_option="htp_performance_mode", ort_convert=lambda v: str(v).lower()),
     Setting("weight_sharing", "weight_sharing", bool, "context", "HtpContextConfig", "weight_sharing_enabled",
             "weight_sharing_enabled", _bool("weight_sharing"),
-            ort_note="ep.share_ep_contexts (session option)"),
+            ort_note="ep.share_ep_contexts (session option)",
+            executorch="generate_htp_compiler_spec(use_fp16=..., use_weight_sharing={bool})"),
 )  # fmt: skip
 
 BY_RECIPE: dict[str, Setting] = {s.recipe: s for s in SETTINGS}
@@ -160,6 +168,8 @@ def fix_targets() -> dict[str, dict[str, str]]:
         }
         if s.ort_option or s.ort_note:
             row["ort_qnn"] = s.ort_option or s.ort_note
+        if s.executorch:
+            row["executorch"] = s.executorch
         out[s.cause] = row
     return out
 

@@ -320,6 +320,9 @@ def suggestions(causes: list[Cause], cand: ContextBinary, dsp_arch: int | None) 
         targets["htp_backend_ext_config"] = {t["htp_backend_ext_config"]: ext_value}
         if "ort_qnn" in t:
             targets["ort_qnn"] = {t["ort_qnn"]: str(value)}
+        executorch = executorch_fix(t.get("executorch"), value)
+        if executorch:
+            targets["executorch"] = executorch
         targets["qnn_cli"] = (
             "--config_file wrapper -> backend extension JSON"
             f" {t['htp_backend_ext_config']} = {json.dumps(ext_value)}"
@@ -329,6 +332,19 @@ def suggestions(causes: list[Cause], cand: ContextBinary, dsp_arch: int | None) 
         extra.update({"graphs": list(graphs)} if per_graph else {})
         out.append({"setting": c.name, "value": value, **extra, "targets": targets})
     return out
+
+
+def executorch_fix(template: str | None, value) -> str | None:
+    """The ExecuTorch compile-spec line for `value`; None where its spec has no such field or its
+    QcomChipset names no such soc_model (executorch 1.5.1: q9diff.format.tables.EXECUTORCH_CHIPSETS)."""
+    from q9diff.format.tables import EXECUTORCH_CHIPSETS
+
+    if template is None:
+        return None
+    if "{chipset}" in template:
+        chipset = EXECUTORCH_CHIPSETS.get(value) if isinstance(value, int) else None
+        return None if chipset is None else template.replace("{chipset}", chipset)
+    return template.replace("{bool}", "True" if value else "False")
 
 
 def merged_suggestions(suggestions: list[dict]) -> list[dict]:

@@ -137,6 +137,16 @@ SOCS: dict[int, Soc] = {
 }
 
 
+# ExecuTorch's names for the SoCs its Qualcomm backend builds for (executorch 1.5.1,
+# backends/qualcomm/serialization/qc_schema.py: the QcomChipset enum, name -> soc_model): what an ExecuTorch
+# user writes, `generate_qnn_executorch_compiler_spec(soc_model=QcomChipset.QCS9100, ...)`.
+EXECUTORCH_CHIPSETS: dict[int, str] = {
+    30: "SM8350", 36: "SM8450", 39: "SA8295", 42: "SM8475", 43: "SM8550", 45: "SXR1230P", 46: "SSG2115P",
+    52: "SA8255", 53: "SXR2230P", 57: "SM8650", 58: "SSG2125P", 60: "SC8380XP", 69: "SM8750", 72: "SA8797",
+    75: "SXR2330P", 77: "QCS9100", 87: "SM8850", 93: "QCM6490", 95: "SAR2230P", 96: "SW6100", 97: "SM8845",
+}  # fmt: skip
+
+
 def soc_name(soc_model: int | None) -> str:
     if soc_model is None:
         return "not recorded"
