@@ -23,23 +23,28 @@ from q9diff.schemas._defs import (
 # ---------- verify ----------
 
 
-def metrics() -> dict:
-    value = {
+def real(description: str) -> dict:
+    """A float of verify's: a number, or one that is not finite written as a word."""
+    words = "(not finite: the string inf, -inf or nan)"
+    return {
         "anyOf": [{"type": "number"}, {"enum": ["inf", "-inf", "nan"]}],
-        "description": "A number; a value that is not finite is written as the string inf, -inf or nan.",
+        "description": f"{description} {words}",
     }
+
+
+def metrics() -> dict:
     return obj(
         "How far one side's values are from the other's (the side taken as right).",
         {
-            "max_abs": value | {"description": "The largest absolute difference. " + value["description"]},
-            "rel": value | {"description": "||a - b|| / ||b||. " + value["description"]},
-            "cosine": value | {"description": "Cosine similarity. " + value["description"]},
+            "max_abs": real("The largest absolute difference."),
+            "rel": real("The relative error, ||a - b|| / ||b||."),
+            "cosine": real("The cosine similarity."),
         },
     )
 
 
 def verify_properties() -> dict:
-    metrics = maybe(ref("metrics"))
+    metrics = maybe(ref("metrics", "How far apart the two sides' values are; null when not compared."))
     llm = obj(
         "A split LLM decoded greedily by every side for N steps.",
         {
@@ -118,8 +123,8 @@ def verify_properties() -> dict:
             obj(
                 "The tolerance given on the command line.",
                 {
-                    "min_cosine": number("Pass at this cosine or more."),
-                    "max_rel": number("Pass at this relative error or less."),
+                    "min_cosine": real("Pass at this cosine or more."),
+                    "max_rel": real("Pass at this relative error or less."),
                 },  # fmt: skip
             )
         )

@@ -5,11 +5,11 @@ from __future__ import annotations
 from q9diff.compare.attribution import KIND_BUCKETS
 from q9diff.doctor.run import HYPOTHESES, SEVERITIES
 from q9diff.doctor.run import RULES as DOCTOR_RULES
+from q9diff.format.model import KINDS
 from q9diff.load.rules import RULES as LOAD_RULES
 from q9diff.schemas._defs import (
     BUCKETS,
     EARLIER,
-    KINDS,
     anything,
     array,
     boolean,
@@ -110,7 +110,9 @@ def diff_properties() -> dict:
         "b": ref("summary", "The reference, as `q9diff inspect` reads it."),
         "identical": boolean("True when the two files are byte-identical."),
         "size_delta": integer("The reference's size minus the candidate's, in bytes."),
-        "size_delta_percent": maybe(number("size_delta as a percentage of the candidate's size; null at 0.")),
+        "size_delta_percent": maybe(
+            number("size_delta as a percentage of the candidate's size; null when that size is 0.")
+        ),
         "regions": array(ref("region_row"), "Every region of both files (the rows add up to both sizes)."),
         "causes": array(ref("cause"), "What differs: root causes (settings) and their effects."),
         "suggestions": array(ref("suggestion"), "The changes that make the candidate's build match."),
@@ -127,19 +129,27 @@ def diff_properties() -> dict:
             "Settings not compared.",
         ),
         "attribution": array(ref("attribution_row"), "Where the changed bytes went, one row per bucket."),
-        "weights_verdict": maybe(string("One sentence on the weights; null when no weight byte changed.")),
-        "different_models": ref("different_models"),
+        "weights_verdict": maybe(
+            string("One sentence on the weights; null when no weight byte changed, or for different models.")
+        ),
+        "different_models": ref("different_models", "Present when the two are builds of different models."),
         "settings": obj(
             "Each side's observed settings, so a saved result draws its settings table without the files."
             + EARLIER,
-            {"a": ref("settings"), "b": ref("settings")},
+            {"a": ref("settings", "The candidate's."), "b": ref("settings", "The reference's.")},
         ),
         "target": obj(
             "--target given beside the reference: the device named and why the reference is a build "
             "for another device (if it is).",
             {"name": string("The device's name."), "reference_findings": strings("One sentence per part.")},
         ),
-        "load": ref("load", "--runtime or --target given: will each part of the candidate load there."),
+        "load": maybe(
+            ref(
+                "load",
+                "--runtime or --target given: will each part of the candidate load there. Absent when "
+                "neither was given (q9diff report reads null as absent).",
+            )
+        ),
     }
 
 
@@ -221,14 +231,20 @@ def target_properties() -> dict:
     return {
         "schema": const("q9diff.target/1", "The schema id of this object."),
         "target": ref("device", "The device named with --target."),
-        "profile": ref("profile"),
+        "profile": ref("profile", "How AI Hub builds for the device."),
         "matches": boolean("True when every part matches."),
         "causes": array(ref("cause"), "The parts' causes, each (name, a, b) once."),
         "suggestions": array(ref("suggestion"), "The parts' fixes, each change once."),
         "errors": strings("The parts' errors, each once."),
         "needs_reference": strings("What only a diff against a reference build can show."),
         "parts": array(part, "One entry per part of the candidate."),
-        "load": ref("load", "Will each part load on the device (and the --runtime, if given)."),
+        "load": maybe(
+            ref(
+                "load",
+                "Will each part load on the device (and the --runtime, if given). Absent in results saved "
+                "before load verdicts were added (q9diff report reads null as absent).",
+            )
+        ),
     }
 
 
@@ -276,7 +292,7 @@ def doctor_properties() -> dict:
             "Indices into findings of the checks that passed (ruled a hypothesis out)." + EARLIER,
         ),
         "target": obj("--target given: the device.", device),
-        "profile": ref("profile"),
+        "profile": ref("profile", "How AI Hub builds for the device."),
         "runtime": ref(
             "runtime", "--runtime given, or the runtime the bundle ships: what loads were judged for."
         ),

@@ -102,8 +102,8 @@ def obj(description: str, properties: dict, optional=()) -> dict:
     return {
         "type": "object",
         "description": description,
-        "properties": properties,
         "required": [k for k in properties if k not in optional],
+        "properties": properties,
         "additionalProperties": True,
     }
 
@@ -135,7 +135,10 @@ def _tensor() -> dict:
         "A graph input or output as the file records it.",
         {
             "name": string("The tensor's name."),
-            "dtype": string("Its data type, as q9diff names it (e.g. float32, ufixed_point_16)."),
+            "dtype": string(
+                "Its QNN data type's name (FLOAT_32, UFIXED_POINT_16, ...), or the type's number in hex "
+                "(0x....) where QNN's table names none."
+            ),
             "dims": array(size("One dimension."), "Its shape, outermost dimension first."),
             "scale": maybe(number("The quantization scale; null when the tensor records none.")),
             "offset": maybe(integer("The quantization offset; null when the tensor records none.")),
@@ -263,7 +266,7 @@ def summary_properties() -> dict:
             size("The socModel the metadata records (0 where it omits it); null where it has no field.")
         ),
         "dsp_arch": maybe(size("The Hexagon arch recorded (73 for v73); null when not recorded.")),
-        "target": ref("soc_target"),
+        "target": ref("soc_target", "Which SoC the build was made for."),
         "unknown": mapping(
             {"type": "string"},
             "Every reported field the file does not record, keyed by its name (graphs[NAME].FIELD for a "
