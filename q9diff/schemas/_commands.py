@@ -19,6 +19,7 @@ from q9diff.schemas._defs import (
     strings,
     words,
 )
+from q9diff.verify.verdict import RUNNER_REACH
 
 # ---------- verify ----------
 
@@ -79,7 +80,7 @@ def verify_properties() -> dict:
         "The verdict as a user reads it, with what the run cannot show.",
         {
             "passed": boolean("The same as the top-level passed."),
-            "runner": words(("local", "genie", "ssh"), "Where the candidate ran."),
+            "runner": words(RUNNER_REACH, "Where the candidate ran."),
             "headline": string("The first line to read."),
             "caveats": strings("What the pass does not cover, each a sentence."),
             "reach": string("What this runner can and cannot show."),

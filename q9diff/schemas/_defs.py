@@ -14,6 +14,7 @@ import copy
 from q9diff.compare.attribution import DEFAULT_BUCKET, KIND_BUCKETS, MOVED_BUCKET
 from q9diff.compare.rules import FIX_TARGETS
 from q9diff.compare.rules import RULES as CAUSE_RULES
+from q9diff.compare.summary import OPTION_RECORDS
 from q9diff.load.rules import ORDER as LOAD_VERDICTS
 from q9diff.load.rules import RULES as LOAD_RULES
 
@@ -179,7 +180,7 @@ def _graph() -> dict:
                         "option": string("The option's key (vtcm_size, vtcm_mb, hvx_threads, O, arch, ...)."),
                         "asked": string("The option's value, as text."),
                         "field": words(
-                            ("vtcm_size", "num_hvx_threads", "optimization_level", "dsp_arch"),
+                            dict.fromkeys(field for _, field, _ in OPTION_RECORDS),
                             "The recorded field it is compared with.",
                         ),
                         "recorded": integer("The recorded value (bytes for vtcm_size)."),
