@@ -1,0 +1,299 @@
+"""The fields of the documents that compare builds: diff, set diff, --target and doctor."""
+
+from __future__ import annotations
+
+from q9diff.compare.attribution import KIND_BUCKETS
+from q9diff.doctor.run import HYPOTHESES, SEVERITIES
+from q9diff.doctor.run import RULES as DOCTOR_RULES
+from q9diff.format.model import KINDS
+from q9diff.load.rules import RULES as LOAD_RULES
+from q9diff.schemas._defs import (
+    BUCKETS,
+    EARLIER,
+    anything,
+    array,
+    boolean,
+    const,
+    device_properties,
+    integer,
+    mapping,
+    maybe,
+    number,
+    obj,
+    per_graph,
+    ref,
+    size,
+    string,
+    strings,
+    words,
+)
+
+# ---------- diff and set diff ----------
+
+
+def region_row() -> dict:
+    return obj(
+        "One region name over both files: its bytes on each side, and its changed bytes split into moved "
+        "(the same content elsewhere in the other file's region) and new.",
+        {
+            "name": string("The region's name (a path such as PICKLE[0]/inner/const_pool)."),
+            "kind": words(KINDS, "What the region holds, as the walker that named it knows."),
+            "a_size": size("Bytes of the region in the candidate."),
+            "b_size": size("Bytes of the region in the reference."),
+            "delta": integer("b_size minus a_size."),
+            "changed_bytes": size("Bytes that differ (a region present on one side only: all of them)."),
+            "moved_bytes": size("Changed bytes whose content is elsewhere in the other file's region."),
+            "new_bytes": size("Changed bytes whose content is not (changed_bytes minus moved_bytes)."),
+            "moved_estimate": obj(
+                "Present when moved_bytes of a large, mostly new region is estimated from a sample.",
+                {
+                    "blocks": size("Changed blocks of the region."),
+                    "sampled_blocks": size("Blocks chosen by content and searched exactly."),
+                    "found_blocks": size("Sampled blocks found elsewhere in the other file's region."),
+                },
+            ),
+        },
+        optional=("moved_estimate",),
+    )
+
+
+def attribution_row() -> dict:
+    buckets = ", ".join(f"{b}" for b in sorted(set(KIND_BUCKETS.values())))
+    return obj(
+        "One bucket of the changed bytes: every changed byte and every byte of size delta is in exactly "
+        "one row, so the rows add up to the totals.",
+        {
+            "bucket": words(
+                BUCKETS, f"re_tiling: moved content; the region kinds' own buckets ({buckets}); the rest."
+            ),
+            "changed_bytes": size("Changed bytes in this bucket."),
+            "size_delta": integer("Size delta in this bucket, reference minus candidate."),
+            "estimated": {"const": True, "description": "Present (true) when the row holds an estimate."},
+        },
+        optional=("estimated",),
+    )
+
+
+def settings() -> dict:
+    one = "One value when every graph agrees, else a list with one value per graph; null: not recorded."
+    flag = maybe({"type": "boolean"})
+    return obj(
+        "One side's observed settings, as the report's settings table shows them.",
+        {
+            "soc_model": maybe(size("The soc_model the build asked for.")),
+            "dsp_arch": maybe(size("The Hexagon arch recorded.")),
+            "vtcm_size": per_graph(maybe({"type": "integer", "minimum": 0}), f"VTCM in bytes. {one}"),
+            "optimization_level": per_graph(maybe({"type": "integer"}), f"Optimization level. {one}"),
+            "num_hvx_threads": per_graph(maybe({"type": "integer"}), f"HVX threads recorded. {one}"),
+            "htp_dlbc": per_graph(maybe({"type": "integer"}), f"DLBC. {one}"),
+            "weight_sharing": boolean("Whether the context holds shared weights (WEIGHTS records)."),
+            "compress_weights": per_graph(flag, f"The weights packing option. {one}"),
+            "native_hmx_a16w4": per_graph(flag, f"The native_hmx_a16w4 option. {one}"),
+            "io_dtypes": strings("The distinct data types of the graphs' inputs and outputs."),
+            "fp16_kernels": boolean("Whether the compiler picked float (fp16) kernels."),
+            "num_graphs": size("How many graphs the context holds."),
+            "build_id": string("The QAIRT build id."),
+            "io_names": strings("The names of every graph input and output, sorted."),
+            "soc_type": per_graph(maybe({"type": "string"}), f"The options' soc_type. {one}"),
+            "spill_fill_buffer_size": per_graph(
+                maybe({"type": "integer", "minimum": 0}), f"Spill-fill buffer bytes. {one}"
+            ),
+            "const_size": per_graph(maybe({"type": "integer", "minimum": 0}), f"Constant bytes. {one}"),
+        },
+    )
+
+
+def diff_properties() -> dict:
+    return {
+        "schema": const("q9diff.diff/1", "The schema id of this object."),
+        "a": ref("summary", "The candidate, as `q9diff inspect` reads it."),
+        "b": ref("summary", "The reference, as `q9diff inspect` reads it."),
+        "identical": boolean("True when the two files are byte-identical."),
+        "size_delta": integer("The reference's size minus the candidate's, in bytes."),
+        "size_delta_percent": maybe(
+            number("size_delta as a percentage of the candidate's size; null when that size is 0.")
+        ),
+        "regions": array(ref("region_row"), "Every region of both files (the rows add up to both sizes)."),
+        "causes": array(ref("cause"), "What differs: root causes (settings) and their effects."),
+        "suggestions": array(ref("suggestion"), "The changes that make the candidate's build match."),
+        "unknown": array(
+            obj(
+                "A setting that could not be compared, because a file does not record it: never a cause.",
+                {
+                    "setting": string("The observed setting."),
+                    "a": anything("The candidate's value (null or a list holding null where not recorded)."),
+                    "b": anything("The reference's value, in the same form."),
+                    "why": string("Which file does not record it, and why."),
+                },
+            ),
+            "Settings not compared.",
+        ),
+        "attribution": array(ref("attribution_row"), "Where the changed bytes went, one row per bucket."),
+        "weights_verdict": maybe(
+            string("One sentence on the weights; null when no weight byte changed, or for different models.")
+        ),
+        "different_models": ref("different_models", "Present when the two are builds of different models."),
+        "settings": obj(
+            "Each side's observed settings, so a saved result draws its settings table without the files."
+            + EARLIER,
+            {"a": ref("settings", "The candidate's."), "b": ref("settings", "The reference's.")},
+        ),
+        "target": obj(
+            "--target given beside the reference: the device named and why the reference is a build "
+            "for another device (if it is).",
+            {"name": string("The device's name."), "reference_findings": strings("One sentence per part.")},
+        ),
+        "load": maybe(
+            ref(
+                "load",
+                "--runtime or --target given: will each part of the candidate load there. Absent when "
+                "neither was given (q9diff report reads null as absent).",
+            )
+        ),
+    }
+
+
+DIFF_OPTIONAL = ("different_models", "settings", "target", "load")
+
+
+def different_models() -> dict:
+    return obj(
+        "Present when the two sides are builds of different models: settings stay causes, and what comes "
+        "with the model (and every byte count) is no cause.",
+        {
+            "evidence": strings("Why they are builds of different models."),
+            "byte_attribution": string("Why byte attribution is not given for them."),
+        },
+    )
+
+
+def pair() -> dict:
+    properties = {k: v for k, v in diff_properties().items() if k not in ("target", "load")}
+    properties["part"] = string("The candidate part's file name.")
+    return obj(
+        "One pair of parts diffed: a q9diff.diff/1 object with the part's name (the set's --target and "
+        "load are the set's own, not repeated per part).",
+        properties,
+        optional=("different_models", "settings"),
+    )
+
+
+def setdiff_properties() -> dict:
+    diff = diff_properties()
+    return {
+        "schema": const("q9diff.setdiff/1", "The schema id of this object."),
+        "identical": boolean("True when both sets hold the same parts, byte for byte."),
+        "a_total": size("Bytes of every candidate part."),
+        "b_total": size("Bytes of every reference part."),
+        "size_delta": integer("b_total minus a_total."),
+        "size_delta_percent": maybe(number("size_delta as a percentage of a_total; null when a_total is 0.")),
+        "unpaired_a": strings("Candidate parts with no reference part to pair with."),
+        "unpaired_b": strings("Reference parts with no candidate part to pair with."),
+        "unpaired_sizes": obj(
+            "The unpaired parts' sizes, in the order of unpaired_a and unpaired_b." + EARLIER,
+            {
+                "a": array({"type": "integer", "minimum": 0}, "Bytes."),
+                "b": array({"type": "integer", "minimum": 0}, "Bytes."),
+            },  # fmt: skip
+        ),
+        "causes": array(
+            ref("cause"),
+            "The parts' causes, each (name, a, b) once, in part order; a different number of parts is "
+            "a root cause of its own (split).",
+        ),
+        "suggestions": array(
+            ref("suggestion"), "The parts' fixes, each change once (a per-graph one over all their graphs)."
+        ),
+        "parts": array(ref("pair"), "Each pair of parts diffed."),
+        "different_models": diff["different_models"],
+        "target": diff["target"],
+        "load": diff["load"],
+    }
+
+
+# ---------- target ----------
+
+
+def target_properties() -> dict:
+    part = obj(
+        "One part judged against the device.",
+        {
+            "part": string("The part's file name."),
+            "a": ref("summary", "The part, as `q9diff inspect` reads it."),
+            "matches": boolean("True when every setting the device determines is as AI Hub's builds use."),
+            "causes": array(ref("cause"), "Each setting that is not (b: the device's value)."),
+            "suggestions": array(ref("suggestion"), "The changes that fix them."),
+            "errors": strings("What the device cannot run (e.g. more VTCM than it has)."),
+            "settled": strings("Settings that are as the device's, each a sentence."),
+            "unknown": strings("Settings not judged (not recorded, or no source documents the device's)."),
+        },
+    )
+    return {
+        "schema": const("q9diff.target/1", "The schema id of this object."),
+        "target": ref("device", "The device named with --target."),
+        "profile": ref("profile", "How AI Hub builds for the device."),
+        "matches": boolean("True when every part matches."),
+        "causes": array(ref("cause"), "The parts' causes, each (name, a, b) once."),
+        "suggestions": array(ref("suggestion"), "The parts' fixes, each change once."),
+        "errors": strings("The parts' errors, each once."),
+        "needs_reference": strings("What only a diff against a reference build can show."),
+        "parts": array(part, "One entry per part of the candidate."),
+        "load": maybe(
+            ref(
+                "load",
+                "Will each part load on the device (and the --runtime, if given). Absent in results saved "
+                "before load verdicts were added (q9diff report reads null as absent).",
+            )
+        ),
+    }
+
+
+# ---------- doctor ----------
+
+
+def doctor_properties() -> dict:
+    checks = sorted({r.id for r in DOCTOR_RULES} | {r.id for r in LOAD_RULES})
+    finding = obj(
+        "One finding of one check.",
+        {
+            "check": words(checks, "The check's id."),
+            "severity": words(
+                SEVERITIES, "error and warning are problems; info is a note or a check passed."
+            ),
+            "hypothesis": maybe(
+                {"type": "integer", "enum": list(HYPOTHESES), "description": "The hypothesis it answers."}
+            ),
+            "where": string("The file (and field) it is about."),
+            "evidence": string("What was found."),
+            "fix": maybe(string("How to fix it; null for a note.")),
+        },
+    )
+    hypothesis = obj(
+        "What the checks say about one hypothesis.",
+        {
+            "title": string("The hypothesis."),
+            "status": words(("implicated", "ruled out", "open"), "implicated: a check found a problem."),
+            "why": strings("The evidence behind the status."),
+        },
+    )
+    hypotheses = mapping(hypothesis, "Each of the numbered hypotheses, keyed by its number.")
+    hypotheses["required"] = [str(n) for n in HYPOTHESES]
+    hypotheses["propertyNames"] = {"pattern": "^[1-9][0-9]*$"}
+    device = device_properties() | {"label": string("The device as one line: name, soc_model, arch, VTCM.")}
+    return {
+        "schema": const("q9diff.doctor/1", "The schema id of this object."),
+        "bundle": string("The bundle checked: its Genie config, or the folder or file given."),
+        "reference": maybe(string("The reference bundle, or null when none was given.")),
+        "findings": array(finding, "Every finding, errors first."),
+        "hypotheses": hypotheses,
+        "notes": strings("What doctor assumed or could not read while reading the bundle."),
+        "passed": array(
+            {"type": "integer", "minimum": 0},
+            "Indices into findings of the checks that passed (ruled a hypothesis out)." + EARLIER,
+        ),
+        "target": obj("--target given: the device.", device),
+        "profile": ref("profile", "How AI Hub builds for the device."),
+        "runtime": ref(
+            "runtime", "--runtime given, or the runtime the bundle ships: what loads were judged for."
+        ),
+    }
