@@ -424,7 +424,9 @@ def test_float_fallback_against_a_quantized_reference(tmp_path: Path) -> None:
     assert "no genie_config.json" in report.bundle.notes[0]
     fallback = [f for f in problems(report) if f.check == "quantization.float-fallback"]
     assert len(fallback) == 1 and fallback[0].hypothesis == 5
-    assert fallback[0].evidence.startswith("computes in float16 where the reference does not: fp16 (weights float16")
+    assert fallback[0].evidence.startswith(
+        "computes in float16 where the reference does not: fp16 (weights float16"
+    )
     assert "the reference w8a16 (weights int8, activations uint16" in fallback[0].evidence
     hyps = report.hypotheses()
     assert hyps[5]["status"] == "implicated"

@@ -90,7 +90,12 @@ def settings() -> dict:
             "compress_weights": per_graph(flag, f"The weights packing option. {one}"),
             "native_hmx_a16w4": per_graph(flag, f"The native_hmx_a16w4 option. {one}"),
             "io_dtypes": strings("The distinct data types of the graphs' inputs and outputs."),
-            "fp16_kernels": boolean("Whether the compiler picked float (fp16) kernels."),
+            "precision": {
+                "type": "array",
+                "description": "What the compiled graphs compute in, from their tensor types: [the weights'"
+                " element types, the activations' element types] (q9diff.compare.structure.precision).",
+                "items": {"type": "array", "items": {"type": "string"}},
+            },
             "num_graphs": size("How many graphs the context holds."),
             "build_id": string("The QAIRT build id."),
             "io_names": strings("The names of every graph input and output, sorted."),
@@ -150,10 +155,36 @@ def diff_properties() -> dict:
                 "neither was given (q9diff report reads null as absent).",
             )
         ),
+        "structure": obj(
+            "What changed in the structure of the two builds: graphs, their I/O tensors (data type, shape, "
+            "encoding), op kinds and counts, the compiled graph's tensor types, and the precision of weights "
+            "and activations (q9diff.compare.structure)." + EARLIER,
+            {
+                "same": boolean("True when both sides' structures are equal (then nothing else is written)."),
+                "changes": array(
+                    obj(
+                        "One change DeepDiff found.",
+                        {
+                            "path": {"type": "array", "description": "The keys down to the value."},
+                            "kind": {
+                                "type": "string",
+                                "enum": ["added", "removed", "changed"],
+                                "description": "What happened to the value.",
+                            },
+                            "a": anything("The candidate's value; null when added."),
+                            "b": anything("The reference's value; null when removed."),
+                        },
+                    ),
+                    "Every change, sorted by path.",
+                ),
+                "words": strings("The changes as sentences, grouped: precision, I/O, tensor types, ops."),
+            },
+            optional=("changes", "words"),
+        ),
     }
 
 
-DIFF_OPTIONAL = ("different_models", "settings", "target", "load")
+DIFF_OPTIONAL = ("different_models", "settings", "target", "load", "structure")
 
 
 def different_models() -> dict:
@@ -174,7 +205,7 @@ def pair() -> dict:
         "One pair of parts diffed: a q9diff.diff/1 object with the part's name (the set's --target and "
         "load are the set's own, not repeated per part).",
         properties,
-        optional=("different_models", "settings"),
+        optional=("different_models", "settings", "structure"),
     )
 
 
