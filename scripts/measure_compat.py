@@ -56,10 +56,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from q9diff.build import recipe as rcp  # noqa: E402
 from q9diff.format import flatbuf  # noqa: E402
 from q9diff.format import structs as F  # noqa: E402
 from q9diff.format.openers import contexts  # noqa: E402
+from q9diff.recipes import recipe as rcp  # noqa: E402
 from q9diff.runners.base import graph_specs  # noqa: E402
 
 SCHEMA = "q9diff.compat_measured/1"
