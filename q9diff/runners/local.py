@@ -133,7 +133,7 @@ class LocalSession(WorkerSession):
             self.close()
             if "crashed" in crash:  # a signal, not a timeout: the same every time
                 _remember(memo, crash)
-        paths, graphs, notes = [], [], []
+        paths, graphs, rebuilt_from = [], [], []
         for i, (b, specs) in enumerate(zip(binaries, originals)):
             if len(specs) == 1:
                 paths.append(b)
@@ -146,14 +146,22 @@ class LocalSession(WorkerSession):
                     raise RunnerError(f"{b}: the unshared rebuild of graph {old.name} has other I/O")
             paths += built
             graphs += specs
-            notes.append(
-                f"{Path(b).name}: weight-shared ({len(specs)} graphs in one context), which the x86 emulator"
-                f" cannot load ({crash}); ran its recipe ({origin}) rebuilt with one context per graph and"
-                " no weight sharing instead. The shared binary itself is verified only on a device."
-            )
+            rebuilt_from.append((Path(b).name, len(specs), origin))
         self._worker_graphs = self._start(paths)
         self.graphs = tuple(graphs)
-        self.notes = tuple(notes)
+        self.notes = (_rebuilt_note(rebuilt_from, crash),) if rebuilt_from else ()
+
+
+def _rebuilt_note(rebuilt: list[tuple[str, int, str]], crash: str) -> str:
+    """One note for every weight-shared binary of a side that ran rebuilt: which, why, from what."""
+    names = ", ".join(f"{name} ({n} graphs)" for name, n, _ in rebuilt)
+    origins = "; ".join(dict.fromkeys(origin for *_, origin in rebuilt))
+    return (
+        f"{len(rebuilt)} weight-shared binar{'y' if len(rebuilt) == 1 else 'ies'} ({names}), which the x86"
+        f" emulator cannot load ({crash}): ran {'its' if len(rebuilt) == 1 else 'their'} recipe ({origins})"
+        " rebuilt with one context per graph and no weight sharing instead. The shared binaries themselves"
+        " are verified only on a device."
+    )
 
 
 def _crash_memo(binaries: list[Path]) -> Path:
