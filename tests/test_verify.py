@@ -51,6 +51,18 @@ def test_split_llm_local_vs_reference_vs_cpu(qwen_verdict):
     assert code == 0 and v["passed"]
 
 
+def test_an_llm_pass_says_its_rule_and_the_drift_the_chart_draws(qwen_verdict):
+    """The verdict, the rule and the chart tell one story (issue 38): a PASS rests on the tokens, and the
+    drift from the CPU reference the chart draws is said beside it, both builds' lowest cosine."""
+    _, v = qwen_verdict
+    headline = v["verdict"]["headline"]
+    assert "the candidate's greedy tokens are the reference's at every one of 8 steps" in headline
+    worst = {
+        s: min(step["vs_cpu"][s]["cosine"] for step in v["llm"]["steps"]) for s in ("candidate", "reference")
+    }
+    assert f"candidate {worst['candidate']:.4f}, reference {worst['reference']:.4f}" in headline
+
+
 def test_weight_shared_binaries_run_rebuilt_unshared_and_say_so(qwen_verdict, q9diff_cache):
     _, v = qwen_verdict
     notes = " ".join(n for s in v["sides"] if s["label"] != "cpu" for n in s["notes"])

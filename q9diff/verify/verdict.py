@@ -82,6 +82,8 @@ def judge(res) -> Verdict:
     where = WHERE[runner]
     if res.passed:
         headline = f"PASS on {where}: the candidate computes what {JUDGES[judge_label]} does."
+        if res.llm is not None:
+            headline = f"PASS on {where}: {_tokens_rule(res.llm, judge_label)}"
     else:
         failed = {o.against for o in res.outputs if not o.passed}
         what = "reference" if "reference" in failed else "cpu" if failed else judge_label
@@ -102,6 +104,27 @@ def judge(res) -> Verdict:
         caveats.append(f"The target SoC of {', '.join(unread)} is not recorded or not read: not judged.")
     command = _see(res, generic) if caveats and generic else None
     return Verdict(res.passed, runner, headline, tuple(caveats), RUNNER_REACH[runner], generic, command)
+
+
+def _tokens_rule(llm, judge_label: str) -> str:
+    """What an LLM PASS rests on, said with the numbers the drift chart draws: the candidate's greedy
+    tokens are the judge's at every step (the rule), and how far each build's logits drift from the CPU
+    reference (which the chart shows beside it, and which is no tolerance of this verdict)."""
+    n = len(next(iter(llm.tokens.values()), ()))
+    rule = f"the candidate's greedy tokens are {JUDGES[judge_label]}'s at every one of {n} steps"
+    worst = {}
+    for step in llm.steps:
+        for side, m in step.vs_cpu.items():
+            if m is not None:
+                worst[side] = min(worst.get(side, 1.0), m.cosine)
+    if not worst:
+        return rule + "."
+    drift = ", ".join(f"{side} {c:.4f}" for side, c in sorted(worst.items()))
+    alike = ""
+    if "candidate" in worst and "reference" in worst:
+        gap = abs(worst["candidate"] - worst["reference"])
+        alike = " alike" if gap < 1e-3 else f" (apart by {gap:.4f})"
+    return f"{rule}; both builds drift from the CPU reference{alike} (lowest cosine vs CPU: {drift})."
 
 
 def _see(res, generic: tuple[str, ...]) -> str:
