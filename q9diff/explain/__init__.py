@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 CODES_PATH = Path(__file__).with_name("codes.json")
+TERMS_PATH = Path(__file__).with_name("terms.json")  # the words q9diff's reports use, in a few words each
 MAX_LINE = 4096  # a pasted log line is read this far: the patterns are searched, never run on megabytes
 MAX_LINES = 2000
 
@@ -63,16 +64,27 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Term:
+    """A word q9diff's reports use (VTCM, dsp_arch, effects, the two places ...), in a few words."""
+
+    term: str
+    also: tuple[str, ...]
+    says: str
+    see: str
+
+
+@dataclass(frozen=True)
 class Match:
     """What one query explains: the messages found in it and the codes it names (as a number, a hex
-    value or a C name, alone or inside a pasted line)."""
+    value or a C name, alone or inside a pasted line), or the term it is."""
 
     query: str
     messages: tuple[Message, ...]
     codes: tuple[Code, ...]
+    terms: tuple[Term, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.messages or self.codes)
+        return bool(self.messages or self.codes or self.terms)
 
     def to_json(self) -> dict:
         def cause(c: Cause) -> dict:
@@ -105,6 +117,7 @@ class Match:
                 }
                 for c in self.codes
             ],  # fmt: skip
+            "terms": [{"term": t.term, "says": t.says, "see": t.see} for t in self.terms],
         }
 
 
@@ -143,11 +156,27 @@ def _number(text: str) -> int:
     return int(text, 16) if text.lower().startswith("0x") else int(text)
 
 
+@cache
+def terms() -> tuple[Term, ...]:
+    """Every term of the glossary, read once from terms.json."""
+    data = json.loads(TERMS_PATH.read_text(encoding="utf-8"))
+    return tuple(Term(r["term"], tuple(r.get("also", ())), r["says"], r["see"]) for r in data["terms"])
+
+
+def term(word: str) -> Term | None:
+    """The glossary entry `word` names (the term or one of its other names, in any case), or None."""
+    key = " ".join(word.split()).casefold()
+    return next((t for t in terms() if key in {t.term.casefold(), *(a.casefold() for a in t.also)}), None)
+
+
 def explain(query: str) -> Match:
     """What `query` means: an error number (5000, 0x1388, -1 for Genie), a C name
     (QNN_CONTEXT_ERROR_INVALID_ARGUMENT), or pasted log lines, each searched for the known messages and
     the codes it names (a line's own code where it gives one, else the codes its message is known to
     end with). Nothing known: an empty Match."""
+    named = term(query) if len(query) < 64 else None
+    if named is not None:
+        return Match(query, (), (), (named,))
     codes, messages = table()
     found_m: dict[int, Message] = {}
     values: list[int] = []
