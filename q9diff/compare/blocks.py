@@ -28,7 +28,7 @@ def _odd_constants(n: int) -> list[int]:
 # One multiplier per word: with the four of before repeated, a block with words 5 and 9 swapped hashed
 # the same (qwen-mini's pools hold such blocks). Each word is folded (w ^ w >> 29) first, so its high bits
 # reach the low ones instead of counting only as a parity.
-_MULT = np.array(_odd_constants(BLOCK // 8), dtype=np.uint64)
+MULT = np.array(_odd_constants(BLOCK // 8), dtype=np.uint64)
 _FOLD = np.uint64(29)
 CHUNK = 1 << 15  # rows per step: 4 MiB of blocks, cache-sized
 SCAN = 1 << 13  # blocks per step of the scan: 1 MiB of each side
@@ -119,7 +119,7 @@ def as_blocks(buf, offset: int, size: int) -> np.ndarray:
 def block_hash(blocks: np.ndarray) -> np.ndarray:
     words = blocks.view(np.uint64)
     with np.errstate(over="ignore"):
-        return ((words ^ (words >> _FOLD)) * _MULT).sum(axis=1, dtype=np.uint64)
+        return ((words ^ (words >> _FOLD)) * MULT).sum(axis=1, dtype=np.uint64)
 
 
 def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
@@ -127,7 +127,7 @@ def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     n = len(view) if rows is None else len(rows)
     out = np.empty(n, dtype=np.uint64)
     if FUSED is not None and view.flags.c_contiguous:  # gathered and hashed in one go
-        FUSED.hash(view, _rows(rows), _MULT, out)
+        FUSED.hash(view, _rows(rows), MULT, out)
         return out
     for s in range(0, n, CHUNK):
         part = view[s : s + CHUNK] if rows is None else view[rows[s : s + CHUNK]]
