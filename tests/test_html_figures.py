@@ -96,4 +96,4 @@ def test_the_template_and_plotly_js_are_plotlys_own():
 
 def test_no_string_of_a_result_can_take_plotly_js_place():
     fig = charts.figure([], {"title": {"text": charts.PLOTLY_JS}})
-    assert charts.PLOTLY_JS not in html._e(charts.PLOTLY_JS) + charts.chart_json(fig)
+    assert charts.PLOTLY_JS not in html.esc(charts.PLOTLY_JS) + charts.chart_json(fig)
