@@ -28,11 +28,11 @@ RUNTIME = typer.Option(
 
 
 def runtime_or_fail(text: str):
-    from q9diff.load.runtime import RuntimeError_, parse
+    from q9diff.load.runtime import UnknownRuntime, parse
 
     try:
         return parse(text)
-    except RuntimeError_ as exc:
+    except UnknownRuntime as exc:
         _fail(str(exc))
 
 
