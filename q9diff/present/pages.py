@@ -127,3 +127,13 @@ def render_target(data: dict) -> str:
 
     body += load_section(data)
     return wrap_page(f"q9diff --target {t['name']}: {'matches' if data['matches'] else 'differs'}", body)
+
+
+def render_load(load: dict) -> str:
+    """Will it load (the `load` of a diff's or a target's JSON) on a page of its own: the Python API's
+    `will_load` result, drawn as the reports draw that section."""
+    from q9diff.present.html import load_section
+
+    return wrap_page(
+        f"q9diff: {load['verdict']}", "<h1>q9diff: will it load</h1>" + load_section({"load": load})
+    )
