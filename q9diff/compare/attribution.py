@@ -231,6 +231,7 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
     by numpy's passes (the same arrays)."""
     if blocks.FUSED is not None:
         return _steps_compiled(wa, wb, lo, hi, dtype, sample, every, tops)
+    blocks.numpy_instead()
     xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
     any_word = np.empty(len(xor), dtype=np.uint64)
