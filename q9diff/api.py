@@ -57,7 +57,7 @@ def as_runtime(text: str | os.PathLike | Runtime) -> Runtime:
     return text if isinstance(text, Runtime) else parse(str(text))
 
 
-def open(path: PathLike) -> Build:  # noqa: A001 (q9diff.open, as the documentation names it)
+def open(path: PathLike) -> Build:  # q9diff.open, as the page names it (the builtin is not used here)
     """What `path` holds: a context binary, a folder of parts, a Genie bundle or config, an EPContext
     .onnx or a LiteRT .tflite, with its parts in order. InputError when it does not exist or holds no
     context binary q9diff reads."""
@@ -66,7 +66,7 @@ def open(path: PathLike) -> Build:  # noqa: A001 (q9diff.open, as the documentat
     p = Path(path)
     inputs.exists(p)
     kind = kind_of(p)
-    if kind is None:  # FILE#NAME whose context the container does not hold: said by its opener
+    if kind is None:  # there but no file or folder (a FIFO, a device): its opener says so when opened
         return Build(p, "context binary", (p,))
     return Build(p, kind.name, tuple(inputs.parts(p)) if kind.is_set else (p,))
 
@@ -141,8 +141,8 @@ def will_load(
 
 
 def doctor(
-    bundle: PathLike,
-    reference: PathLike | None = None,
+    bundle: PathLike | Build,
+    reference: PathLike | Build | None = None,
     *,
     target: str | Device | None = None,
     runtime: str | Runtime | None = None,
@@ -155,7 +155,7 @@ def doctor(
 
     d = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
-    report = run(Path(bundle), None if reference is None else Path(reference), target=d, runtime=on)
+    report = run(_path(bundle), None if reference is None else _path(reference), target=d, runtime=on)
     return DoctorReport(report.result(), tuple(report.files()))
 
 

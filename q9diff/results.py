@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from q9diff.format.binary import ContextBinary
 
 
-def _saved(data: dict) -> dict:
+def _saved(data):
+    """`data` as JSON gives it back: a fresh copy, so a result stays as it was made."""
     from q9diff.present.saved import as_saved
 
     return as_saved(data)
@@ -118,12 +119,12 @@ class DiffReport(_Drawn):
     @property
     def causes(self) -> list[dict]:
         """The settings that differ (role `root`) and their effects, with both values and the evidence."""
-        return self.to_json()["causes"]
+        return _saved(self.data["causes"])
 
     @property
     def suggestions(self) -> list[dict]:
         """The fix: each setting and value, with its line for every tool (qairt, the extension config...)."""
-        return self.to_json()["suggestions"]
+        return _saved(self.data["suggestions"])
 
     @property
     def load(self) -> LoadReport | None:
@@ -161,11 +162,11 @@ class TargetReport(_Drawn):
 
     @property
     def causes(self) -> list[dict]:
-        return self.to_json()["causes"]
+        return _saved(self.data["causes"])
 
     @property
     def suggestions(self) -> list[dict]:
-        return self.to_json()["suggestions"]
+        return _saved(self.data["suggestions"])
 
     @property
     def load(self) -> LoadReport | None:
