@@ -1,3 +1,72 @@
-"""q9diff: forensics for Qualcomm QNN HTP context binaries."""
+"""q9diff: forensics for Qualcomm QNN HTP context binaries.
+
+The Python API (docs/python.md): open, diff, target, will_load and doctor, each returning the frozen
+result the command line prints from (`to_json()`, `to_html()`, `to_markdown()`, `show()`; a notebook
+shows the HTML report inline), each failing with a `Q9Error` subclass, never SystemExit. What is public
+is listed in `__all__` and versioned by `API_VERSION`; every other name may change.
+
+`import q9diff` loads none of it: each name is imported when first used, so the command line and a
+script that only reads one file pay for nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from importlib import import_module
 
 __version__ = "0.1.0"
+API_VERSION = 1  # raised when a public name, signature or result field of __all__ changes incompatibly
+
+# name -> the module that defines it
+_WHERE = {
+    "open": "q9diff.api",
+    "diff": "q9diff.api",
+    "target": "q9diff.api",
+    "will_load": "q9diff.api",
+    "doctor": "q9diff.api",
+    "Build": "q9diff.results",
+    "DiffReport": "q9diff.results",
+    "TargetReport": "q9diff.results",
+    "LoadReport": "q9diff.results",
+    "DoctorReport": "q9diff.results",
+    "Q9Error": "q9diff.errors",
+    "InputError": "q9diff.errors",
+    "FormatError": "q9diff.errors",
+    "UnknownDevice": "q9diff.format.tables",
+    "UnknownRuntime": "q9diff.load.runtime",
+    "BundleError": "q9diff.genie.bundle",
+}
+
+__all__ = ["API_VERSION", "__version__", *_WHERE]
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'q9diff' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """q9diff's module type, for one name: `q9diff.doctor` is the API's function, and stays it when doctor's
+    package (q9diff/doctor/) is imported, which the import system would otherwise record under the same
+    name. The package itself is reached as every module is, by `from q9diff.doctor... import ...`."""
+
+    @property
+    def doctor(self):
+        from q9diff.api import doctor
+
+        return doctor
+
+    @doctor.setter
+    def doctor(self, package) -> None:  # the import system naming the subpackage: sys.modules keeps it
+        pass
+
+
+sys.modules[__name__].__class__ = _Package

@@ -17,6 +17,11 @@ class Q9Error(Exception):
     """An error whose message is the one line the user reads: it names the file and what was expected."""
 
 
+class InputError(Q9Error):
+    """A path that cannot be used as asked: it does not exist, holds no context binary q9diff reads, or is a
+    file given against a set of parts none of which has its name."""
+
+
 class FormatError(Q9Error, ValueError):
     """The file is not what was expected at some offset."""
 

@@ -140,8 +140,8 @@ def test_a_hash_is_not_the_content(monkeypatch):
         truth = np.array([bytes(b) in known for b in needles])
         assert 0 < truth.sum() < len(truth)
         rows = np.arange(len(needles))[::-1].copy()
-        for mult, rounds in ((blocks._MULT, blocks._ROUNDS), (np.ones_like(blocks._MULT), 1)):
-            monkeypatch.setattr(blocks, "_MULT", mult)
+        for mult, rounds in ((blocks.MULT, blocks._ROUNDS), (np.ones_like(blocks.MULT), 1)):
+            monkeypatch.setattr(blocks, "MULT", mult)
             monkeypatch.setattr(blocks, "_ROUNDS", rounds)
             partner = np.full(len(rows), -1, dtype=np.int64)
             hit = blocks.find_blocks(needles, rows, hay, None, partner)
@@ -281,7 +281,7 @@ def _kernel_as_numpy_does(fused):
     import numpy as np
     import pytest
 
-    from q9diff.compare.blocks import _MULT, KEY, block_hash
+    from q9diff.compare.blocks import KEY, MULT, block_hash
 
     rng = np.random.default_rng(7)
     m = 3000
@@ -304,7 +304,7 @@ def _kernel_as_numpy_does(fused):
         ka, kb = a.view(np.uint64)[:, 5] * KEY, b.view(np.uint64)[:, 5] * KEY
         below = 1 << 62  # a quarter of the rows sampled, so the sets are not empty
         for every in (False, True):
-            hashing = (None, None, None, None) if every else (_MULT, *sums)  # regions of one size hash
+            hashing = (None, None, None, None) if every else (MULT, *sums)  # regions of one size hash
             got = fused.step(
                 ua, ub, flags, None if every else tops, 1000, *outs, every, int(KEY), below, *hashing
             )
@@ -341,11 +341,11 @@ def _kernel_as_numpy_does(fused):
     with pytest.raises(ValueError):  # hashes without their multipliers, or without their rows
         fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, None, *sums)
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel(), flags, None, 0, None, *outs[1:], False, 1, 0, _MULT, *sums)
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, None, *outs[1:], False, 1, 0, MULT, *sums)
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, _MULT[:-1], *sums)
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, MULT[:-1], *sums)
     with pytest.raises(ValueError):
-        fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, _MULT, sums[0][:-1], *sums[1:])
+        fused.step(a.ravel(), b.ravel(), flags, None, 0, *outs, False, 1, 0, MULT, sums[0][:-1], *sums[1:])
     with pytest.raises(ValueError):
         step(a.ravel()[:-1], b.ravel()[:-1], flags)  # not whole blocks
     # same and hash: at rows (ascending or not, repeated) and consecutive, and rows outside refused
@@ -358,23 +358,23 @@ def _kernel_as_numpy_does(fused):
     fused.same(a, b, whole, None, None)
     assert (whole.astype(bool) == (a == b).all(1)).all()
     hashed = np.empty(500, np.uint64)
-    fused.hash(b, ib, _MULT, hashed)
+    fused.hash(b, ib, MULT, hashed)
     assert (hashed == block_hash(b[ib])).all()
-    fused.hash(a, None, _MULT, whole_h := np.empty(m, np.uint64))
+    fused.hash(a, None, MULT, whole_h := np.empty(m, np.uint64))
     assert (whole_h == block_hash(a)).all()
     for bad in (np.array([m]), np.array([-1]), np.array([0], np.int32)):
         with pytest.raises(ValueError):
             fused.same(a, b, np.empty(1, np.uint8), bad, np.array([0]))
         with pytest.raises(ValueError):
-            fused.hash(a, bad, _MULT, np.empty(1, np.uint64))
+            fused.hash(a, bad, MULT, np.empty(1, np.uint64))
     with pytest.raises(ValueError):
         fused.same(a[:10], b, np.empty(11, np.uint8), None, None)  # more flags than blocks
     with pytest.raises(ValueError):
-        fused.hash(a, None, _MULT[:-1], np.empty(1, np.uint64))  # a multiplier short
-    for short in (_MULT[:-1], _MULT[:1], b""):  # read whole even when no hash asks for it (ASan saw it)
+        fused.hash(a, None, MULT[:-1], np.empty(1, np.uint64))  # a multiplier short
+    for short in (MULT[:-1], MULT[:1], b""):  # read whole even when no hash asks for it (ASan saw it)
         with pytest.raises(ValueError):
             fused.step(
                 a.ravel(), b.ravel(), flags, None, 0, None, None, None, False, 1, 0, short, None, None, None
             )
     with pytest.raises(ValueError):  # consecutive rows: more outputs than blocks, an error not a crash
-        fused.hash(a[:10], None, _MULT, np.empty(11, np.uint64))
+        fused.hash(a[:10], None, MULT, np.empty(11, np.uint64))

@@ -275,14 +275,14 @@ def test_strings_from_a_file_are_text_not_markup_nor_escapes(tmp_path, fixtures_
 
 
 def test_json_is_strict_non_finite_numbers_are_null(fixtures_dir, capsys):
-    from q9diff.cli import _print_json
+    from q9diff.cli.common import print_json
     from q9diff.compare.summary import inspect_summary
     from q9diff.format.binary import ContextBinary
 
     s = inspect_summary(ContextBinary.open(LOCAL / "part_1_of_2.bin"))
     s["graphs"][0]["inputs"][0]["scale"] = float("nan")  # what the parser returns for a NaN scale in a file
     s["graphs"][0]["inputs"][1]["scale"] = float("-inf")
-    _print_json(s)
+    print_json(s)
 
     def reject(name):
         raise ValueError(f"not strict JSON: {name}")

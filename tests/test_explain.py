@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import q9diff_cli
 
-from q9diff.explain import _FORMAT, explain, primary, table
+from q9diff.explain import PLACEHOLDERS, explain, primary, table
 
 ASKED = {  # the numbers users paste (issue 35), with the C name each has in Qualcomm's headers
     5000: "QNN_CONTEXT_ERROR_INVALID_ARGUMENT",
@@ -121,7 +121,9 @@ def test_measured_messages_are_in_the_runtime_libraries_they_name():
         if data is None:
             continue
         # the text between format fields, and between sentences (a library may join them at run time)
-        pieces = [q for p in _FORMAT.split(m.text) for q in re.split(r"(?<=\.) ", p) if len(q.strip()) >= 8]
+        pieces = [
+            q for p in PLACEHOLDERS.split(m.text) for q in re.split(r"(?<=\.) ", p) if len(q.strip()) >= 8
+        ]
         assert pieces and all(p.encode() in data for p in pieces), (m.library, m.text)
         checked += 1
     assert checked >= 30
@@ -132,7 +134,7 @@ def test_the_table_is_whole_and_its_patterns_find_their_own_text():
     names = [c.name for c in codes]
     assert len(names) == len(set(names)) and len(codes) >= 150
     for m in messages:
-        sample = _FORMAT.sub("7", m.text)
+        sample = PLACEHOLDERS.sub("7", m.text)
         assert m.pattern.search(sample) or re.search(m.pattern.pattern, sample, re.I), m.text
         assert m.meaning and m.library, m.text
         assert all(c.evidence in ("measured", "documented", "reported") for c in m.causes)

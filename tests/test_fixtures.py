@@ -26,13 +26,13 @@ NO_QNN = importlib.util.find_spec("onnxruntime_qnn") is None
 
 @pytest.mark.skipif(NO_QNN, reason="onnxruntime-qnn not installed")
 def test_variant_rebuilds_byte_identical(tmp_path: Path) -> None:
-    from q9diff.backends.ort_qnn import OrtQnnBackend, _same_version
+    from q9diff.backends.ort_qnn import OrtQnnBackend, same_version
 
     if not VARIANT.is_file():
         pytest.fail(f"{VARIANT} missing: run scripts/make_fixtures.py")
     recipe = rcp.load(VARIANT)
     here = _qairt_here()
-    if recipe.qairt_version and here and not _same_version(recipe.qairt_version, here):
+    if recipe.qairt_version and here and not same_version(recipe.qairt_version, here):
         pytest.skip(f"fixture built with QAIRT {recipe.qairt_version}, this onnxruntime-qnn has {here}")
     backend = OrtQnnBackend()
     if problem := backend.missing():

@@ -1,5 +1,5 @@
 """The HTML report drawn without plotly's validators and without a JSON round trip of the result
-(q9diff.present.charts, q9diff.cli.common._as_saved) is what those would have given: plotly accepts
+(q9diff.present.charts, q9diff.present.saved.as_saved) is what those would have given: plotly accepts
 every figure as it is, its encoder writes the same text, and the saved form holds JSON's values."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from q9diff.cli.common import _as_saved, _json_text
 from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json
 from q9diff.format.openers import open_binary
 from q9diff.present import charts, html
+from q9diff.present.saved import as_saved, json_text
 
 VARIANTS = FIXTURES / "variants"
 PAIRS = [
@@ -62,7 +62,7 @@ def test_the_saved_form_is_what_a_json_dump_and_load_gives(results):
         "plain": {"ops": ("Conv", "Add"), "flag": False, "big": 1 << 70},
     }
     for data in [*results, odd, {"only": "plain", "n": [1, 2.0, True]}]:
-        _same(_as_saved(data), json.loads(_json_text(data)))
+        _same(as_saved(data), json.loads(json_text(data)))
 
 
 def _figures(data: dict) -> list[dict]:
@@ -75,7 +75,7 @@ def test_every_figure_is_one_plotly_accepts_unchanged_and_writes_as_plotly_does(
     import plotly.io as pio
 
     for data in results:
-        for fig in _figures(_as_saved(data)):
+        for fig in _figures(as_saved(data)):
             checked = go.Figure(fig)  # validates every property: a wrong name or value raises
             assert checked.to_dict() == fig  # and coerces nothing: the same values
             text = pio.to_json(fig, validate=False, engine="json").replace("<", "\\u003c")
@@ -96,4 +96,4 @@ def test_the_template_and_plotly_js_are_plotlys_own():
 
 def test_no_string_of_a_result_can_take_plotly_js_place():
     fig = charts.figure([], {"title": {"text": charts.PLOTLY_JS}})
-    assert charts.PLOTLY_JS not in html._e(charts.PLOTLY_JS) + charts.chart_json(fig)
+    assert charts.PLOTLY_JS not in html.esc(charts.PLOTLY_JS) + charts.chart_json(fig)

@@ -15,7 +15,7 @@ from conftest import FIXTURES, ROOT, q9diff_cli
 from q9diff.format.openers import open_binary
 from q9diff.format.tables import find_device
 from q9diff.load.rules import LOADS, RECOMPILE, RULES, WILL_NOT_LOAD, judge
-from q9diff.load.runtime import RuntimeError_, measured, parse
+from q9diff.load.runtime import UnknownRuntime, measured, parse
 
 VARIANTS = FIXTURES / "variants"
 REAL = ROOT.parent / "shared" / "real" / "binaries"
@@ -90,7 +90,7 @@ def test_runtime_versions_as_users_write_them():
         assert rt.qairt[:2] == (2, 48) and rt.backend_api == (5, 48), text
     assert parse("2.42").backend_api is None  # no runtime or binary of 2.42 was read: unknown, not guessed
     for bad in ("two", "3.1", "/nonexistent/libQnnHtp.so"):
-        with pytest.raises(RuntimeError_):
+        with pytest.raises(UnknownRuntime):
             parse(bad)
 
 
@@ -112,7 +112,7 @@ def test_a_runtime_library_and_a_folder_that_ships_one_say_their_version(tmp_pat
         rt = parse(str(wheel / lib))
         assert ".".join(map(str, rt.qairt)) == installed, lib
     assert parse(str(wheel)).qairt == parse(str(wheel / "libQnnHtp.so")).qairt
-    with pytest.raises(RuntimeError_, match="found none"):
+    with pytest.raises(UnknownRuntime, match="found none"):
         parse(str(wheel / "libQnnSystem.so"))  # it carries no version string (measured)
 
 

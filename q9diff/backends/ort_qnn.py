@@ -100,10 +100,10 @@ class OrtQnnBackend:
         """The interpreter for a recipe's QAIRT version: `pythons`, else env Q9DIFF_PYTHON_2_48, else ours."""
         if qairt_version:
             for version, python in self.pythons.items():
-                if _same_version(version, qairt_version):
+                if same_version(version, qairt_version):
                     return python
             fields = str(qairt_version).split(".")
-            if len(fields) >= 2 and not _same_version(qairt_version, _our_qairt() or qairt_version):
+            if len(fields) >= 2 and not same_version(qairt_version, our_qairt() or qairt_version):
                 python = os.environ.get(f"Q9DIFF_PYTHON_{fields[0]}_{fields[1]}")
                 if python:
                     return python
@@ -152,7 +152,7 @@ class OrtQnnBackend:
             }
             (work / "job.json").write_text(json.dumps(job))
             result = _run_child(python, work / "job.json", self.timeout_s, part.name)
-            if recipe.qairt_version and not _same_version(recipe.qairt_version, result["qairt_version"]):
+            if recipe.qairt_version and not same_version(recipe.qairt_version, result["qairt_version"]):
                 raise BackendUnavailable(
                     f"recipe asks for QAIRT {recipe.qairt_version} but {python} has onnxruntime-qnn with "
                     f"QAIRT {result['qairt_version']}; pass an interpreter for {recipe.qairt_version}"
@@ -165,7 +165,7 @@ class OrtQnnBackend:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _our_qairt() -> str | None:
+def our_qairt() -> str | None:
     """The QAIRT version of this interpreter's onnxruntime-qnn, without loading Qualcomm's libraries."""
     try:
         from onnxruntime_qnn import build_and_package_info
@@ -174,7 +174,7 @@ def _our_qairt() -> str | None:
     return getattr(build_and_package_info, "qnn_version", None)
 
 
-def _same_version(a: str, b: str) -> bool:
+def same_version(a: str, b: str) -> bool:
     """QAIRT versions agree on as many dotted fields as both give ("2.51" == "2.51.0.260929")."""
     fa, fb = str(a).split("."), str(b).split(".")
     n = min(len(fa), len(fb))

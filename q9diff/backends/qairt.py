@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from q9diff.backends.base import BackendUnavailable, run_compile_child
-from q9diff.backends.ort_qnn import _same_version
+from q9diff.backends.ort_qnn import same_version
 from q9diff.guard import package_root
 from q9diff.recipes.recipe import Part, Recipe, Settings, output_path
 from q9diff.settings import BY_RECIPE
@@ -315,7 +315,7 @@ class QairtBackend:
         root, _ = self._sdk()
         assert root is not None
         version = sdk_version(root) or "unknown"
-        if recipe.qairt_version and not _same_version(recipe.qairt_version, version):
+        if recipe.qairt_version and not same_version(recipe.qairt_version, version):
             raise BackendUnavailable(
                 f"recipe asks for QAIRT {recipe.qairt_version} but the SDK at {root} is {version}; "
                 "set QAIRT_SDK_ROOT to a matching SDK"

@@ -1,5 +1,7 @@
-"""The command line: the only layer that prints and exits. A module per command (`inspect`, `diff`,
-`suggest`, `build` for recompile and steps, `verify`, `doctor`, `report`) over what they share (`common`).
+"""The command line: the only layer that exits. A module per command (`inspect`, `diff`, `suggest`,
+`build` for recompile and steps, `verify`, `doctor`, `report`, `explain`) over what they share (`common`):
+each parses its arguments, calls the API below (q9diff.api and the layers under it), picks a presenter
+(the terminal views in q9diff.present, JSON, HTML, Markdown) and maps the result to an exit status.
 
 Imports are lazy: `--help` and `inspect` must not pay for plotly, numpy work or the compile backends.
 """
@@ -10,22 +12,18 @@ import errno
 import importlib
 import sys
 
-from q9diff.cli.common import _clean, _print_json, app
+from q9diff.cli.common import OutputError, app, error_line
 from q9diff.errors import Q9Error
 
 # Each command registers itself on `app` when imported, in this order, the order `--help` lists them.
 for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor", "report", "explain"):
     importlib.import_module(f"q9diff.cli.{_module}")
 
-__all__ = ["COMMANDS", "app", "main", "run", "_print_json"]
+__all__ = ["COMMANDS", "app", "main", "run"]
 
 COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor", "report", "explain"}
 # What the program itself answers before any command (anything else first is the main form's CANDIDATE).
 OPTIONS = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
-
-
-class OutputError(Q9Error):
-    """Standard output would not take the result (a full disk, an I/O error): the one line says so."""
 
 
 class _Output:
@@ -70,25 +68,13 @@ def main() -> None:
         if isinstance(exc, OutputError):
             _drop_stdout()  # its unwritten rest would fail again at the exit
         if isinstance(exc, Q9Error):
-            _say(f"q9diff: error: {_clean(exc)}")
+            error_line(str(exc))
             sys.exit(2)
-        name = type(exc).__name__
-        _say(f"q9diff: error: internal error ({name}: {_clean(exc)}); please report it")
+        error_line(f"internal error ({type(exc).__name__}: {exc}); please report it")
         sys.exit(2)
     finally:
         if isinstance(sys.stdout, _Output):
             sys.stdout = stdout
-
-
-def _say(line: str) -> None:
-    """A line on stderr, when there is one: a closed stderr (`2>&-`) loses the line, not the status."""
-    if sys.stderr is None:
-        return
-    try:
-        print(line, file=sys.stderr)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def _drop_stdout() -> None:
@@ -141,7 +127,7 @@ def _end(code) -> None:
             _drop_stdout()  # the reader left: what it read is all it wanted (click exits 1 the same way)
             os._exit(1)
         _drop_stdout()
-        _say(f"q9diff: error: standard output: cannot write the result ({getattr(exc, 'strerror', exc)})")
+        error_line(f"standard output: cannot write the result ({getattr(exc, 'strerror', exc)})")
         code = 2
     atexit._run_exitfuncs()
     try:

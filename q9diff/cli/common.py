@@ -1,10 +1,9 @@
-"""What every command shares: the app, the terminal (cleaned strings, one-line errors, progress) and
-opening inputs."""
+"""What every command shares: the app, its commands' class (which turns every `Q9Error` into one line
+on stderr and exit status 2: the one place errors become statuses), the options they share, the checks
+on where reports go, and the writing of results (JSON, reports, notes on stderr, progress)."""
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +11,8 @@ from pathlib import Path
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from q9diff.errors import FormatError, printable
+from q9diff.errors import Q9Error, printable
+from q9diff.present.terminal import wrote
 
 MAIN_HELP = """Forensics for QNN HTP context binaries.
 
@@ -30,6 +30,15 @@ Exit status, every command:
   2  error: one line on stderr naming the file"""
 
 
+class CommandError(Q9Error):
+    """What the command line asks cannot be done: options that do not go together, a report that would
+    overwrite an input or cannot be written. One line, exit status 2, as every `Q9Error`."""
+
+
+class OutputError(Q9Error):
+    """Standard output would not take the result (a full disk, an I/O error): the one line says so."""
+
+
 class _HelpFlag:
     """Shows --help as a flag, not `--help <bool>` (the type column some typer releases print)."""
 
@@ -40,16 +49,27 @@ class _HelpFlag:
         return option
 
 
-class _Command(_HelpFlag, TyperCommand):
-    pass
+class Command(_HelpFlag, TyperCommand):
+    """Every command's class: an error the user can act on (`Q9Error`) is one line on stderr naming the
+    file, and exit status 2. A write to standard output that failed (`OutputError`) is left to the
+    program's last line of defence (q9diff.cli.main), which stops writing there first."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except OutputError:
+            raise
+        except Q9Error as exc:
+            error_line(str(exc))
+            raise typer.Exit(2) from None
 
 
-class _Group(_HelpFlag, TyperGroup):
+class Group(_HelpFlag, TyperGroup):
     pass
 
 
 app = typer.Typer(  # plain click help: half the start-up of rich panels (scripts/bench.py)
-    cls=_Group,
+    cls=Group,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help=MAIN_HELP,
@@ -101,85 +121,32 @@ def _options(
     """The options before a command; --version answers and exits."""
 
 
-class _Console:
-    """rich's Console, created on first use, following the terminal's width (80 columns in a pipe).
-
-    Markup is off: strings from a file are data, never markup. Our own styling goes through Text."""
-
-    _console = None
-
-    def __getattr__(self, name):
-        if _Console._console is None:
-            from rich.console import Console
-
-            _Console._console = Console(markup=False, highlight=False, emoji=False)
-        return getattr(_Console._console, name)
-
-
-console = _Console()
-
-
-_clean = printable  # the one escape of strings from files (q9diff.errors), under the CLI's short name
-
-
-def _t(*parts):
-    """A rich Text from (text, style) pairs or plain strings; every string is cleaned of controls."""
-    from rich.text import Text
-
-    out = Text()
-    for part in parts:
-        text, style = (part, None) if isinstance(part, str) else part
-        out.append(_clean(text), style=style)
-    return out
-
-
-def _json_safe(v):
-    """Strict JSON: a non-finite float (NaN, ±inf, e.g. a NaN scale read from a file) becomes null."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
-
-
-def _json_text(data: dict) -> str:
-    """Strict JSON (RFC 8259): non-finite numbers are written as null, never NaN/Infinity."""
+def error_line(message: str) -> None:
+    """`q9diff: error: MESSAGE` on stderr, cleaned of control characters. A closed stderr (`2>&-`) loses
+    the line, not the status."""
+    if sys.stderr is None:
+        return
     try:
-        return json.dumps(data, indent=2, default=str, allow_nan=False)
-    except ValueError:  # a NaN or infinity somewhere: rare, so only then walk the tree
-        return json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False)
+        print(f"q9diff: error: {printable(message)}", file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
-def _print_json(data: dict) -> None:
-    print(_json_text(data))
+def print_json(data: dict) -> None:
+    """A result as `--json` prints it (strict JSON: non-finite numbers as null)."""
+    from q9diff.present.saved import json_text
+
+    print(json_text(data))
 
 
-def _as_saved(data: dict) -> dict:
-    """A result as `--json` saves it and `q9diff report` reads it back: a report written now and one
-    drawn later from the saved JSON are then drawn from the same values. Plain values are copied as
-    JSON gives them back (0.02 s, not a 1 s dump and load of a seed-scale set: saved.plain_copy)."""
-    from q9diff.present.saved import NotPlain, plain_copy
-
-    try:
-        return plain_copy(data)
-    except NotPlain:  # a NaN, a Path, a non-str key...: JSON's own values
-        return json.loads(_json_text(data))
-
-
-def _fail(msg: str) -> None:
-    print(f"q9diff: error: {_clean(msg)}", file=sys.stderr)
-    raise typer.Exit(2)
-
-
-def _note(msg: str) -> None:
+def note(msg: str) -> None:
     """A line for the user on stderr (stdout stays the result, e.g. JSON)."""
-    print(f"q9diff: {_clean(msg)}", file=sys.stderr)
+    print(f"q9diff: {printable(msg)}", file=sys.stderr)
 
 
 @contextmanager
-def _busy(message: str, quiet: bool = False):
+def busy(message: str, quiet: bool = False):
     """A spinner with the elapsed time on stderr while a long phase runs; nothing in a pipe or with --json.
 
     Yields a function that replaces the message (e.g. which part is being compared)."""
@@ -191,15 +158,11 @@ def _busy(message: str, quiet: bool = False):
 
     columns = (SpinnerColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task(_clean(message), total=None)
-        yield lambda text: progress.update(task, description=_clean(text))
+        task = progress.add_task(printable(message), total=None)
+        yield lambda text: progress.update(task, description=printable(text))
 
 
-def _wrote(path: Path, what: str) -> None:
-    console.print(_t(f"wrote {what}: {path}"), soft_wrap=True)
-
-
-def _flag(decl: str, help: str, short: str | None = None):
+def flag(decl: str, help: str, short: str | None = None):
     """A boolean flag, shown in --help as just the flag (some typer releases show `--json <bool>`);
     `short` is its one-letter form (`-v`)."""
     return typer.Option(False, decl, *([short] if short else []), help=help, metavar="")
@@ -211,7 +174,7 @@ CANDIDATE = typer.Argument(..., metavar="CANDIDATE", help="your build: file, fol
 REFERENCE = typer.Argument(..., metavar="REFERENCE", help="the known-good build, the same kind")
 
 
-def _report_path(
+def report_path(
     out: Path | None, inputs: list[Path | None], flag: str = "--html", files: tuple[Path, ...] = ()
 ) -> None:
     """Refuse a --html path before any work when writing there would change an input: the input file
@@ -223,12 +186,14 @@ def _report_path(
         return
     target = out.resolve()
     if target.is_dir():
-        _fail(f"{flag} {out} is a folder: name the report's file, e.g. {out / 'report.html'}")
+        raise CommandError(f"{flag} {out} is a folder: name the report's file, e.g. {out / 'report.html'}")
     if out.is_symlink() or (out.exists() and not out.is_file()):
-        _fail(f"{flag} {out} is not a regular file (a device or a link): name a new file or a regular one")
+        raise CommandError(
+            f"{flag} {out} is not a regular file (a device or a link): name a new file or a regular one"
+        )
     for given in files:
         if target == given.resolve():
-            _fail(f"{flag} {out} would overwrite {given}, an input: choose another file")
+            raise CommandError(f"{flag} {out} would overwrite {given}, an input: choose another file")
     for given in inputs:
         if given is None:
             continue
@@ -239,10 +204,10 @@ def _report_path(
         folder = src.parent if src.suffix == ".json" else src
         if target == src or (folder.is_dir() and folder in target.parents and target.exists()):
             what = given if target == src else target
-            _fail(f"{flag} {out} would overwrite {what}, an input: choose another file")
+            raise CommandError(f"{flag} {out} would overwrite {what}, an input: choose another file")
 
 
-def _report_not_read(out: Path | None, read: list[Path], flag: str = "--html") -> None:
+def report_not_read(out: Path | None, read: list[Path], flag: str = "--html") -> None:
     """Refuse a --html path that is one of the files the command read, whatever their names (a ctx-bin,
     a tokenizer, a config of any extension), once it knows them and before the report is written."""
     if out is None:
@@ -250,182 +215,45 @@ def _report_not_read(out: Path | None, read: list[Path], flag: str = "--html") -
     target = out.resolve()
     for path in read:
         if Path(path).resolve() == target:
-            _fail(f"{flag} {out} would overwrite {path}, an input: choose another file")
+            raise CommandError(f"{flag} {out} would overwrite {path}, an input: choose another file")
 
 
-def _read_errors() -> tuple[type[Exception], ...]:
-    """What a reader raises on bytes it cannot make sense of."""
-    import struct
-
-    return (ValueError, IndexError, struct.error)
-
-
-def _open(path: Path):
-    from q9diff.format.openers import open_binary
-
-    try:
-        return open_binary(path)
-    except FormatError as exc:
-        _fail(str(exc))
-    except _read_errors() as exc:
-        _fail(f"{path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
+# --target DEVICE where a reference would go (diff, suggest; doctor takes it too), and --runtime VERSION
+TARGET = typer.Option(
+    None,
+    "--target",
+    metavar="DEVICE",
+    help="the device the build is for (QCS9100, SA8775P, Snapdragon 8 Gen 3, SM8650, a soc_model id): "
+    "judge it against what AI Hub's builds for it use, with no reference",
+)
 
 
-def _print_packing(side: str, notice: dict | None) -> None:
-    """The single-binary weights-packing notice (q9diff.compare.packing), when there is one."""
-    if notice:
-        console.print(_t(f"{side}weights packing: {notice['message']}"))
+RUNTIME = typer.Option(
+    None,
+    "--runtime",
+    metavar="VERSION",
+    help="the QAIRT runtime the build must load on (2.48, QAIRT 2.48.40, v2.48), or the path of a runtime "
+    "library (libQnnHtp.so, libGenie.so) or of a folder that ships one: say whether each part loads there",
+)
 
 
-def _exists(path: Path) -> None:
-    """The path exists, or names one context of a file that does (`FILE#NAME`, as sets list them)."""
-    if path.exists():
-        return
-    if "#" in path.name and path.with_name(path.name.rsplit("#", 1)[0]).is_file():
-        return
-    _fail(f"{path}: no such file or directory")
-
-
-def _is_set(path: Path) -> bool:
-    """A folder of parts, a Genie bundle, or one file carrying several contexts (EPContext, LiteRT)."""
-    from q9diff.kinds import is_set
-
-    try:
-        return is_set(path)
-    except FormatError as exc:
-        _fail(str(exc))
-
-
-def _parts(path: Path) -> list[Path]:
-    from q9diff.genie.config import ConfigError
-    from q9diff.kinds import parts_of
-
-    try:
-        parts = parts_of(path)
-    except (ConfigError, FormatError) as exc:
-        _fail(str(exc))
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
-        _fail(f"{path}: not a folder of parts or a Genie bundle q9diff can read ({exc})")
-    if not parts:
-        from q9diff.genie.config import dialog_configs
-
-        configs = dialog_configs(path) if path.is_dir() else []
-        if len(configs) > 1:
-            names = ", ".join(p.name for p in configs)
-            _fail(f"{path}: several Genie configs ({names}) and no *.bin in it: give the config file itself")
-        _fail(f"{path}: no context binaries in it (*.bin, or a Genie config naming ctx-bins)")
-    return parts
-
-
-def _inputs(candidate: Path, reference: Path) -> tuple[Path, Path]:
-    """Check both inputs before anything is compared; a file against a folder of parts is compared
-    with its counterpart part (same file name), or refused."""
-    for p in (candidate, reference):
-        _exists(p)
-        if _is_set(p):
-            _parts(p)
-    if _is_set(candidate) == _is_set(reference):
-        return candidate, reference
-    file, folder = (candidate, reference) if _is_set(reference) else (reference, candidate)
-    match = [p for p in _parts(folder) if p.name == file.name]
-    if not match:
-        names = ", ".join(p.name for p in _parts(folder))
-        _fail(
-            f"{file} is a file and {folder} a set of parts ({names}), none named {file.name}:"
-            " give two files or two folders"
-        )
-    _note(f"comparing {file} with its counterpart {match[0]}")
-    return (candidate, match[0]) if file == candidate else (match[0], reference)
-
-
-def _swapped(candidate: Path, reference: Path, causes, command: str, sides) -> str | None:
-    """A sentence when the reference looks like the broken build, naming the other order. `sides`:
-    the candidate's and the reference's files as inspect JSON, or as ContextBinary."""
-    from q9diff.present.verdict import reference_looks_wrong
-
-    def facts(x) -> dict:
-        if isinstance(x, dict):
-            return x
-        from q9diff.compare.summary import target
-
-        return {"target": target(x), "dsp_arch": x.dsp_arch}
-
-    cands, refs = ([facts(x) for x in side] for side in sides)
-    why = reference_looks_wrong(causes, cands, refs)
-    if why is None:
-        return None
-    from shlex import quote  # a line to copy: a path with a space or a ; stays one argument
-
-    swapped = f"{quote(str(reference))} {quote(str(candidate))}"
-    return f"{why}; the known-good build comes second: q9diff {command}{swapped}"
-
-
-def _open_pair(a: Path, b: Path):
-    from q9diff.compare.diff import diff
-
-    ca, cb = _open(a), _open(b)
-    try:
-        return diff(ca, cb)
-    except FormatError as exc:
-        _fail(str(exc))
-    except _read_errors() as exc:
-        _fail(f"{a} / {b}: not a context binary q9diff can read ({type(exc).__name__}: {exc})")
-
-
-def _diff_sets(a: Path, b: Path, quiet: bool):
-    """Diff two sets part by part, showing which part is compared."""
-    from q9diff.compare.diff import diff_sets
-
-    with _busy(f"comparing the parts of {a.name} and {b.name}", quiet) as say:
-
-        def on_part(pa: Path, pb: Path, r) -> None:
-            say(f"compared {pa.name} with {pb.name}")
-
-        try:
-            return diff_sets(a, b, on_part=on_part)
-        except FormatError as exc:
-            _fail(str(exc))
-        except (OSError, *_read_errors()) as exc:
-            _fail(f"{a} / {b}: {exc}")
-
-
-def _build(r, backend: str, out: Path) -> list[Path]:
-    """Compile `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
-    diffed and verified (the runners find it there) like any build."""
+def build_into(r, backend: str, out: Path) -> list[Path]:
+    """Compile recipe `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
+    diffed and verified (the runners find it there) like any build (recompile, suggest --recompile)."""
     from q9diff.backends.registry import compile_backend
-    from q9diff.recipes.recipe import dump, write_atomic
+    from q9diff.recipes.recipe import dump, is_recipe_text, write_atomic
 
     built = compile_backend(backend).compile(r, out)
     target = out / "recipe.json"
     if r.path is not None and target.resolve() == Path(r.path).resolve():
         return built  # building in place: the recipe is already there, and inputs are never rewritten
-    from q9diff.recipes.recipe import is_recipe_text
-
     if target.exists() and not is_recipe_text(target.read_text(errors="replace")):
-        console.print(_t(f"note: {target} exists and is not a q9diff recipe; left as it was"))
+        from q9diff.present.terminal_build import print_recipe_kept
+
+        print_recipe_kept(target)
         return built
     write_atomic(target, dump(r.rebased(out)))
     return built
-
-
-def _print_suggestions(suggestions: list[dict]) -> None:
-    """The fix, one copyable line per tool: never wrapped by us (the terminal may fold it visually)."""
-    from q9diff.units import config_value
-
-    if not suggestions:
-        console.print("No setting to change.")
-    for s in suggestions:
-        t = s["targets"]
-        lines = [f"  qairt:                  {t['qairt']}"]
-        lines += [
-            f"  htp_backend_ext_config: {k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items()
-        ]
-        lines += [f"  ONNX Runtime QNN EP:    {k}={v}" for k, v in t.get("ort_qnn", {}).items()]
-        lines.append(f"  qnn-context-binary-generator: {t['qnn_cli']}")
-        heading = f"{s['setting']} = {config_value(s['setting'], s['value'])}"
-        console.print(_t((heading, "bold")), soft_wrap=True)
-        for line in lines:
-            console.print(_t(line), soft_wrap=True)
 
 
 MARKDOWN = typer.Option(
@@ -436,36 +264,15 @@ MARKDOWN = typer.Option(
 )
 
 
-def _renderers(schema: str, data: dict):
-    """(html, markdown) of a checked saved result."""
-    from q9diff.present import html, markdown
-    from q9diff.present import saved as s
-
-    if schema == s.DIFF:
-        return (lambda: html.render(data)), (lambda: markdown.render(data))
-    if schema == s.SET:
-        return (lambda: html.render_set(data)), (lambda: markdown.render_set(data))
-    if schema == s.VERIFY:
-        res = s.verify_result(data)
-        return (lambda: html.render_verify(res)), (lambda: markdown.render_verify(res))
-    if schema == s.TARGET:
-        from q9diff.present.pages import render_target
-
-        return (lambda: render_target(data)), (lambda: markdown.render_target(data))
-    from q9diff.doctor.run import DoctorResult
-    from q9diff.present.doctor import render_doctor
-
-    result = DoctorResult.from_json(data)
-    return (lambda: render_doctor(result)), (lambda: markdown.render_doctor(result))
-
-
 def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> None:
-    """Write the HTML and Markdown of a result as `--json` gives it (`_as_saved`); `md_out` '-' is stdout."""
+    """Write the HTML and Markdown of a result as `--json` gives it (q9diff.present.saved.as_saved);
+    `md_out` '-' is stdout."""
     if html_out is None and md_out is None:
         return
+    from q9diff.present.reports import renderers
     from q9diff.recipes.recipe import write_atomic
 
-    draw_html, draw_md = _renderers(data["schema"], data)
+    draw_html, draw_md = renderers(data)
     for out, draw, what in ((html_out, draw_html, "HTML"), (md_out, draw_md, "Markdown")):
         if out is None:
             continue
@@ -475,21 +282,21 @@ def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> Non
         try:
             write_atomic(out, draw())
         except OSError as exc:
-            _fail(f"{out}: cannot write the {what} report ({exc.strerror})")
+            raise CommandError(f"{out}: cannot write the {what} report ({exc.strerror})") from None
 
 
 def said(html_out: Path | None, md_out: Path | None, to_stderr: bool) -> None:
     """Say which report files were written (on stderr when stdout carries JSON or Markdown)."""
     for out, what in ((html_out, "the HTML report"), (md_out, "the Markdown report")):
         if out is not None and str(out) != "-":
-            _note(f"wrote {what}: {out}") if to_stderr else _wrote(out, what)
+            note(f"wrote {what}: {out}") if to_stderr else wrote(out, what)
 
 
 def stdout_once(as_json: bool, md_out: Path | None, html_out: Path | None = None) -> None:
     """Refuse, before any work, two outputs in one place: JSON and Markdown both on stdout, or the
     HTML and the Markdown report in one file."""
     if as_json and md_out is not None and str(md_out) == "-":
-        _fail("--json and --markdown - both write to stdout: give --markdown a file")
+        raise CommandError("--json and --markdown - both write to stdout: give --markdown a file")
     if html_out is not None and md_out is not None and str(md_out) != "-":
         if html_out.resolve() == md_out.resolve():
-            _fail(f"--html and --markdown name one file, {md_out}: give each its own")
+            raise CommandError(f"--html and --markdown name one file, {md_out}: give each its own")

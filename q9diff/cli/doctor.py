@@ -8,23 +8,22 @@ import typer
 
 from q9diff.cli.common import (
     MARKDOWN,
-    _as_saved,
-    _Command,
-    _fail,
-    _flag,
-    _print_json,
-    _report_not_read,
-    _report_path,
+    RUNTIME,
+    TARGET,
+    Command,
+    CommandError,
     app,
-    console,
+    flag,
+    print_json,
+    report_not_read,
+    report_path,
     said,
     stdout_once,
     write_reports,
 )
-from q9diff.cli.target import RUNTIME, TARGET, runtime_or_fail
 
 
-@app.command(cls=_Command, short_help="Check a whole Genie bundle: the nine hypotheses, the two places.")
+@app.command(cls=Command, short_help="Check a whole Genie bundle: the nine hypotheses, the two places.")
 def doctor(
     bundle: Path = typer.Argument(
         ..., metavar="BUNDLE", help="a Genie bundle (its folder or its config), a folder of parts or one .bin"
@@ -35,7 +34,7 @@ def doctor(
     reference_opt: Path = typer.Option(
         None, "--reference", metavar="REF_BUNDLE", help="the known-good bundle (the same as REFERENCE)"
     ),
-    as_json: bool = _flag("--json", "print the q9diff.doctor/1 JSON (non-finite numbers as null)"),
+    as_json: bool = flag("--json", "print the q9diff.doctor/1 JSON (non-finite numbers as null)"),
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="also write a self-contained HTML report"
     ),
@@ -50,36 +49,31 @@ def doctor(
       0  no finding is an error
       1  a finding is an error
       2  the bundle cannot be read"""
-    from q9diff.cli.target import device_or_fail
-    from q9diff.doctor.run import print_report, run
-    from q9diff.genie.bundle import BundleError
+    from q9diff import api
+    from q9diff.present.saved import as_saved
 
     if reference is not None and reference_opt is not None and reference != reference_opt:
-        _fail(f"two references, {reference} and --reference {reference_opt}: give one")
+        raise CommandError(f"two references, {reference} and --reference {reference_opt}: give one")
     reference = reference or reference_opt
-    device = device_or_fail(target) if target is not None else None
-    qairt = runtime_or_fail(runtime) if runtime is not None else None
+    device = api.as_device(target) if target is not None else None
+    qairt = api.as_runtime(runtime) if runtime is not None else None
     # A config given under any name names files beside it: its whole folder is input, as a folder is.
     given = [bundle, reference]
     given += [p.parent for p in given if p is not None and p.is_file()]
-    _report_path(html_out, given)
+    report_path(html_out, given)
     if md_out is not None and str(md_out) != "-":
-        _report_path(md_out, given, "--markdown")
+        report_path(md_out, given, "--markdown")
     stdout_once(as_json, md_out, html_out)
-    try:
-        report = run(bundle, reference, target=device, runtime=qairt)
-    except BundleError as exc:
-        _fail(str(exc))
-    _report_not_read(html_out, report.files())
+    report = api.doctor(bundle, reference, target=device, runtime=qairt)
+    report_not_read(html_out, list(report.files))
     md_file = md_out if md_out is not None and str(md_out) != "-" else None
-    _report_not_read(md_file, report.files(), "--markdown")
-    result = report.result()
+    report_not_read(md_file, list(report.files), "--markdown")
     # drawn from the saved result, as `report` does
-    write_reports(_as_saved(result.to_json()), html_out, md_out)
+    write_reports(as_saved(report.result.to_json()), html_out, md_out)
     to_stdout = as_json or (md_out is not None and str(md_out) == "-")
     if as_json:
-        _print_json(result.to_json())
+        print_json(report.result.to_json())
     elif not to_stdout:
-        print_report(result, console)
+        report.show()
     said(html_out, md_out, to_stdout)
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(report.result.exit_code)

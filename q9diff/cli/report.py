@@ -1,8 +1,8 @@
 """`q9diff report RESULT.json`: the terminal view, the HTML report or the Markdown of a saved result.
 
 Every command that saves a result (`--json` of diff, a set diff, verify, doctor) draws its HTML and
-Markdown from that same JSON (`common.write_reports`), so a report drawn later from the saved file is the same
-page, with the binaries and bundles gone, as diffoscope renders from its saved JSON.
+Markdown from that same JSON (q9diff.present.reports), so a report drawn later from the saved file is the
+same page, with the binaries and bundles gone, as diffoscope renders from its saved JSON.
 """
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ import typer
 
 from q9diff.cli.common import (
     MARKDOWN,
-    _Command,
-    _fail,
-    _note,
-    _report_path,
-    _swapped,
+    Command,
+    CommandError,
     app,
-    console,
+    note,
+    report_path,
     said,
     stdout_once,
     write_reports,
 )
+from q9diff.errors import InputError
+from q9diff.present.terminal import console
 
 
-@app.command(cls=_Command, short_help="Show or render a saved --json result (HTML, Markdown).")
+@app.command(cls=Command, short_help="Show or render a saved --json result (HTML, Markdown).")
 def report(
     result: Path = typer.Argument(
         ..., metavar="RESULT", help="a saved --json of diff, verify, doctor or --target"
@@ -43,15 +43,12 @@ def report(
     from q9diff.present import saved as s
 
     if not result.is_file():
-        _fail(f"{result}: no such file" if not result.exists() else f"{result}: not a file")
+        raise InputError(f"{result}: no such file" if not result.exists() else f"{result}: not a file")
     stdout_once(False, md_out, html_out)
     for out, flag in ((html_out, "--html"), (md_out, "--markdown")):
         if out is not None and str(out) != "-":
-            _report_path(out, [], flag, files=(result,))
-    try:
-        saved = s.load(result)
-    except s.ResultError as exc:
-        _fail(str(exc))
+            report_path(out, [], flag, files=(result,))
+    saved = s.load(result)
     data = saved.data
     code = _drawn(result, saved.schema, lambda: _exit_code(saved))
     _drawn(result, saved.schema, lambda: write_reports(data, html_out, md_out))
@@ -74,7 +71,9 @@ def _drawn(result: Path, schema: str, draw):
     try:
         return draw()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
-        _fail(f"{result}: a {schema} result q9diff cannot draw ({type(exc).__name__}: {exc})")
+        raise CommandError(
+            f"{result}: a {schema} result q9diff cannot draw ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _exit_code(saved) -> int:
@@ -95,36 +94,37 @@ def _exit_code(saved) -> int:
 
 def _terminal(saved) -> None:
     """The command's own terminal view, read from the saved result."""
-    from q9diff.cli.target import print_load, print_target
     from q9diff.present import saved as s
-    from q9diff.present.verdict import sides
+    from q9diff.present.terminal_target import print_load, print_target
+    from q9diff.present.verdict import sides, swap_advice
 
     data = saved.data
     if saved.schema in (s.DIFF, s.SET):
-        from q9diff.cli.diff import print_set, show_pair
         from q9diff.compare.result import saved_diff, saved_set
         from q9diff.present.html import set_root
+        from q9diff.present.terminal_diff import print_set, show_pair
 
         a, b = (
             (data["a"]["path"], data["b"]["path"])
             if saved.schema == s.DIFF
             else (set_root(data, "a"), set_root(data, "b"))
         )
-        swapped = _swapped(Path(a), Path(b), data["causes"], "", sides(data))
+        swapped = swap_advice(Path(a), Path(b), data["causes"], "", sides(data))
         if swapped:
-            _note(f"warning: {swapped}")
+            note(f"warning: {swapped}")
         for f in data.get("target", {}).get("reference_findings", []):
-            _note(f"warning: {f}")  # as the live command says it, once per part
+            note(f"warning: {f}")  # as the live command says it, once per part
         show_pair(saved_diff(data)) if saved.schema == s.DIFF else print_set(saved_set(data), data)
         print_load(data.get("load"))
     elif saved.schema == s.VERIFY:
-        from q9diff.cli.verify import _print_verify
+        from q9diff.present.terminal_verify import print_verify
 
-        _print_verify(s.verify_result(data))
+        print_verify(s.verify_result(data))
     elif saved.schema == s.TARGET:
         print_target(data)
         print_load(data.get("load"))
     else:
-        from q9diff.doctor.run import DoctorResult, print_report
+        from q9diff.doctor.run import DoctorResult
+        from q9diff.present.terminal_doctor import print_report
 
-        print_report(DoctorResult.from_json(data), console)
+        print_report(DoctorResult.from_json(data))

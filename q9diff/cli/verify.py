@@ -7,25 +7,20 @@ from pathlib import Path
 import typer
 
 from q9diff.cli.common import (
-    _as_saved,
-    _busy,
-    _Command,
-    _exists,
-    _fail,
-    _flag,
-    _note,
-    _print_json,
-    _report_path,
-    _t,
-    _wrote,
+    Command,
+    CommandError,
     app,
-    console,
+    busy,
+    flag,
+    note,
+    print_json,
+    report_path,
     write_reports,
 )
 from q9diff.errors import FormatError
 
 
-@app.command(cls=_Command, short_help="Run both builds and the CPU reference; compare outputs.")
+@app.command(cls=Command, short_help="Run both builds and the CPU reference; compare outputs.")
 def verify(
     candidate: Path = typer.Argument(
         ..., metavar="CANDIDATE", help="your build (file, folder or Genie bundle)"
@@ -65,7 +60,7 @@ def verify(
         metavar="X",
         help="single graphs: pass at this relative error or less (default 0.02, 0.1 vs CPU)",
     ),
-    as_json: bool = _flag("--json", "print the q9diff.verify/1 JSON (strict: NaN/inf written as null)"),
+    as_json: bool = flag("--json", "print the q9diff.verify/1 JSON (strict: NaN/inf written as null)"),
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report (drift per step)"
     ),
@@ -97,22 +92,23 @@ def verify(
          (or, without one, the CPU reference) where it ran
       1  FAIL
       2  error"""
+    from q9diff.inputs import exists
     from q9diff.recipes.recipe import RecipeError
     from q9diff.runners.base import RunnerError
     from q9diff.verify.run import Tolerance, load_inputs
     from q9diff.verify.run import verify as run_verify
 
-    _exists(candidate)
+    exists(candidate)
     if reference is not None:
-        _exists(reference)
-    _report_path(html_out, [candidate, reference, recipe, inputs])
+        exists(reference)
+    report_path(html_out, [candidate, reference, recipe, inputs])
     try:
         ids = [int(x) for x in prompt.replace(",", " ").split()] if prompt else None
     except ValueError:
-        _fail(f"--prompt-ids: expected token ids such as 10,20,30, got {prompt!r}")
+        raise CommandError(f"--prompt-ids: expected token ids such as 10,20,30, got {prompt!r}") from None
     where = "the device" if runner.startswith("ssh://") else "the x86 HTP emulator"
     try:
-        with _busy(f"running {candidate.name} on {where} (and the references)", as_json):
+        with busy(f"running {candidate.name} on {where} (and the references)", as_json):
             if runner == "genie":
                 from q9diff.verify.genie import verify_genie
 
@@ -139,8 +135,10 @@ def verify(
                     candidate, reference, run, cpu=cpu, recipe=recipe, steps=steps, prompt=ids, seed=seed,
                     inputs=given, tolerance=tolerance,
                 )  # fmt: skip
-    except (RunnerError, FormatError, RecipeError, RuntimeError) as exc:
-        _fail(str(exc))
+    except (RunnerError, FormatError, RecipeError):
+        raise
+    except RuntimeError as exc:
+        raise CommandError(str(exc)) from exc
     from dataclasses import replace
 
     from q9diff.verify.run import to_json
@@ -148,13 +146,19 @@ def verify(
 
     res = replace(res, targets=read_targets(candidate))
 
-    write_reports(_as_saved(to_json(res)), html_out, None)  # drawn from the saved result, as `report` does
+    from q9diff.present.saved import as_saved
+
+    write_reports(as_saved(to_json(res)), html_out, None)  # drawn from the saved result, as `report` does
     if as_json:
-        _print_json(to_json(res))
+        print_json(to_json(res))
     else:
-        _print_verify(res)
+        from q9diff.present.terminal_verify import print_verify
+
+        print_verify(res)
     if html_out is not None:
-        _wrote(html_out, "the HTML report") if not as_json else _note(f"wrote the HTML report: {html_out}")
+        from q9diff.present.terminal import wrote
+
+        wrote(html_out, "the HTML report") if not as_json else note(f"wrote the HTML report: {html_out}")
     raise typer.Exit(0 if res.passed else 1)
 
 
@@ -169,88 +173,3 @@ def _runner(spec, known_hosts, identity, remote_tool, remote_python, qairt_root)
         spec, tool=remote_tool, known_hosts=known_hosts, identity=identity, remote_python=remote_python,
         qairt_root=qairt_root,
     )  # fmt: skip
-
-
-def _fmt(m) -> str:
-    return "" if m is None else f"{m.max_abs:.2g} / {m.cosine:.4f}"
-
-
-def _print_verify(res) -> None:
-    from rich.table import Table
-
-    for side in res.sides:
-        console.print(_t((side.label, "bold"), f": {side.source} ({side.runner})"))
-        for note in side.notes:
-            console.print(_t(f"  note: {note}"))
-    for note in res.notes:
-        console.print(_t(f"note: {note}"))
-    if res.llm is not None:
-        c = res.llm
-        console.print(f"LLM: prompt {list(c.prompt)} ({len(c.prompt)} tokens), greedy", soft_wrap=True)
-        for label, toks in c.tokens.items():
-            console.print(_t(f"  tokens {label:<10} {' '.join(map(str, toks))}"), soft_wrap=True)
-        for label, text in c.texts.items():
-            console.print(_t(f"  text   {label:<10} {text!r}"))
-        for pair, step in c.first_divergence.items():
-            console.print(
-                _t(
-                    f"  {pair}: "
-                    + ("same tokens at every step" if step is None else f"diverge at step {step}")
-                )
-            )
-        if not c.steps:
-            _print_verdict(res)
-            return
-        t = Table(title="per step (logits teacher-forced on the anchor's tokens): max|Δ| / cosine")
-        labels = list(c.tokens)
-        short = {"candidate": "cand", "reference": "ref"}
-        for col in ["step", *[short.get(x, x) for x in labels], "cand~cpu", "ref~cpu", "cand~ref"]:
-            t.add_column(col, justify="right", no_wrap=True)
-        for d in c.steps:
-            t.add_row(
-                str(d.step),
-                *[str(d.tokens.get(x, "")) for x in labels],
-                _fmt(d.vs_cpu.get("candidate")),
-                _fmt(d.vs_cpu.get("reference")),
-                _fmt(d.vs_reference),
-            )
-        console.print(t)
-    else:
-        t = Table(title="outputs: candidate against each other side")
-        for col in ("graph", "output", "against", "max|Δ|", "rel", "cosine", "ok"):
-            t.add_column(col, overflow="fold")
-        for o in res.outputs:
-            m = o.metrics
-            ok = _t("yes") if o.passed else _t(("NO", "red"))
-            cells = (f"{m.max_abs:.3g}", f"{m.rel:.3g}", f"{m.cosine:.6f}", ok)
-            graph = o.graph if len(o.graph) <= 32 else "…" + o.graph[-31:]
-            t.add_row(_t(graph), _t(o.output), _t(o.against), *cells)
-        console.print(t)
-    _print_verdict(res)
-
-
-def _print_verdict(res) -> None:
-    c = res.llm
-    if c is not None and "cpu" in c.tokens:
-        cpu_div = next(
-            (v for k, v in c.first_divergence.items() if k.endswith("~cpu") and v is not None), None
-        )
-        if cpu_div is not None:
-            console.print(
-                _t(
-                    (
-                        f"The compiled model leaves its CPU reference at step {cpu_div}: the binary"
-                        " does not compute what the ONNX model does (quantization or conversion).",
-                        "bold yellow",
-                    )
-                )
-            )
-    from q9diff.verify.verdict import judge
-
-    v = judge(res)
-    console.print(_t(f"reach: {v.reach}"))
-    console.print(_t((v.headline, "bold green" if v.passed else "bold red")))
-    for caveat in v.caveats:
-        console.print(_t((caveat, "bold red")))
-    if v.next_command:
-        console.print(_t(f"  {v.next_command}"), soft_wrap=True)  # a line to copy: never wrapped

@@ -231,6 +231,7 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
     by numpy's passes (the same arrays)."""
     if blocks.FUSED is not None:
         return _steps_compiled(wa, wb, lo, hi, dtype, sample, every, tops)
+    blocks.numpy_instead()
     xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
     any_word = np.empty(len(xor), dtype=np.uint64)
@@ -297,7 +298,7 @@ def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, 
     hashed = sample and not every
     # the hashes of a's sampled rows, of b's changed sampled rows, and b's weights: uint64, uint64, int64
     sums = [np.empty(m0, dtype=np.uint64 if k < 2 else np.int64) if hashed else None for k in range(3)]
-    key, below, mult = int(KEY), int(_SAMPLED), blocks._MULT if hashed else None
+    key, below, mult = int(KEY), int(_SAMPLED), blocks.MULT if hashed else None
     changed = 0
     rows, sa, sb, sb_changed = [], [], [], []
     hash_a, hash_b, weight_b = [], [], []

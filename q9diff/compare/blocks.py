@@ -7,6 +7,7 @@ each stays one reading.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -28,7 +29,7 @@ def _odd_constants(n: int) -> list[int]:
 # One multiplier per word: with the four of before repeated, a block with words 5 and 9 swapped hashed
 # the same (qwen-mini's pools hold such blocks). Each word is folded (w ^ w >> 29) first, so its high bits
 # reach the low ones instead of counting only as a parity.
-_MULT = np.array(_odd_constants(BLOCK // 8), dtype=np.uint64)
+MULT = np.array(_odd_constants(BLOCK // 8), dtype=np.uint64)
 _FOLD = np.uint64(29)
 CHUNK = 1 << 15  # rows per step: 4 MiB of blocks, cache-sized
 SCAN = 1 << 13  # blocks per step of the scan: 1 MiB of each side
@@ -45,11 +46,33 @@ _DISTANCES = 8  # the most common anchor distances tried after a row's neighbour
 # The compiled passes (q9diff/compare/_scan.c), where the build made them: a block read once for what numpy
 # takes a pass and a temporary per operation for. The same answers; Q9DIFF_NUMPY_SCAN=1 takes numpy's.
 FUSED = None
+_UNBUILT = False  # no compiled scan because the build made none (a source tree run in place), not by choice
 if not os.environ.get("Q9DIFF_NUMPY_SCAN"):
     try:
         from q9diff.compare import _scan as FUSED
     except ImportError:
-        pass
+        _UNBUILT = True
+_SAID = threading.Lock()
+UNBUILT_NOTE = (
+    "q9diff: note: the compiled scan (q9diff/compare/_scan.c) is not built, so diffs take numpy's passes (the"
+    " same answers, slower); build it with `pip install -e .` or `python setup.py build_ext --inplace`"
+)
+
+
+def numpy_instead() -> None:
+    """Where a diff takes numpy's pass because the compiled one was never built, say so once (one line on
+    stderr, through the `q9diff` logger) with how to build it; a tree that has it, or a user who chose
+    numpy (Q9DIFF_NUMPY_SCAN=1), hears nothing."""
+    global _UNBUILT
+    if not _UNBUILT:
+        return
+    with _SAID:
+        if not _UNBUILT:
+            return
+        _UNBUILT = False
+    import logging
+
+    logging.getLogger("q9diff").warning(UNBUILT_NOTE)
 
 
 def _rows(rows) -> np.ndarray | None:
@@ -60,6 +83,7 @@ def _same(a: np.ndarray, ia, b: np.ndarray, ib) -> np.ndarray | None:
     """Whether block ia[i] of a is block ib[i] of b (rows None: consecutive), by the compiled pass; None
     without it (or for a view it cannot take whole), and the caller compares with numpy."""
     if FUSED is None or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        numpy_instead()
         return None
     out = np.empty(len(a) if ia is None else len(ia), dtype=np.uint8)
     FUSED.same(a, b, out, _rows(ia), _rows(ib))
@@ -119,7 +143,7 @@ def as_blocks(buf, offset: int, size: int) -> np.ndarray:
 def block_hash(blocks: np.ndarray) -> np.ndarray:
     words = blocks.view(np.uint64)
     with np.errstate(over="ignore"):
-        return ((words ^ (words >> _FOLD)) * _MULT).sum(axis=1, dtype=np.uint64)
+        return ((words ^ (words >> _FOLD)) * MULT).sum(axis=1, dtype=np.uint64)
 
 
 def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
@@ -127,8 +151,9 @@ def hashes(view: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     n = len(view) if rows is None else len(rows)
     out = np.empty(n, dtype=np.uint64)
     if FUSED is not None and view.flags.c_contiguous:  # gathered and hashed in one go
-        FUSED.hash(view, _rows(rows), _MULT, out)
+        FUSED.hash(view, _rows(rows), MULT, out)
         return out
+    numpy_instead()
     for s in range(0, n, CHUNK):
         part = view[s : s + CHUNK] if rows is None else view[rows[s : s + CHUNK]]
         out[s : s + CHUNK] = block_hash(part)

@@ -86,7 +86,7 @@ class Context:
         return [(p, q, diff(p.binary, q.binary)) for p, q in self.pairs]
 
 
-def _js(value: object) -> str:
+def js(value: object) -> str:
     """A config value as the config spells it (JSON), for evidence."""
     return json.dumps(value, default=str)
 
@@ -103,24 +103,24 @@ def requested_soc(p: Part) -> int | None:
     return target(p.binary)["soc_model_requested"]
 
 
-def _parts_text(parts: list[Part], total: int) -> str:
+def parts_text(parts: list[Part], total: int) -> str:
     names = ", ".join(p.label for p in parts)
     if len(parts) == total > 1:
         return f"all {total} parts: {names}"
     return f"{names} ({len(parts)} of {total} parts)" if total > 1 else names
 
 
-def _int(value: object) -> int | None:
+def as_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _ids(value: object) -> list[int]:
     if isinstance(value, list):
-        return [v for v in value if _int(v) is not None]
-    return [value] if _int(value) is not None else []
+        return [v for v in value if as_int(v) is not None]
+    return [value] if as_int(value) is not None else []
 
 
-def _mb(n: int | None) -> str:
+def mib(n: int | None) -> str:
     """Bytes in the binary units every presenter uses (q9diff.units): VTCM 8388608 is '8 MiB'."""
     return "unknown" if n is None else human(n)
 
@@ -260,7 +260,7 @@ def check_qairt_mix(ctx: Context) -> Iterator[Hit | Note]:
 
 
 def _n_vocab(b: Bundle) -> int | None:
-    return _int(b.get("dialog", "context", "n-vocab"))
+    return as_int(b.get("dialog", "context", "n-vocab"))
 
 
 def check_vocab_logits(ctx: Context) -> Iterator[Hit | Note]:
@@ -281,7 +281,7 @@ def check_vocab_logits(ctx: Context) -> Iterator[Hit | Note]:
     if n is None:
         yield Hit(
             where,
-            f"n-vocab is {_js(b.get('dialog', 'context', 'n-vocab'))}; the logits have "
+            f"n-vocab is {js(b.get('dialog', 'context', 'n-vocab'))}; the logits have "
             f"{sorted(set(dims.values()))} columns",
             f"set dialog.context.n-vocab to {next(iter(dims.values()))}",
         )
@@ -331,7 +331,7 @@ def check_vocab_special(ctx: Context) -> Iterator[Hit | Note]:
         where = f"{b.name}: dialog.context.{key}"
         ids = _ids(value)
         if not ids or (isinstance(value, list) and len(ids) != len(value)):
-            yield Hit(where, f"{key} is {_js(value)}, not a token id", f"set {key} to the tokenizer's id")
+            yield Hit(where, f"{key} is {js(value)}, not a token id", f"set {key} to the tokenizer's id")
             continue
         if limit is None:
             continue
@@ -371,10 +371,10 @@ def check_context_size(ctx: Context) -> Iterator[Hit | Note]:
         )
     if not cls:
         return
-    if _int(size) is None or size != max(cls):
+    if as_int(size) is None or size != max(cls):
         yield Hit(
             where,
-            f"context.size {_js(size)}; the graphs' context length (attention_mask) is {max(cls)}",
+            f"context.size {js(size)}; the graphs' context length (attention_mask) is {max(cls)}",
             f"set dialog.context.size to {max(cls)}",
         )
     else:
@@ -412,7 +412,7 @@ def check_kv(ctx: Context) -> Iterator[Hit | Note]:
     elif len(head_dims) > 1 or kv_dim not in head_dims:
         yield Hit(
             where,
-            f"kv-dim {_js(kv_dim)}; the past_key/past_value tensors' head dimension is {sorted(head_dims)}",
+            f"kv-dim {js(kv_dim)}; the past_key/past_value tensors' head dimension is {sorted(head_dims)}",
             f"set {bwhere}.QnnHtp.kv-dim to {min(head_dims)}",
         )
     elif not lengths:
@@ -436,7 +436,7 @@ def check_pos_id(ctx: Context) -> Iterator[Hit | Note]:
         if htp[key] not in dims or len(dims) > 1:
             yield Hit(
                 where,
-                f"{key} {_js(htp[key])}; position_ids_cos/sin have last dimension {sorted(dims)}",
+                f"{key} {js(htp[key])}; position_ids_cos/sin have last dimension {sorted(dims)}",
                 f"set {bwhere}.QnnHtp.{key} to {min(dims)}",
             )
         else:

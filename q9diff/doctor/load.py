@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from q9diff.doctor.checks import Context, Hit, Note, _parts_text
+from q9diff.doctor.checks import Context, Hit, Note, parts_text
 from q9diff.load.rules import DEVICE, RUNTIME, WILL_NOT_LOAD, judge
 
 SEVERITY = {WILL_NOT_LOAD: "error"}  # anything else that fires: a warning
@@ -48,12 +48,12 @@ def _items(ctx: Context, needs: str) -> Iterator[Hit | Note]:
     for (rule, verdict, evidence, error, fix, emulator), parts in found.items():
         said = f"; it prints {error}" if error else ""
         shown = "" if emulator else " (a device shows it, not the x86 emulator)"
-        where = f"{ctx.bundle.name}: {_parts_text(parts, total)}"
+        where = f"{ctx.bundle.name}: {parts_text(parts, total)}"
         yield Hit(where, f"{verdict}: {evidence}{said}{shown}", fix, SEVERITY.get(verdict, "warning"), rule)
     on = ctx.runtime.label if needs == RUNTIME else ctx.target.name
     for (verdict, check), parts in also.items():
         yield Note(
-            f"{ctx.bundle.name}: {_parts_text(parts, total)}", f"{verdict} on {on}: as {check} says", False
+            f"{ctx.bundle.name}: {parts_text(parts, total)}", f"{verdict} on {on}: as {check} says", False
         )
     if loading:
         what = ""
@@ -61,9 +61,9 @@ def _items(ctx: Context, needs: str) -> Iterator[Hit | Note]:
             what = (
                 f" (it loads binaries of backend API {'.'.join(map(str, ctx.runtime.backend_api))} or older)"
             )
-        yield Note(f"{ctx.bundle.name}: {_parts_text(loading, total)}", f"loads on {on}{what}")
+        yield Note(f"{ctx.bundle.name}: {parts_text(loading, total)}", f"loads on {on}{what}")
     for why, parts in unread.items():
-        yield Note(f"{ctx.bundle.name}: {_parts_text(parts, total)}", f"not judged: {why}", False)
+        yield Note(f"{ctx.bundle.name}: {parts_text(parts, total)}", f"not judged: {why}", False)
 
 
 def check_runtime(ctx: Context) -> Iterator[Hit | Note]:

@@ -10,13 +10,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from q9diff.doctor.checks import Context, Hit, Note, _int, _js, _mb, _parts_text, requested_soc
+from q9diff.doctor.checks import Context, Hit, Note, as_int, js, mib, parts_text, requested_soc
 from q9diff.format.tables import soc_name
 from q9diff.genie.bundle import Bundle, Part
 from q9diff.settings import recorded_graph_settings
 
 
-def _ext_devices(b: Bundle) -> list[dict]:
+def ext_devices(b: Bundle) -> list[dict]:
     devices = b.extension_doc.get("devices") if isinstance(b.extension_doc, dict) else None
     if isinstance(devices, dict):
         devices = [devices]
@@ -30,7 +30,7 @@ def _ext_graphs(b: Bundle) -> list[dict]:
     return [g for g in graphs if isinstance(g, dict)] if isinstance(graphs, list) else []
 
 
-def _ext_where(b: Bundle, path: str) -> str:
+def ext_where(b: Bundle, path: str) -> str:
     return f"{b.extension.path.name if b.extension and b.extension.path else 'extension file'}: {path}"
 
 
@@ -127,14 +127,14 @@ def check_extension_soc(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     if b.readable_parts():
         return  # with ctx-bins at hand, two-places.soc_model and .dsp_arch judge the file against them
-    for i, d in enumerate(_ext_devices(b)):
-        key, value = _ext_soc(d)
-        where = _ext_where(b, f"devices[{i}].{key}")
-        soc = _int(value)
+    for i, d in enumerate(ext_devices(b)):
+        key, value = ext_soc(d)
+        where = ext_where(b, f"devices[{i}].{key}")
+        soc = as_int(value)
         if value is None or soc == 0:
             continue  # no SoC, or the generic one: extension.generic says it
         if soc is None or soc < 0:
-            yield Hit(where, f"{key} {_js(value)} is not a soc_model number", "write the SoC's soc_model")
+            yield Hit(where, f"{key} {js(value)} is not a soc_model number", "write the SoC's soc_model")
             continue
         arch, known = _soc_arch(soc)
         m = measured().get(soc)
@@ -151,7 +151,7 @@ def check_extension_soc(ctx: Context) -> Iterator[Hit | Note]:
         match = re.fullmatch(r"v(\d+)", written) if isinstance(written, str) else None
         if match and int(match.group(1)) != arch:
             yield Hit(
-                _ext_where(b, f"devices[{i}]"),
+                ext_where(b, f"devices[{i}]"),
                 f"{key} {soc} is {known}, but dsp_arch is {written}: the runtime overrides the arch to the"
                 " SoC's with a warning, so one of them is not the device",
                 f'set dsp_arch "v{arch}" for soc_model {soc}, or the soc_model of the {written} device',
@@ -166,11 +166,11 @@ def check_extension_generic(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     if b.readable_parts():
         return
-    for i, d in enumerate(_ext_devices(b)):
-        key, value = _ext_soc(d)
-        if _int(value) == 0:
+    for i, d in enumerate(ext_devices(b)):
+        key, value = ext_soc(d)
+        if as_int(value) == 0:
             yield Hit(
-                _ext_where(b, f"devices[{i}].{key}"),
+                ext_where(b, f"devices[{i}].{key}"),
                 f"{key} 0: the runtime is told no SoC (the generic target), the setting the motivating bug"
                 " left out at build time",
                 f"set devices[{i}].{key} to the device's soc_model (q9diff doctor --target DEVICE names it)",
@@ -218,7 +218,7 @@ def check_genie_parser(ctx: Context) -> Iterator[Hit | Note]:
         )
 
 
-def _ext_soc(d: dict) -> tuple[str, object]:
+def ext_soc(d: dict) -> tuple[str, object]:
     for key in ("soc_model", "soc_id"):  # both integers in Qualcomm's schema (QNN_FACTS)
         if key in d:
             return key, d[key]
@@ -227,14 +227,14 @@ def _ext_soc(d: dict) -> tuple[str, object]:
 
 def check_two_places_soc(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
-    devices = _ext_devices(b)
+    devices = ext_devices(b)
     if b.extension_doc is None:
         return
     if not devices:
-        yield Note(_ext_where(b, "devices"), "no devices section: the runtime is told no soc_model", False)
+        yield Note(ext_where(b, "devices"), "no devices section: the runtime is told no soc_model", False)
         return
-    key, value = _ext_soc(devices[0])
-    where = _ext_where(b, f"devices[0].{key}")
+    key, value = ext_soc(devices[0])
+    where = ext_where(b, f"devices[0].{key}")
     socs: dict[int | None, list[Part]] = {}
     for p in b.readable_parts():
         socs.setdefault(requested_soc(p), []).append(p)
@@ -246,7 +246,7 @@ def check_two_places_soc(ctx: Context) -> Iterator[Hit | Note]:
     for s, ps in wrong.items():
         yield Hit(
             where,
-            f"{key} {_js(value)} ({soc_name(_int(value))}) at run time; {_parts_text(ps, len(b.parts))} "
+            f"{key} {js(value)} ({soc_name(as_int(value))}) at run time; {parts_text(ps, len(b.parts))} "
             f"compiled for soc_model {s} ({soc_name(s)})",
             f"set devices[0].{key} to {s} in {b.extension.path.name}, the value the binaries were built for",
         )
@@ -256,15 +256,15 @@ def check_two_places_soc(ctx: Context) -> Iterator[Hit | Note]:
 
 def check_two_places_arch(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
-    devices = _ext_devices(b)
+    devices = ext_devices(b)
     if not devices or "dsp_arch" not in devices[0]:
         return
     value = devices[0]["dsp_arch"]
     m = re.fullmatch(r"v(\d+)", value) if isinstance(value, str) else None
-    where = _ext_where(b, "devices[0].dsp_arch")
+    where = ext_where(b, "devices[0].dsp_arch")
     archs = {p.binary.dsp_arch for p in b.readable_parts() if p.binary.dsp_arch}
     if not m:
-        yield Hit(where, f'dsp_arch {_js(value)} is not an HTP arch like "v73"', "write the binaries' arch")
+        yield Hit(where, f'dsp_arch {js(value)} is not an HTP arch like "v73"', "write the binaries' arch")
     elif archs and archs != {int(m.group(1))}:
         yield Hit(
             where,
@@ -282,11 +282,11 @@ def check_two_places_sharing(ctx: Context) -> Iterator[Hit | Note]:
     context = b.extension_doc.get("context")
     enabled = context.get("weight_sharing_enabled") if isinstance(context, dict) else None
     shared = [p for p in b.readable_parts() if any(r.name.startswith("WEIGHTS/") for r in p.binary.records)]
-    where = _ext_where(b, "context.weight_sharing_enabled")
+    where = ext_where(b, "context.weight_sharing_enabled")
     if shared and enabled is not True:
         yield Hit(
             where,
-            f"{_js(enabled)}; {_parts_text(shared, len(b.parts))} share weights (a WEIGHTS/ record)",
+            f"{js(enabled)}; {parts_text(shared, len(b.parts))} share weights (a WEIGHTS/ record)",
             "set context.weight_sharing_enabled true, as AI Hub's device-side template does",
         )
     elif enabled is True and b.readable_parts() and not shared:
@@ -296,7 +296,7 @@ def check_two_places_sharing(ctx: Context) -> Iterator[Hit | Note]:
             "drop it, or ship the shared build",
         )
     elif b.readable_parts():
-        yield Note(where, f"{_js(enabled)}, matching {len(shared)} weight-shared ctx-bins")
+        yield Note(where, f"{js(enabled)}, matching {len(shared)} weight-shared ctx-bins")
 
 
 def check_two_places_graphs(ctx: Context) -> Iterator[Hit | Note]:
@@ -304,7 +304,7 @@ def check_two_places_graphs(ctx: Context) -> Iterator[Hit | Note]:
     present = {g.name: g for p in b.readable_parts() for g in p.binary.graphs}
     for i, entry in enumerate(_ext_graphs(b)):
         names = entry.get("graph_names")
-        where = _ext_where(b, f"graphs[{i}]")
+        where = ext_where(b, f"graphs[{i}]")
         if not isinstance(names, list):
             continue
         named = list(present) if "*" in names else [n for n in names if n in present]
@@ -350,14 +350,14 @@ def check_spill_fill(ctx: Context) -> Iterator[Hit | Note]:
         return
     largest, part = max(sizes)
     where = f"{b.name}: {bwhere}.QnnHtp.spill-fill-bufsize"
-    if _int(value) and value < largest:
+    if as_int(value) and value < largest:
         yield Hit(
             where, f"{value} bytes; {part} needs a spill/fill buffer of {largest}", f"set it to {largest}"
         )
     else:
         yield Note(
             where,
-            f"{_js(value)} bytes (0 = no shared spill-fill buffer); the binaries' largest spill/fill buffer "
+            f"{js(value)} bytes (0 = no shared spill-fill buffer); the binaries' largest spill/fill buffer "
             f"is {largest} bytes",
         )
 
@@ -377,15 +377,15 @@ def check_mmap(ctx: Context) -> Iterator[Hit | Note]:
         return
     budget, (largest, label) = htp.get("mmap-budget"), sizes[-1]
     where = f"{b.name}: {bwhere}.QnnHtp.mmap-budget"
-    if htp["use-mmap"] is True and _int(budget) and budget * MMAP_BUDGET_UNIT < largest:
+    if htp["use-mmap"] is True and as_int(budget) and budget * MMAP_BUDGET_UNIT < largest:
         yield Hit(
             where,
-            f"use-mmap true with mmap-budget {budget} MiB; {label} alone is {_mb(largest)}",
+            f"use-mmap true with mmap-budget {budget} MiB; {label} alone is {mib(largest)}",
             f"raise mmap-budget to at least {-(-largest // MMAP_BUDGET_UNIT)} (MiB), or 0 for no limit",
         )
     else:
         yield Note(
             where,
-            f"use-mmap {_js(htp['use-mmap'])}, mmap-budget {_js(budget)} (MiB, 0 = no limit); ctx-bins "
-            f"{_mb(sum(s for s, _ in sizes))} in all, the largest {_mb(largest)}",
+            f"use-mmap {js(htp['use-mmap'])}, mmap-budget {js(budget)} (MiB, 0 = no limit); ctx-bins "
+            f"{mib(sum(s for s, _ in sizes))} in all, the largest {mib(largest)}",
         )

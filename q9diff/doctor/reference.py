@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from q9diff.doctor.checks import Context, Hit, Note, _mb, _parts_text, requested_soc
-from q9diff.doctor.places import _ext_devices, _ext_soc
+from q9diff.doctor.checks import Context, Hit, Note, mib, parts_text, requested_soc
+from q9diff.doctor.places import ext_devices, ext_soc
 from q9diff.format.tables import SOCS, soc_name
 from q9diff.genie.bundle import Bundle, Part
 from q9diff.units import opt_level
@@ -24,7 +24,7 @@ def one_fix(suggestions: list[dict]) -> dict | None:
     return merged[0] if merged else None
 
 
-def _suggestion_fix(s: dict, parts: str) -> str:
+def suggestion_fix(s: dict, parts: str) -> str:
     t = s["targets"]
     ext = "; ".join(f"{k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items())
     ort = "; ".join(f"{k}={v}" for k, v in t.get("ort_qnn", {}).items())
@@ -203,7 +203,7 @@ def check_float_fallback(ctx: Context) -> Iterator[Hit | Note]:
         )
 
 
-def _parts_short(parts: list[Part], total: int) -> str:
+def parts_short(parts: list[Part], total: int) -> str:
     return f"all {total} parts" if len(parts) == total > 1 else ", ".join(p.label for p in parts)
 
 
@@ -226,17 +226,17 @@ def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
                 info[key] = (c, [*info.get(key, (c, []))[1], *([sugg[c.name]] if c.name in sugg else [])])
     for key, parts in seen.items():
         c, s = info[key][0], one_fix(info[key][1])
-        a, b = (c.a, c.b) if c.name != "vtcm_size" else (_mb(c.a), _mb(c.b))
+        a, b = (c.a, c.b) if c.name != "vtcm_size" else (mib(c.a), mib(c.b))
         if c.name == "optimization_level":
             a, b = opt_level(a, _option(parts[0], "O")), opt_level(b, _option(pairs[id(parts[0])], "O"))
         evidence = f"{c.name} {a}; the reference {b}" + (
             f" ({'; '.join(c.evidence[1:])})" if len(c.evidence) > 1 else ""
         )
-        where = _parts_text(parts, len(ctx.bundle.parts))
+        where = parts_text(parts, len(ctx.bundle.parts))
         yield Hit(
             where,
             evidence,
-            _suggestion_fix(s, _parts_short(parts, len(ctx.bundle.parts)))
+            suggestion_fix(s, parts_short(parts, len(ctx.bundle.parts)))
             if s
             else f"rebuild with the reference's {c.name}",
         )
@@ -258,8 +258,8 @@ def check_soc(ctx: Context) -> Iterator[Hit | Note]:
             value = f"soc_model {ref[0]} (the reference's, {soc_name(ref[0])})"
         else:
             value = "your device's soc_model (q9diff cannot know which device you run)"
-        devices = _ext_devices(ctx.bundle)
-        key, now = _ext_soc(devices[0]) if devices else ("soc_model", None)
+        devices = ext_devices(ctx.bundle)
+        key, now = ext_soc(devices[0]) if devices else ("soc_model", None)
         device_side = (
             f"; the device-side {ctx.bundle.extension.path.name} has devices[0].{key} {now}: set it there too"
             if devices and ctx.bundle.extension
@@ -269,7 +269,7 @@ def check_soc(ctx: Context) -> Iterator[Hit | Note]:
             f"set {value} in the compile config (htp_backend_ext_config.json devices[0].soc_model, qairt "
             f"HtpDeviceConfig(soc_model=...), ONNX Runtime soc_model) and recompile{device_side}"
         )
-        yield Hit(_parts_text(generic, len(ctx.bundle.parts)), evidence, fix)
+        yield Hit(parts_text(generic, len(ctx.bundle.parts)), evidence, fix)
     elif ctx.reference is not None:
         yield from _causes(ctx, ("soc_model",))
     if not generic and parts:
@@ -286,7 +286,7 @@ def check_vtcm(ctx: Context) -> Iterator[Hit | Note]:
         hits = list(_causes(ctx, ("vtcm_size",)))
         yield from hits
         if not hits and ctx.pairs:
-            sizes = sorted({_mb(g.vtcm_size) for p, _ in ctx.pairs for g in p.binary.graphs})
+            sizes = sorted({mib(g.vtcm_size) for p, _ in ctx.pairs for g in p.binary.graphs})
             yield Note(ctx.bundle.name, f"VTCM {', '.join(sizes)}, as in the reference")
         return
     for p in ctx.bundle.readable_parts():
@@ -295,7 +295,7 @@ def check_vtcm(ctx: Context) -> Iterator[Hit | Note]:
         if soc and soc.vtcm_mb and sizes and max(s or 0 for s in sizes) < soc.vtcm_mb * 2**20:
             yield Note(
                 p.label,
-                f"VTCM {', '.join(_mb(s) for s in sizes)} of {soc.name}'s {soc.vtcm_mb} MiB: slower, "
+                f"VTCM {', '.join(mib(s) for s in sizes)} of {soc.name}'s {soc.vtcm_mb} MiB: slower, "
                 "not wrong; a reference would say what was intended",
                 False,
             )
@@ -324,8 +324,8 @@ def check_packing(ctx: Context) -> Iterator[Hit | Note]:
             if mine != theirs:
                 seen.setdefault((key, mine, theirs), []).append(p)
     for (key, mine, theirs), parts in seen.items():
-        where = _parts_text(parts, len(ctx.bundle.parts))
-        fix = f"recompile {_parts_short(parts, len(ctx.bundle.parts))} with the reference's {key}={theirs}"
+        where = parts_text(parts, len(ctx.bundle.parts))
+        fix = f"recompile {parts_short(parts, len(ctx.bundle.parts))} with the reference's {key}={theirs}"
         if key == "compress_weights":
             fix += (
                 f" (htp_backend_ext_config.json graphs[].weights_packing = {theirs}, "

@@ -18,7 +18,6 @@ from q9diff.doctor import places as pl
 from q9diff.doctor import reference as r
 from q9diff.doctor import target as tg
 from q9diff.doctor.checks import Context, Hit, Note
-from q9diff.errors import printable
 from q9diff.format.tables import Device, ai_hub_profile
 from q9diff.genie.bundle import Bundle, read_bundle
 from q9diff.load.runtime import Runtime, in_folder
@@ -302,61 +301,5 @@ def run(
     return report
 
 
-STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
-STATUS_STYLE = {"implicated": "bold red", "ruled out": "green", "open": "yellow"}
-
-
 def _label(b: Bundle) -> str:
     return str(b.config_path or b.given)
-
-
-def _text(*parts: str | tuple[str, str]):
-    """A rich Text of plain strings and (string, style) pairs, every string through the one escape of
-    strings from files (q9diff.errors.printable): paths a config names and graph names are data."""
-    from rich.text import Text
-
-    out = Text()
-    for part in parts:
-        text, style = (part, "") if isinstance(part, str) else part
-        out.append(printable(text), style=style)
-    return out
-
-
-def print_report(report: DoctorResult, console) -> None:
-    """Summary first, then the hypotheses, then problems; strings from files are escaped rich Text,
-    never markup."""
-    against = (" vs reference ", report.reference) if report.reference is not None else ()
-    aimed = (f" --target {report.target['label']}",) if report.target is not None else ()
-    on = (f" --runtime QAIRT {report.runtime['qairt']}",) if report.runtime is not None else ()
-    console.print(_text(("q9diff doctor ", "bold"), report.bundle, *against, *aimed, *on))
-    if report.profile is not None:
-        console.print(_text(report.profile["sentence"]))
-    e, w = report.count("error"), report.count("warning")
-    passed = sum(1 for f in report.findings if f.ruled_out)
-    style = "bold red" if e else ("yellow" if w else "bold green")
-    console.print(_text((f"{e} error(s), {w} warning(s)", style), f", {passed} checks passed"))
-    for note in report.notes:
-        console.print(_text((note, "dim")))
-    console.print(_text(("Hypotheses", "bold")))
-    for n, h in report.hypotheses().items():
-        status = (h["status"], STATUS_STYLE[h["status"]])
-        console.print(_text(f"  {n} {h['title']}: ", status, " - " + "; ".join(h["why"])))
-    for severity in ("error", "warning"):
-        shown = [f for f in report.findings if f.severity == severity]
-        if shown:
-            console.print(_text((f"{severity.capitalize()}s", "bold")))
-        for f in shown:
-            hyp = f" (hypothesis {f.hypothesis})" if f.hypothesis else ""
-            console.print(_text((f"  {f.check}", STYLE[severity]), hyp, "  ", (f.where, "cyan")))
-            console.print(_text(f"    {f.evidence}"))
-            if f.fix:
-                console.print(_text((f"    fix: {f.fix}", "green")))
-    notes: dict[str, list[Finding]] = {}
-    for f in report.findings:
-        if f.severity == "info" and not f.ruled_out:
-            notes.setdefault(f.evidence, []).append(f)
-    if notes:
-        console.print(_text(("Not settled", "bold")))
-    for evidence, fs in notes.items():
-        checks = ", ".join(dict.fromkeys(f.check for f in fs))
-        console.print(_text(("  " + checks, "yellow"), ": " + evidence))

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterator
 
 from q9diff.doctor import reference as r
-from q9diff.doctor.checks import Context, Hit, Note, _int, _js, _parts_text
-from q9diff.doctor.places import _ext_devices, _ext_soc, _ext_where
+from q9diff.doctor.checks import Context, Hit, Note, as_int, js, mib, parts_text
+from q9diff.doctor.places import ext_devices, ext_soc, ext_where
 from q9diff.format.tables import soc_name
 from q9diff.genie.bundle import Part
 
@@ -30,10 +30,10 @@ def _judged(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
     total = len(ctx.bundle.parts)
     for key, parts in seen.items():
         c, s = info[key][0], r.one_fix(info[key][1])
-        a, b = (r._mb(c.a), r._mb(c.b)) if c.name == "vtcm_size" and isinstance(c.a, int) else (c.a, c.b)
+        a, b = (mib(c.a), mib(c.b)) if c.name == "vtcm_size" and isinstance(c.a, int) else (c.a, c.b)
         evidence = f"{c.name} {a} → {b} for the target {ctx.target.name}: {'; '.join(c.evidence)}"
-        fix = r._suggestion_fix(s, r._parts_short(parts, total)) if s else f"rebuild with {c.name} {c.b}"
-        yield Hit(_parts_text(parts, total), evidence, fix)
+        fix = r.suggestion_fix(s, r.parts_short(parts, total)) if s else f"rebuild with {c.name} {c.b}"
+        yield Hit(parts_text(parts, total), evidence, fix)
 
 
 def _settled(ctx: Context, word: str) -> Iterator[Note]:
@@ -90,7 +90,7 @@ def check_vtcm_limit(ctx: Context) -> Iterator[Hit | Note]:
     for e, parts in over.items():
         mb = ctx.target.vtcm_mb
         fix = f"recompile with vtcm_mb {mb} (graphs[].vtcm_mb, qairt HtpGraphConfig(vtcm_size_in_mb={mb}))"
-        yield Hit(_parts_text(parts, len(ctx.bundle.parts)), e, fix)
+        yield Hit(parts_text(parts, len(ctx.bundle.parts)), e, fix)
     if not over and ctx.target.vtcm_mb:
         yield Note(
             ctx.bundle.name,
@@ -112,24 +112,24 @@ def check_reference(ctx: Context) -> Iterator[Hit | Note]:
 def check_two_places(ctx: Context) -> Iterator[Hit | Note]:
     """The device-side extension file against the target: soc_model and dsp_arch as the device's."""
     b, t = ctx.bundle, ctx.target
-    devices = _ext_devices(b)
+    devices = ext_devices(b)
     if b.extension_doc is None or not devices:
         return
-    key, value = _ext_soc(devices[0])
-    where = _ext_where(b, f"devices[0].{key}")
-    if _int(value) is not None and not t.accepts(value):
+    key, value = ext_soc(devices[0])
+    where = ext_where(b, f"devices[0].{key}")
+    if as_int(value) is not None and not t.accepts(value):
         yield Hit(
             where,
-            f"{key} {_js(value)} ({soc_name(_int(value))}) at run time; the target {t.name} is soc_model "
+            f"{key} {js(value)} ({soc_name(as_int(value))}) at run time; the target {t.name} is soc_model "
             f"{t.soc_model}",
             f"set devices[0].{key} to {t.soc_model} in {b.extension.path.name} (and build for it)",
         )
     arch = devices[0].get("dsp_arch")
     if t.dsp_arch and isinstance(arch, str) and arch != f"v{t.dsp_arch}":
         yield Hit(
-            _ext_where(b, "devices[0].dsp_arch"),
-            f"dsp_arch {_js(arch)} at run time; the target {t.name} is v{t.dsp_arch}",
+            ext_where(b, "devices[0].dsp_arch"),
+            f"dsp_arch {js(arch)} at run time; the target {t.name} is v{t.dsp_arch}",
             f'set devices[0].dsp_arch to "v{t.dsp_arch}" in {b.extension.path.name}',
         )
-    if t.accepts(_int(value)) and (not t.dsp_arch or arch == f"v{t.dsp_arch}"):
+    if t.accepts(as_int(value)) and (not t.dsp_arch or arch == f"v{t.dsp_arch}"):
         yield Note(where, f"{key} {value}, dsp_arch {arch}: the target {t.name}'s")

@@ -197,7 +197,7 @@ def explain(query: str) -> Match:
     return Match(query, tuple(m for _, m in sorted(found_m.items())), tuple(dict.fromkeys(chosen)))
 
 
-_FORMAT = re.compile(r"%[-+ #0-9.]*[a-z]+|\{[^}]*\}|…|\.\.\.")
+PLACEHOLDERS = re.compile(r"%[-+ #0-9.]*[a-z]+|\{[^}]*\}|…|\.\.\.")
 
 
 def _said(m: Message, line: str) -> bool:
@@ -208,7 +208,7 @@ def _said(m: Message, line: str) -> bool:
     piece = " ".join(line.split()).lower()
     if len(piece.split()) < 3:
         return False
-    return any(piece in part.lower() for part in _FORMAT.split(m.text) if len(part) >= len(piece))
+    return any(piece in part.lower() for part in PLACEHOLDERS.split(m.text) if len(part) >= len(piece))
 
 
 def primary(codes: tuple[Code, ...]) -> list[tuple[Code, list[str]]]:

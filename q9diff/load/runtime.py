@@ -32,7 +32,7 @@ MAX_FOLDER_ENTRIES = 5000  # a bundle or app folder is looked through this far f
 MAX_DEPTH = 3
 
 
-class RuntimeError_(Q9Error, ValueError):
+class UnknownRuntime(Q9Error, ValueError):
     """A --runtime that names no QAIRT version q9diff can read; the one line says what was expected."""
 
 
@@ -103,26 +103,26 @@ _WRITTEN = re.compile(
 
 def parse(text: str) -> Runtime:
     """A runtime named as users write it, or a path: a library (its bytes carry the version) or a folder
-    that ships one. RuntimeError_ (one line) when it is neither."""
+    that ships one. UnknownRuntime (one line) when it is neither."""
     m = _WRITTEN.match(text)
     if m and not os.path.exists(text):
         qairt = (int(m.group(1)), int(m.group(2)), None if m.group(3) is None else int(m.group(3)))
         if qairt[0] != 2:
-            raise RuntimeError_(f"--runtime {text}: expected a QAIRT 2.x version (e.g. 2.48 or 2.48.40)")
+            raise UnknownRuntime(f"--runtime {text}: expected a QAIRT 2.x version (e.g. 2.48 or 2.48.40)")
         api, why = backend_api_of(qairt)
         return Runtime(qairt, f"--runtime {text.strip()}", api, why)
     path = Path(text)
     if path.is_dir():
         found = in_folder(path)
         if found is None:
-            raise RuntimeError_(
+            raise UnknownRuntime(
                 f"{path}: expected a QAIRT version (2.48, QAIRT 2.48.40) or a runtime library "
                 f"({', '.join(VERSIONED)}) or a folder holding one; none found"
             )
         return found
     if path.exists() or "/" in text or text.endswith(".so"):
         return from_library(path)
-    raise RuntimeError_(
+    raise UnknownRuntime(
         f"--runtime {text!r}: expected a QAIRT version as 2.48, 2.48.40, v2.48 or QAIRT 2.48.40, or the path "
         "of a runtime library or of a folder that ships one"
     )
@@ -133,18 +133,18 @@ def from_library(path: Path) -> Runtime:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise RuntimeError_(f"{path}: expected a runtime library, cannot read it ({exc.strerror})") from None
+        raise UnknownRuntime(f"{path}: expected a runtime library, cannot read it ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise RuntimeError_(f"{path}: expected a runtime library, got a folder, FIFO or device")
+            raise UnknownRuntime(f"{path}: expected a runtime library, got a folder, FIFO or device")
         if st.st_size > MAX_LIBRARY or st.st_size == 0:
-            raise RuntimeError_(f"{path}: expected a runtime library, got a {st.st_size} byte file")
+            raise UnknownRuntime(f"{path}: expected a runtime library, got a {st.st_size} byte file")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             m = AISW.search(data) or _BUILD.search(data)
             found = None if m is None else tuple(int(g) for g in m.groups())
     if found is None:
-        raise RuntimeError_(
+        raise UnknownRuntime(
             f"{path}: expected a QAIRT runtime library carrying its version (AISW_VERSION: x.y.z), found none"
         )
     qairt = (found[0], found[1], found[2])
@@ -173,7 +173,7 @@ def in_folder(folder: Path) -> Runtime | None:
                 if e.name in VERSIONED and e.is_file(follow_symlinks=False):
                     try:
                         return from_library(Path(e.path))
-                    except RuntimeError_:
+                    except UnknownRuntime:
                         continue
                 if e.is_dir(follow_symlinks=False) and not e.name.startswith("."):
                     below.append(Path(e.path))

@@ -26,22 +26,7 @@ from typing import Any
 
 from q9diff.errors import Q9Error
 from q9diff.format.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
-from q9diff.oracle.layouts import (
-    _CONTEXT_METADATA_V1,
-    _DEFINITION_UNDEFINED,
-    _ENCODING_AXIS_SCALE_OFFSET,
-    _ENCODING_BW_AXIS_SCALE_OFFSET,
-    _ENCODING_BW_SCALE_OFFSET,
-    _ENCODING_SCALE_OFFSET,
-    _GRAPH_BLOB_V1,
-    _GRAPH_BLOB_V2,
-    _BinaryInfo,
-    _ErrorHandle,
-    _GraphInfo,
-    _SystemInterface,
-    _Tensor,
-    _Version,
-)
+from q9diff.oracle import layouts as c  # the C structs, as libQnnSystem lays them out
 
 LIBRARY_NAME = "libQnnSystem.so"
 SDK_LIB_DIR = Path("lib") / "x86_64-linux-clang"
@@ -142,18 +127,18 @@ def find_library(lib: str | Path | None = None) -> Path:
 
 
 @functools.cache
-def _system_interface(path: Path) -> tuple[ctypes.CDLL, _SystemInterface]:
+def _system_interface(path: Path) -> tuple[ctypes.CDLL, c.SystemInterface]:
     try:
         library = ctypes.CDLL(str(path))
         get_providers = library.QnnSystemInterface_getProviders
     except (OSError, AttributeError) as exc:
         raise OracleUnavailable(f"{path}: cannot be loaded as libQnnSystem ({exc}).") from exc
-    get_providers.restype = _ErrorHandle
+    get_providers.restype = c.ErrorHandle
     get_providers.argtypes = [
-        ctypes.POINTER(ctypes.POINTER(ctypes.POINTER(_SystemInterface))),
+        ctypes.POINTER(ctypes.POINTER(ctypes.POINTER(c.SystemInterface))),
         ctypes.POINTER(ctypes.c_uint32),
     ]
-    providers = ctypes.POINTER(ctypes.POINTER(_SystemInterface))()
+    providers = ctypes.POINTER(ctypes.POINTER(c.SystemInterface))()
     count = ctypes.c_uint32(0)
     error = get_providers(ctypes.byref(providers), ctypes.byref(count))
     if error or count.value == 0:
@@ -174,30 +159,30 @@ def _text(value: bytes | None) -> str:
     return value.decode("utf-8", "replace") if value else ""
 
 
-def _version(value: _Version) -> str:
+def _version(value: c.Version) -> str:
     return f"{value.major}.{value.minor}.{value.patch}"
 
 
-def _tensor(raw: _Tensor) -> TensorInfo:
+def _tensor(raw: c.Tensor) -> TensorInfo:
     t = raw.u.v1
     dims = tuple(t.dimensions[i] for i in range(t.rank)) if t.dimensions else ()
     params = t.quantize_params
     encoding = params.quantization_encoding
     scale = offset = axis = scales = offsets = None
-    if params.encoding_definition == _DEFINITION_UNDEFINED:
+    if params.encoding_definition == c.DEFINITION_UNDEFINED:
         # QNN 2.22 float tensors say UNDEFINED beside a zeroed scale/offset encoding: no quantization.
         encoding = None
-    if encoding == _ENCODING_SCALE_OFFSET:
+    if encoding == c.ENCODING_SCALE_OFFSET:
         scale, offset = params.encoding.scale_offset.scale, params.encoding.scale_offset.offset
-    elif encoding == _ENCODING_BW_SCALE_OFFSET:
+    elif encoding == c.ENCODING_BW_SCALE_OFFSET:
         scale, offset = params.encoding.bw_scale_offset.scale, params.encoding.bw_scale_offset.offset
-    elif encoding == _ENCODING_AXIS_SCALE_OFFSET:
+    elif encoding == c.ENCODING_AXIS_SCALE_OFFSET:
         per_axis = params.encoding.axis_scale_offset
         pairs = [per_axis.scale_offset[i] for i in range(per_axis.num_scale_offsets)]
         axis = per_axis.axis
         scales = tuple(p.scale for p in pairs)
         offsets = tuple(p.offset for p in pairs)
-    elif encoding == _ENCODING_BW_AXIS_SCALE_OFFSET:
+    elif encoding == c.ENCODING_BW_AXIS_SCALE_OFFSET:
         per_axis = params.encoding.bw_axis_scale_offset
         count = per_axis.num_elements
         axis = per_axis.axis
@@ -225,8 +210,8 @@ def _tensors(array: Any, count: int) -> tuple[TensorInfo, ...]:
 
 def _graph_blob_info(blob: bytes) -> dict[str, int]:
     fields: dict[str, int] = {}
-    if len(blob) >= _GRAPH_BLOB_V1.size and int.from_bytes(blob[:4], "little") == 1:
-        _, spill_fill, vtcm, level, dlbc, hvx = _GRAPH_BLOB_V1.unpack_from(blob)
+    if len(blob) >= c.GRAPH_BLOB_V1.size and int.from_bytes(blob[:4], "little") == 1:
+        _, spill_fill, vtcm, level, dlbc, hvx = c.GRAPH_BLOB_V1.unpack_from(blob)
         fields.update(
             spill_fill_buffer_size=spill_fill,
             vtcm_size=vtcm,
@@ -234,12 +219,12 @@ def _graph_blob_info(blob: bytes) -> dict[str, int]:
             htp_dlbc=dlbc,
             num_hvx_threads=hvx,
         )
-        start = _GRAPH_BLOB_V1.size
+        start = c.GRAPH_BLOB_V1.size
         if (
-            len(blob) >= start + _GRAPH_BLOB_V2.size
+            len(blob) >= start + c.GRAPH_BLOB_V2.size
             and int.from_bytes(blob[start : start + 4], "little") == 2
         ):
-            _, native_k, native_v, safe_io, io, op_data, const, ddr, shared = _GRAPH_BLOB_V2.unpack_from(
+            _, native_k, native_v, safe_io, io, op_data, const, ddr, shared = c.GRAPH_BLOB_V2.unpack_from(
                 blob, start
             )
             fields.update(
@@ -272,7 +257,7 @@ _GRAPH_BLOB_NAMES = (
 )
 
 
-def _graph(raw: _GraphInfo, path: Path) -> GraphInfo:
+def _graph(raw: c.GraphInfo, path: Path) -> GraphInfo:
     if raw.version not in (1, 2, 3):
         raise OracleError(f"{path}: libQnnSystem returned GraphInfo version {raw.version}, not 1, 2 or 3")
     g = raw.u.v3 if raw.version == 3 else raw.u.v2 if raw.version == 2 else raw.u.v1
@@ -288,16 +273,16 @@ def _graph(raw: _GraphInfo, path: Path) -> GraphInfo:
     )
 
 
-def _binary_info(raw: _BinaryInfo, path: Path) -> BinaryInfo:
+def _binary_info(raw: c.BinaryInfo, path: Path) -> BinaryInfo:
     if raw.version not in (1, 2, 3):
         raise OracleError(f"{path}: libQnnSystem returned BinaryInfo version {raw.version}, not 1, 2 or 3")
     b = raw.u.v3 if raw.version == 3 else raw.u.v2 if raw.version == 2 else raw.u.v1
     soc_model = dsp_arch = None
     if raw.version == 3:
         soc_model = b.soc_model
-        if b.context_metadata and b.context_metadata_size >= _CONTEXT_METADATA_V1.size:
+        if b.context_metadata and b.context_metadata_size >= c.CONTEXT_METADATA_V1.size:
             metadata = ctypes.string_at(b.context_metadata, b.context_metadata_size)
-            metadata_version, arch = _CONTEXT_METADATA_V1.unpack_from(metadata)
+            metadata_version, arch = c.CONTEXT_METADATA_V1.unpack_from(metadata)
             dsp_arch = arch if metadata_version == 1 else None
     graphs = tuple(_graph(b.graphs[i], path) for i in range(b.num_graphs)) if b.graphs else ()
     return BinaryInfo(
@@ -329,7 +314,7 @@ def read_binary_info(path: str | Path, lib: str | Path | None = None) -> BinaryI
     if error:
         raise OracleError(f"{path}: libQnnSystem could not create a system context (error {error & 0xFFFF})")
     try:
-        raw = ctypes.POINTER(_BinaryInfo)()
+        raw = ctypes.POINTER(c.BinaryInfo)()
         if functions.system_context_get_binary_info:
             size = ctypes.c_uint64(0)
             error = functions.system_context_get_binary_info(

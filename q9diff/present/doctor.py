@@ -6,8 +6,7 @@ cause is read before the checks that passed. Every string is escaped.
 
 from __future__ import annotations
 
-from q9diff.present.html import STYLE, _page, _table
-from q9diff.present.html import _e as esc  # HTML and control characters, as everywhere
+from q9diff.present.html import STYLE, esc, scroll_table, wrap_page  # esc: HTML and control characters
 
 DOCTOR_STYLE = STYLE.replace(
     "</style>",
@@ -60,10 +59,10 @@ def render_doctor(report) -> str:
         f" {passed} checks passed</p>"
         + _headline(hyps)
         + "<h2>Hypotheses</h2>"
-        + _table(f"<tr><th>#</th><th>hypothesis</th><th>status</th><th>why</th></tr>{''.join(table)}")
+        + scroll_table(f"<tr><th>#</th><th>hypothesis</th><th>status</th><th>why</th></tr>{''.join(table)}")
         + "<h2>Findings</h2>"
-        + _table(f"<tr>{head}</tr>{''.join(rows)}")
+        + scroll_table(f"<tr>{head}</tr>{''.join(rows)}")
     )
     name = report.bundle.rstrip("/").rsplit("/", 2)
     short = "/".join(name[-2:]) if name[-1] == "genie_config.json" else name[-1]
-    return _page(f"q9diff doctor {short}", body).replace(STYLE, DOCTOR_STYLE)
+    return wrap_page(f"q9diff doctor {short}", body).replace(STYLE, DOCTOR_STYLE)

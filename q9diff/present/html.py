@@ -4,7 +4,7 @@ Every page reads only the command's result as its JSON gives it (`q9diff.diff/1`
 `q9diff.verify/1`), so `q9diff report RESULT.json --html FILE` draws the same page as the command itself,
 with the binaries gone. The verdict comes first, in the terminal's words (`q9diff.present.verdict`);
 sizes are shown in human units with the exact byte count on hover; every string from a file or a saved
-result is escaped (`_e`), and the charts get them escaped too (plotly reads tags in its labels).
+result is escaped (`esc`), and the charts get them escaped too (plotly reads tags in its labels).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
 @media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}}</style>"""
 
 
-def _size(n: int, signed: bool = False) -> str:
+def size_span(n: int, signed: bool = False) -> str:
     """A size for people, the exact bytes on hover."""
     text = ("+" if signed and n > 0 else "") + human(n)
     return (
@@ -38,12 +38,12 @@ def _size(n: int, signed: bool = False) -> str:
     )
 
 
-def _e(v) -> str:
+def esc(v) -> str:
     """A value for the page: its control characters escaped as in the terminal (q9diff.errors), then HTML."""
     return html.escape(printable(v))
 
 
-def _table(inner: str) -> str:
+def scroll_table(inner: str) -> str:
     """A table that scrolls sideways on a narrow screen instead of widening the page."""
     return f"<div class='scroll'><table class='c'>{inner}</table></div>"
 
@@ -52,10 +52,10 @@ def _verdict(data: dict) -> str:
     """The terminal's first lines: the warning sentence, then the root cause. `data`: a diff's JSON
     (two files, a set, or one part of a set)."""
     causes, identical = data["causes"], data["identical"]
-    out = "".join(f'<p class="warn">{_e(w)}</p>' for w in warnings(causes))
+    out = "".join(f'<p class="warn">{esc(w)}</p>' for w in warnings(causes))
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
-        out += f'<p class="swap">Arguments swapped? {_e(swapped)}; the known-good build comes second.</p>'
+        out += f'<p class="swap">Arguments swapped? {esc(swapped)}; the known-good build comes second.</p>'
     if identical:
         return out + "<h2>Identical: no difference in any byte.</h2>"
     line, note = root_line(causes), soc_note(causes)
@@ -65,7 +65,7 @@ def _verdict(data: dict) -> str:
         if line
         else "No setting differs" + ("." if lead else "; only effects or data.")
     )
-    return out + (f'<p class="swap">{_e(lead)}</p>' if lead else "") + f"<h2>{_e(text)}</h2>"
+    return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>"
 
 
 SIZE_CAUSES = {"vtcm_size", "spill_fill", "const_size"}
@@ -75,22 +75,22 @@ def _cause_value(c: dict, side: str) -> str:
     if c["name"] == "compiler_options":  # a and b: each side's value of every option that differs
         return f"{len(set(c['a']) | set(c['b']))} options differ" if side == "a" else ""
     if c["name"] in SIZE_CAUSES and isinstance(c[side], int):
-        return _size(c[side])
+        return size_span(c[side])
     if c["name"] in SIZE_CAUSES and isinstance(c[side], list) and all(isinstance(v, int) for v in c[side]):
-        return ", ".join(_size(v) for v in c[side])
+        return ", ".join(size_span(v) for v in c[side])
     v = str(c[side])
-    return _e(v if len(v) <= 80 else v[:79] + "…")
+    return esc(v if len(v) <= 80 else v[:79] + "…")
 
 
-def _causes_table(causes: list[dict]) -> str:
+def causes_table(causes: list[dict]) -> str:
     rows = "".join(
-        f"<tr><td>{_e(c['name'])}</td><td>{_e(c['role'])}</td><td>{_cause_value(c, 'a')}</td>"
+        f"<tr><td>{esc(c['name'])}</td><td>{esc(c['role'])}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
-        f"<td class='n'>{'' if c.get('bytes') is None else _size(c['bytes'])}</td>"
-        f"<td class='ev'>{_e('; '.join(c['evidence']))}</td></tr>"
+        f"<td class='n'>{'' if c.get('bytes') is None else size_span(c['bytes'])}</td>"
+        f"<td class='ev'>{esc('; '.join(c['evidence']))}</td></tr>"
         for c in causes
     )
-    return _table(
+    return scroll_table(
         "<tr><th>cause</th><th>role</th><th>candidate</th><th>reference</th><th>bytes</th>"
         f"<th>evidence</th></tr>{rows}"
     )
@@ -104,37 +104,38 @@ def _attribution(data: dict) -> str:
     from q9diff.compare.attribution import estimate_note
 
     body = "".join(
-        f"<tr><td>{_e(r['bucket'])}</td><td class='n'>{'~' if r.get('estimated') else ''}"
-        f"{_size(r['changed_bytes'])}</td><td class='n'>{_size(r['size_delta'], signed=True)}</td></tr>"
+        f"<tr><td>{esc(r['bucket'])}</td><td class='n'>{'~' if r.get('estimated') else ''}"
+        f"{size_span(r['changed_bytes'])}</td>"
+        f"<td class='n'>{size_span(r['size_delta'], signed=True)}</td></tr>"
         for r in rows
     )
     note = estimate_note(data.get("regions") or [])
-    body += f"<tr><td colspan='3'>{_e(note)}</td></tr>" if note else ""
+    body += f"<tr><td colspan='3'>{esc(note)}</td></tr>" if note else ""
     changed = sum(r["changed_bytes"] for r in rows)
     delta = sum(r["size_delta"] for r in rows)
-    verdict = f"<p><b>{_e(data['weights_verdict'])}</b></p>" if data.get("weights_verdict") else ""
-    return f"{verdict}<h3>Where the changed bytes went (rows add up)</h3>" + _table(
+    verdict = f"<p><b>{esc(data['weights_verdict'])}</b></p>" if data.get("weights_verdict") else ""
+    return f"{verdict}<h3>Where the changed bytes went (rows add up)</h3>" + scroll_table(
         "<tr><th>effect</th><th>changed bytes</th><th>size delta</th></tr>"
-        f"{body}<tr><th>total</th><th class='n'>{_size(changed)}</th>"
-        f"<th class='n'>{_size(delta, signed=True)}</th></tr>"
+        f"{body}<tr><th>total</th><th class='n'>{size_span(changed)}</th>"
+        f"<th class='n'>{size_span(delta, signed=True)}</th></tr>"
     )
 
 
-def _fixes(suggestions: list[dict]) -> str:
+def fixes_list(suggestions: list[dict]) -> str:
     items = "".join(
-        f"<li><b>{_e(s['setting'])} = {_e(config_value(s['setting'], s['value']))}</b>: "
-        f"<code>{_e(s['targets']['qairt'])}</code>, "
-        f"<code>{_e(json.dumps(s['targets']['htp_backend_ext_config']))}</code></li>"
+        f"<li><b>{esc(s['setting'])} = {esc(config_value(s['setting'], s['value']))}</b>: "
+        f"<code>{esc(s['targets']['qairt'])}</code>, "
+        f"<code>{esc(json.dumps(s['targets']['htp_backend_ext_config']))}</code></li>"
         for s in suggestions
     )
     return f"<h3>Fix</h3><ul>{items or '<li>nothing to change</li>'}</ul>"
 
 
-def _page(title: str, body: str) -> str:
+def wrap_page(title: str, body: str) -> str:
     """The page around `body`, with plotly.js where its charts hold the place for it (`charts.PLOTLY_JS`)."""
     page = f"""<!doctype html><html><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(title)}</title>
+<title>{esc(title)}</title>
 {STYLE}
 </head><body>
 {body}
@@ -173,7 +174,7 @@ def _escaped(v, seen: dict[str, str] | None = None):
 
 
 def _sizes(data: dict) -> str:
-    return f"<p>size {_e(size_change(data['a']['size'], data['b']['size']))}</p>"
+    return f"<p>size {esc(size_change(data['a']['size'], data['b']['size']))}</p>"
 
 
 def load_section(data: dict) -> str:
@@ -184,12 +185,13 @@ def load_section(data: dict) -> str:
         return ""
     head, rows = load_rows(data["load"])
     cells = "".join(
-        f"<tr><td>{_e(r)}</td><td>{_e(parts)}</td><td>{_e(text)}</td><td>{_e(error or '')}</td>"
-        f"<td>{'' if fix is None else f'<code>{_e(fix)}</code>'}</td></tr>"
+        f"<tr><td>{esc(r)}</td><td>{esc(parts)}</td><td>{esc(text)}</td><td>{esc(error or '')}</td>"
+        f"<td>{'' if fix is None else f'<code>{esc(fix)}</code>'}</td></tr>"
         for r, parts, text, error, fix in rows
     )
-    table = _table(f"<tr><th>rule</th><th>parts</th><th>why</th><th>it prints</th><th>fix</th></tr>{cells}")
-    return f"<h2>{_e(head)}</h2>" + (table if rows else "")
+    head_row = "<tr><th>rule</th><th>parts</th><th>why</th><th>it prints</th><th>fix</th></tr>"
+    table = scroll_table(f"{head_row}{cells}")
+    return f"<h2>{esc(head)}</h2>" + (table if rows else "")
 
 
 def structure_section(data: dict) -> str:
@@ -197,7 +199,7 @@ def structure_section(data: dict) -> str:
     s = data.get("structure") or {"same": True}
     if s.get("same", True):
         return ""
-    items = "".join(f"<li>{_e(w)}</li>" for w in s["words"])
+    items = "".join(f"<li>{esc(w)}</li>" for w in s["words"])
     return f"<h2>What changed in the structure</h2><ul>{items}</ul>"
 
 
@@ -207,16 +209,16 @@ def render(data: dict) -> str:
     a, b = data["a"]["path"], data["b"]["path"]
     body = (
         _verdict(data)
-        + f"<p>q9diff: candidate {_e(a)} vs reference {_e(b)}</p>"
+        + f"<p>q9diff: candidate {esc(a)} vs reference {esc(b)}</p>"
         + _sizes(data)
-        + _causes_table(data["causes"])
+        + causes_table(data["causes"])
         + structure_section(data)
         + _attribution(data)
-        + _fixes(data["suggestions"])
+        + fixes_list(data["suggestions"])
         + load_section(data)
         + charts.Charts()(_figures(data))
     )
-    return _page(f"q9diff diff {_name(a)} vs {_name(b)}", body)
+    return wrap_page(f"q9diff diff {_name(a)} vs {_name(b)}", body)
 
 
 def render_set(data: dict) -> str:
@@ -235,35 +237,37 @@ def render_set(data: dict) -> str:
         rows.append(
             row(
                 [
-                    (_e(part["part"]), 0),
-                    (_e(_name(part["b"]["path"])), 0),
-                    (_size(a), 1),
-                    (_size(b), 1),
-                    (_size(b - a, signed=True), 1),
-                    (_e(causes), 0),
+                    (esc(part["part"]), 0),
+                    (esc(_name(part["b"]["path"])), 0),
+                    (size_span(a), 1),
+                    (size_span(b), 1),
+                    (size_span(b - a, signed=True), 1),
+                    (esc(causes), 0),
                 ]
             )
         )
     sizes = data.get("unpaired_sizes") or {"a": [], "b": []}
     for p, n in zip(data["unpaired_a"], sizes["a"]):
-        rows.append(row([(_e(_name(p)), 0), ("(none)", 0), (_size(n), 1), ("", 1), ("", 1), ("unpaired", 0)]))
+        cells = [(esc(_name(p)), 0), ("(none)", 0), (size_span(n), 1), ("", 1), ("", 1), ("unpaired", 0)]
+        rows.append(row(cells))
     for p, n in zip(data["unpaired_b"], sizes["b"]):
-        rows.append(row([("(none)", 0), (_e(_name(p)), 0), ("", 1), (_size(n), 1), ("", 1), ("unpaired", 0)]))
-    delta = _size(data["size_delta"], signed=True)
+        cells = [("(none)", 0), (esc(_name(p)), 0), ("", 1), (size_span(n), 1), ("", 1), ("unpaired", 0)]
+        rows.append(row(cells))
+    delta = size_span(data["size_delta"], signed=True)
     rows.append(
         row(
             [
                 ("set total", 0),
                 ("", 0),
-                (_size(data["a_total"]), 1),
-                (_size(data["b_total"]), 1),
+                (size_span(data["a_total"]), 1),
+                (size_span(data["b_total"]), 1),
                 (delta, 1),
-                (_e(root_line(data["causes"])), 0),
+                (esc(root_line(data["causes"])), 0),
             ],
             "th",
         )
     )
-    totals = "<h3>The set, part by part</h3>" + _table(
+    totals = "<h3>The set, part by part</h3>" + scroll_table(
         "<tr><th>candidate part</th><th>reference part</th><th>candidate</th><th>reference</th>"
         f"<th>change</th><th>root causes</th></tr>{''.join(rows)}"
     )
@@ -274,29 +278,29 @@ def render_set(data: dict) -> str:
     for part in data["parts"]:
         pa, pb = part["part"], _name(part["b"]["path"])
         sections.append(
-            f"<hr><h2>{_e(pa)} vs {_e(pb)}</h2>"
+            f"<hr><h2>{esc(pa)} vs {esc(pb)}</h2>"
             + _verdict(part).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
-            + f"<p>{_e(part['a']['path'])} vs {_e(part['b']['path'])}:"
-            + f" {_e(size_change(part['a']['size'], part['b']['size']))}</p>"
-            + _causes_table(part["causes"])
+            + f"<p>{esc(part['a']['path'])} vs {esc(part['b']['path'])}:"
+            + f" {esc(size_change(part['a']['size'], part['b']['size']))}</p>"
+            + causes_table(part["causes"])
             + structure_section(part)
             + _attribution(part)
-            + _fixes(part["suggestions"])
+            + fixes_list(part["suggestions"])
             + draw(_figures(part))
         )
     ra, rb = set_root(data, "a"), set_root(data, "b")
     na, nb = len(data["parts"]) + len(data["unpaired_a"]), len(data["parts"]) + len(data["unpaired_b"])
     body = (
         _verdict(data).replace("Root cause:", "Root causes over the set:")
-        + f"<p>q9diff: candidate {_e(ra)} vs reference {_e(rb)}</p>"
-        + f"<p>{na} vs {nb} parts, {_e(size_change(data['a_total'], data['b_total']))}</p>"
+        + f"<p>q9diff: candidate {esc(ra)} vs reference {esc(rb)}</p>"
+        + f"<p>{na} vs {nb} parts, {esc(size_change(data['a_total'], data['b_total']))}</p>"
         + totals
-        + _fixes(data["suggestions"])
+        + fixes_list(data["suggestions"])
         + load_section(data)
         + across
         + "".join(sections)
     )
-    return _page(f"q9diff set diff {_name(ra)} vs {_name(rb)}", body)
+    return wrap_page(f"q9diff set diff {_name(ra)} vs {_name(rb)}", body)
 
 
 def set_root(data: dict, side: str) -> str:
@@ -415,39 +419,40 @@ def render_verify(res) -> str:
     from q9diff.verify.verdict import judge
 
     v = judge(res)
-    verdict = _e(v.headline) + "".join(f"<br><small>{_e(c)}</small>" for c in v.caveats)
-    verdict += f"<br><small><code>{_e(v.next_command)}</code></small>" if v.next_command else ""
+    verdict = esc(v.headline) + "".join(f"<br><small>{esc(c)}</small>" for c in v.caveats)
+    verdict += f"<br><small><code>{esc(v.next_command)}</code></small>" if v.next_command else ""
     sides = "".join(
-        f"<li><b>{_e(s.label)}</b>: {_e(s.source)} ({_e(s.runner)})"
-        + "".join(f"<br><i>{_e(n)}</i>" for n in s.notes)
+        f"<li><b>{esc(s.label)}</b>: {esc(s.source)} ({esc(s.runner)})"
+        + "".join(f"<br><i>{esc(n)}</i>" for n in s.notes)
         + "</li>"
         for s in res.sides
     )
-    notes = "".join(f"<li>{_e(n)}</li>" for n in res.notes)
+    notes = "".join(f"<li>{esc(n)}</li>" for n in res.notes)
     body, fig = "", None
     if res.llm is not None:
         rows = "".join(
-            f"<tr><td>{_e(k)}</td><td>{_e(' '.join(map(str, v)))}</td></tr>"
+            f"<tr><td>{esc(k)}</td><td>{esc(' '.join(map(str, v)))}</td></tr>"
             for k, v in res.llm.tokens.items()
         )
         div = "".join(
-            f"<li>{_e(k)}: " + ("same tokens at every step" if v is None else f"diverge at step {_e(str(v))}")
+            f"<li>{esc(k)}: "
+            + ("same tokens at every step" if v is None else f"diverge at step {esc(str(v))}")
             for k, v in res.llm.first_divergence.items()
         )
         body = (
-            f"<p>prompt {_e(str(list(res.llm.prompt)))}</p>"
-            + _table(f"<tr><th>side</th><th>tokens</th></tr>{rows}")
+            f"<p>prompt {esc(str(list(res.llm.prompt)))}</p>"
+            + scroll_table(f"<tr><th>side</th><th>tokens</th></tr>{rows}")
             + f"<ul>{div}</ul>"
         )
         fig = _drift_figure(res) if res.llm.steps else None
     elif res.outputs:
         rows = "".join(
-            f"<tr><td>{_e(o.graph)}</td><td>{_e(o.output)}</td><td>{_e(o.against)}</td>"
+            f"<tr><td>{esc(o.graph)}</td><td>{esc(o.output)}</td><td>{esc(o.against)}</td>"
             f"<td>{o.metrics.max_abs:.4g}</td><td>{o.metrics.rel:.4g}</td><td>{o.metrics.cosine:.6f}</td>"
             f"<td>{'yes' if o.passed else 'NO'}</td></tr>"
             for o in res.outputs
         )
-        body = _table(
+        body = scroll_table(
             "<tr><th>graph</th><th>output</th><th>against</th><th>max|Δ|</th><th>rel</th>"
             f"<th>cosine</th><th>ok</th></tr>{rows}"
         )
@@ -461,4 +466,4 @@ def render_verify(res) -> str:
 <ul>{sides}</ul>{f"<ul>{notes}</ul>" if notes else ""}
 {body}
 {chart}"""
-    return _page(title, page)
+    return wrap_page(title, page)

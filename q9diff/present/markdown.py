@@ -310,3 +310,8 @@ def render_target(data: dict) -> str:
     out += f"**{md(verdict)}**\n\n{md(data['profile']['sentence'])}\n"
     out += "".join(f"\n> **error:** {md(e)}\n" for e in data["errors"])
     return out + _causes(data["causes"]) + _fixes(data["suggestions"]) + _load(data)
+
+
+def render_load(load: dict) -> str:
+    """Will it load (the `load` of a diff's or a target's JSON) alone: the Python API's `will_load`."""
+    return f"## q9diff: {md(load['verdict'])}\n" + _load({"load": load})

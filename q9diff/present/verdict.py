@@ -96,6 +96,28 @@ def reference_looks_wrong(causes, candidate=(), reference=()) -> str | None:
     return None
 
 
+def swap_advice(candidate, reference, causes, command: str, sides) -> str | None:
+    """A sentence when the reference looks like the broken build, with the line that gives the two in
+    the other order (`command`: the q9diff command before the paths, "" for the main form). `sides`: the
+    candidate's and the reference's files as inspect JSON, or as ContextBinary."""
+
+    def facts(x) -> dict:
+        if isinstance(x, dict):
+            return x
+        from q9diff.compare.summary import target
+
+        return {"target": target(x), "dsp_arch": x.dsp_arch}
+
+    cands, refs = ([facts(x) for x in side] for side in sides)
+    why = reference_looks_wrong(causes, cands, refs)
+    if why is None:
+        return None
+    from shlex import quote  # a line to copy: a path with a space or a ; stays one argument
+
+    swapped = f"{quote(str(reference))} {quote(str(candidate))}"
+    return f"{why}; the known-good build comes second: q9diff {command}{swapped}"
+
+
 def models_line(evidence) -> str:
     """The first line of every report on builds of different models; '' for one model's builds."""
     if not evidence:

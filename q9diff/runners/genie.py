@@ -287,8 +287,8 @@ def write_patched_config(
 # --- the parent side of the child process -----------------------------------------------------------
 
 # Exit codes of `python -m q9diff.runners.genie_child`.
-_EXIT_GENIE_ERROR = 2
-_EXIT_UNAVAILABLE = 3
+EXIT_GENIE_ERROR = 2
+EXIT_UNAVAILABLE = 3
 _INSERTING = re.compile(r"Inserting graph (\S+) as idx (\d+) for AR-(\d+) CL-(\d+)")
 
 
@@ -315,7 +315,7 @@ def _run_child(job: Path, env: dict[str, str], timeout_s: float, ctx_bins: list[
         name = signal.Signals(-child.returncode).name
         stage = result.get("stage", "starting")
         raise GenieError(f"{bundle}: libGenie crashed ({name}) while {stage}{_first_error(log)}")
-    if child.returncode == _EXIT_UNAVAILABLE:
+    if child.returncode == EXIT_UNAVAILABLE:
         raise GenieUnavailable(result.get("error") or _last_line(log))
     if child.returncode != 0 or "tokens" not in result:
         message = result.get("error") or f"the Genie process failed (exit {child.returncode})"

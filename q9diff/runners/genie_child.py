@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from q9diff.runners.genie import (
-    _EXIT_GENIE_ERROR,
-    _EXIT_UNAVAILABLE,
+    EXIT_GENIE_ERROR,
+    EXIT_UNAVAILABLE,
     GENIE_LIBRARY,
     PRELOAD,
     GenieError,
@@ -196,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run_job(job, stage)
     except GenieUnavailable as exc:
-        result, code = {"error": str(exc)}, _EXIT_UNAVAILABLE
+        result, code = {"error": str(exc)}, EXIT_UNAVAILABLE
     except (GenieError, OSError) as exc:
-        result, code = {"error": f"{exc} while {progress['stage']}"}, _EXIT_GENIE_ERROR
+        result, code = {"error": f"{exc} while {progress['stage']}"}, EXIT_GENIE_ERROR
     result_path.write_text(json.dumps({**progress, **result}))
     return code
 

@@ -22,9 +22,9 @@ from q9diff.verify.run import (
     LlmCheck,
     Side,
     VerifyResult,
-    _first_divergence,
     cpu_recipe,
     ctx_bins,
+    divergence_step,
 )
 
 
@@ -120,7 +120,7 @@ def _divergences(tokens: dict[str, tuple[int, ...]]) -> dict[str, int | None]:
         ("emulator", "cpu"),
     ):
         if a in tokens and b in tokens:
-            divergence[f"{a}~{b}"] = _first_divergence(tokens[a], tokens[b])
+            divergence[f"{a}~{b}"] = divergence_step(tokens[a], tokens[b])
     return divergence
 
 

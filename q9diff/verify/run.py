@@ -180,7 +180,7 @@ def check_graphs(
     return checks
 
 
-def _first_divergence(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
+def divergence_step(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             return i
@@ -260,9 +260,9 @@ def check_llm(
     divergence = {}
     for other in ("reference", "cpu"):
         if other in tokens:
-            divergence[f"candidate~{other}"] = _first_divergence(tokens["candidate"], tokens[other])
+            divergence[f"candidate~{other}"] = divergence_step(tokens["candidate"], tokens[other])
     if "reference" in tokens and "cpu" in tokens:
-        divergence["reference~cpu"] = _first_divergence(tokens["reference"], tokens["cpu"])
+        divergence["reference~cpu"] = divergence_step(tokens["reference"], tokens["cpu"])
     judge = "candidate~reference" if "reference" in tokens else "candidate~cpu"
     passed = judge in divergence and divergence[judge] is None
     return LlmCheck(tuple(prompt), tokens, divergence, tuple(drift), passed)

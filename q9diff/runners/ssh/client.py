@@ -236,7 +236,7 @@ def _remote_name(i: int, binary: Path) -> str:
     return f"{i}_{binary.name}"
 
 
-class _SshSession:
+class SshSession:
     """What both tools share: a fresh remote directory holding the pushed binaries, removed on close."""
 
     def __init__(self, client: SshClient, binaries: list[Path], remote_base: str | None) -> None:

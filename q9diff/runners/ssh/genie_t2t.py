@@ -60,7 +60,7 @@ class GenieOutput:
     notes: tuple[str, ...] = ()
 
 
-_TOKEN_ID = re.compile(r"[0-9]{1,10}")  # GenieDialog token ids are uint32; ASCII digits only
+TOKEN_ID = re.compile(r"[0-9]{1,10}")  # GenieDialog token ids are uint32; ASCII digits only
 
 
 _KPI_PATTERNS = {
@@ -87,7 +87,7 @@ def parse_genie_output(stdout: str) -> GenieOutput:
     prompt = stdout[prompt_at + len(marker) : begin].strip() if 0 <= prompt_at < begin else None
     tokens = None
     if token_query:
-        if not all(_TOKEN_ID.fullmatch(word) and int(word) < 1 << 32 for word in text.split()):
+        if not all(TOKEN_ID.fullmatch(word) and int(word) < 1 << 32 for word in text.split()):
             raise RunnerError(f"genie-t2t-run answered a token query with {text[:100]!r}, not token ids")
         tokens = tuple(int(word) for word in text.split())
     tail = stdout[end:]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from q9diff.runners.base import GraphSpec, RunnerError, TensorSpec
-from q9diff.runners.ssh.client import QairtPaths, SshClient, _SshSession, remote_command
+from q9diff.runners.ssh.client import QairtPaths, SshClient, SshSession, remote_command
 
 SKIP_GRAPH = "__"  # qnn-net-run: "to skip execution of a graph use __ as the file name"
 
@@ -97,7 +97,7 @@ def read_outputs(output_dir: Path, graph: GraphSpec, inference: int = 0) -> dict
     return out
 
 
-class NetRunSession(_SshSession):
+class NetRunSession(SshSession):
     """Qualcomm's qnn-net-run on the device: native raw inputs in, Result_0 raw outputs back."""
 
     def __init__(self, client: SshClient, binaries: list[Path], remote_base: str | None,

@@ -18,8 +18,8 @@ from q9diff.runners.ssh.client import (
     ssh_failure,
 )
 from q9diff.runners.ssh.genie_t2t import (
-    _TOKEN_ID,
     GENIE_TOKENS_FILE,
+    TOKEN_ID,
     GenieKpis,
     GenieOutput,
     genie_t2t_run_argv,
@@ -123,7 +123,7 @@ class SshRunner:
                 except RunnerError as exc:  # cleanup must not hide the error that brought us here
                     notes.append(f"could not remove {remote} on the device: {exc}")
         out = parse_genie_output(stdout)
-        echoed = [int(w) for w in (out.prompt or "").split() if _TOKEN_ID.fullmatch(w)]
+        echoed = [int(w) for w in (out.prompt or "").split() if TOKEN_ID.fullmatch(w)]
         if out.tokens is not None and echoed != [int(t) for t in prompt_ids]:
             raise RunnerError(f"{self.target}: genie-t2t-run read the tokens file as {echoed[:16]}")
         ran = f"ran on {self.target} with {argv[0]} (libGenie {out.genie_version or 'version not printed'})"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from q9diff.guard import python_argv
 from q9diff.runners.base import RunnerError
-from q9diff.runners.ssh.client import QairtPaths, SshClient, _SshSession, remote_command
+from q9diff.runners.ssh.client import QairtPaths, SshClient, SshSession, remote_command
 from q9diff.runners.worker import WorkerClient, WorkerSession
 
 
-class SshWorkerSession(WorkerSession, _SshSession):
+class SshWorkerSession(WorkerSession, SshSession):
     """q9diff's own worker on the device, over the ssh channel: the local runner's protocol, remotely."""
 
     def __init__(self, client: SshClient, binaries: list[Path], remote_base: str | None, remote_python: str,
@@ -40,4 +40,4 @@ class SshWorkerSession(WorkerSession, _SshSession):
 
     def close(self) -> None:
         WorkerSession.close(self)
-        _SshSession.close(self)
+        SshSession.close(self)

@@ -1,0 +1,228 @@
+"""q9diff as a library: the functions `import q9diff` offers (docs/python.md), each returning the frozen
+result the command line prints from (q9diff.results), each failing with a `Q9Error` subclass naming the
+file, never with SystemExit.
+
+    open(path)                                  what a path holds: a Build
+    diff(candidate, reference)                  why a build differs from the known-good one: a DiffReport
+    target(path, device)                        a build judged against a device alone: a TargetReport
+    will_load(path, runtime=..., target=...)    will each part load there: a LoadReport
+    doctor(bundle, reference=None, ...)         a whole Genie bundle checked: a DoctorReport
+
+What a path is (a context binary, a folder of parts, a Genie bundle or config, an EPContext .onnx, a
+LiteRT .tflite) is decided by the one registry of kinds (q9diff.kinds) over the openers of
+q9diff.format.openers: a new container is a row there, and every function here takes it unchanged.
+
+The other functions here (as_device, as_runtime, judged, load_verdicts, reference_findings, diff_pair,
+diff_parts) are the steps the command line composes; they are public to q9diff's own modules, not part
+of the versioned API (`q9diff.__all__`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from q9diff import inputs
+from q9diff.errors import FormatError, InputError
+from q9diff.results import Build, DiffReport, DoctorReport, LoadReport, TargetReport
+
+if TYPE_CHECKING:
+    from q9diff.compare.diff import DiffResult, SetDiff
+    from q9diff.format.tables import Device
+    from q9diff.load.runtime import Runtime
+
+PathLike = str | os.PathLike
+Progress = Callable[[str], None]
+
+
+def _path(p: PathLike | Build) -> Path:
+    return p.path if isinstance(p, Build) else Path(p)
+
+
+def as_device(name: str | Device) -> Device:
+    """The device a name means (QCS9100, SA8775P, Snapdragon 8 Gen 3, SM8650, a soc_model id), or
+    UnknownDevice saying which names q9diff knows."""
+    from q9diff.format.tables import Device, find_device
+
+    return name if isinstance(name, Device) else find_device(str(name))
+
+
+def as_runtime(text: str | os.PathLike | Runtime) -> Runtime:
+    """The QAIRT runtime a version (2.48, QAIRT 2.48.40, v2.48) or a runtime library or folder names, or
+    UnknownRuntime."""
+    from q9diff.load.runtime import Runtime, parse
+
+    return text if isinstance(text, Runtime) else parse(str(text))
+
+
+def open(path: PathLike) -> Build:  # q9diff.open, as the page names it (the builtin is not used here)
+    """What `path` holds: a context binary, a folder of parts, a Genie bundle or config, an EPContext
+    .onnx or a LiteRT .tflite, with its parts in order. InputError when it does not exist or holds no
+    context binary q9diff reads."""
+    from q9diff.kinds import kind_of
+
+    p = Path(path)
+    inputs.exists(p)
+    kind = kind_of(p)
+    if kind is None:  # there but no file or folder (a FIFO, a device): its opener says so when opened
+        return Build(p, "context binary", (p,))
+    return Build(p, kind.name, tuple(inputs.parts(p)) if kind.is_set else (p,))
+
+
+def diff(
+    candidate: PathLike | Build,
+    reference: PathLike | Build,
+    *,
+    target: str | Device | None = None,
+    runtime: str | Runtime | None = None,
+    progress: Progress | None = None,
+) -> DiffReport:
+    """Why `candidate` differs from the known-good `reference`, and what to change: two files, or two
+    sets compared part by part (a file against a set: its counterpart part, the same file name).
+    `target`: also say whether the reference was built for that device; `target` or `runtime`: also
+    whether each part of the candidate loads there. `progress(line)` hears which part is compared."""
+    aimed_at = None if target is None else as_device(target)
+    on = None if runtime is None else as_runtime(runtime)
+    a, b, note = inputs.counterpart(_path(candidate), _path(reference))
+    notes = [note] if note else []
+    findings = reference_findings(b, aimed_at) if aimed_at is not None else []
+    notes += [f"warning: {f}" for f in findings]
+    load = load_verdicts(a, aimed_at, on)
+    aimed = {"target": {"name": aimed_at.name, "reference_findings": findings}} if aimed_at else {}
+    aimed |= {"load": load} if load else {}
+    from q9diff.present.verdict import sides, swap_advice
+
+    if inputs.is_set(a):
+        from q9diff.compare.diff import set_to_json
+
+        result = diff_parts(a, b, progress)
+        if not result.pairs and not result.unpaired_a and not result.unpaired_b:
+            raise InputError(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
+        data = set_to_json(result) | aimed
+        swapped = swap_advice(a, b, data["causes"], "", sides(data))
+    else:
+        from q9diff.compare.diff import to_json
+
+        result = diff_pair(a, b)
+        swapped = swap_advice(a, b, result.causes, "", ([result.a], [result.b]))
+        data = to_json(result) | aimed
+    notes += [f"warning: {swapped}"] if swapped else []
+    return DiffReport(a, b, data, result, tuple(notes))
+
+
+def target(
+    path: PathLike | Build, device: str | Device, *, runtime: str | Runtime | None = None
+) -> TargetReport:
+    """`path` (a file or each part of a set) judged against `device` with no reference: every setting
+    the device determines against what AI Hub's builds for it use, and whether each part loads there
+    (on `runtime` too, when named)."""
+    d, on = as_device(device), None if runtime is None else as_runtime(runtime)
+    p = _path(path)
+    inputs.check(p)
+    data = judged(p, d)
+    load = load_verdicts(p, d, on)
+    return TargetReport(p, data | ({"load": load} if load else {}))
+
+
+def will_load(
+    path: PathLike | Build, *, runtime: str | Runtime | None = None, target: str | Device | None = None
+) -> LoadReport:
+    """Will each part of `path` load on `runtime` and `target` (either or both): the worst verdict,
+    each part's findings with the error the runtime prints and the fix (q9diff.load.rules)."""
+    if runtime is None and target is None:
+        raise InputError("will_load: name the runtime (runtime='2.48') or the device (target='QCS9100')")
+    d = None if target is None else as_device(target)
+    on = None if runtime is None else as_runtime(runtime)
+    p = _path(path)
+    inputs.check(p)
+    return LoadReport(p, load_verdicts(p, d, on))
+
+
+def doctor(
+    bundle: PathLike | Build,
+    reference: PathLike | Build | None = None,
+    *,
+    target: str | Device | None = None,
+    runtime: str | Runtime | None = None,
+) -> DoctorReport:
+    """A whole Genie bundle (its folder or config, a folder of parts or one .bin) checked: its ctx-bins,
+    vocabulary and context, the nine hypotheses against the known-good `reference`, the two places a
+    setting lives, and against `target` and `runtime` when named (a bundle that ships Qualcomm's runtime
+    libraries names its runtime itself). BundleError when a bundle cannot be read."""
+    from q9diff.doctor.run import run
+
+    d = None if target is None else as_device(target)
+    on = None if runtime is None else as_runtime(runtime)
+    report = run(_path(bundle), None if reference is None else _path(reference), target=d, runtime=on)
+    return DoctorReport(report.result(), tuple(report.files()))
+
+
+def judged(path: Path, device: Device) -> dict:
+    """Every part of `path` against `device`, as `q9diff.target/1`."""
+    from q9diff.compare.target import judge, to_json
+
+    return to_json(
+        [(p.name, judge(inputs.open_context(p), device)) for p in inputs.parts_or_self(path)], device
+    )
+
+
+def reference_findings(reference: Path, device: Device) -> list[str]:
+    """Why the reference is a build for another device than the target (one sentence per part)."""
+    from q9diff.compare.target import reference_finding
+
+    found = (reference_finding(inputs.open_context(p), device) for p in inputs.parts_or_self(reference))
+    return [f for f in found if f]
+
+
+def load_verdicts(path: Path, device: Device | None, runtime: Runtime | None) -> dict | None:
+    """Will each part of `path` load on `runtime` and `device` (q9diff.load.rules): the worst verdict
+    and each part's, as the JSON's `load`; None when neither is named."""
+    if device is None and runtime is None:
+        return None
+    from q9diff.load.rules import ORDER, judge
+
+    parts = []
+    for p in inputs.parts_or_self(path):
+        cb = inputs.open_context(p)
+        parts.append(judge(cb, p.name, runtime, device).to_json())
+        cb.release()
+    worst = min((v["verdict"] for v in parts), key=ORDER.index)
+    return {
+        "verdict": worst,
+        "runtime": None if runtime is None else runtime.to_json(),
+        "device": None if device is None else device.name,
+        "parts": parts,
+    }
+
+
+def diff_pair(a: Path, b: Path) -> DiffResult:
+    """Two context binaries compared (q9diff.compare.diff)."""
+    from q9diff.compare.diff import diff as compare
+
+    ca, cb = inputs.open_context(a), inputs.open_context(b)
+    try:
+        return compare(ca, cb)
+    except FormatError:
+        raise
+    except inputs.read_errors() as exc:
+        raise InputError(
+            f"{a} / {b}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def diff_parts(a: Path, b: Path, progress: Progress | None = None) -> SetDiff:
+    """Two sets compared part by part; `progress(line)` after each pair."""
+    from q9diff.compare.diff import diff_sets
+
+    def on_part(pa: Path, pb: Path, r) -> None:
+        if progress is not None:
+            progress(f"compared {pa.name} with {pb.name}")
+
+    try:
+        return diff_sets(a, b, on_part=on_part)
+    except FormatError:
+        raise
+    except (OSError, *inputs.read_errors()) as exc:
+        raise InputError(f"{a} / {b}: {exc}") from exc

@@ -1,0 +1,106 @@
+"""The paths a user gives q9diff, checked before any work: each exists, a set holds parts, a file given
+against a set has its counterpart there, and a context opens. What a path *is* is decided by the one
+registry of kinds (q9diff.kinds), and what a file carries by its opener (q9diff.format.openers); this
+module turns their failures into the one-line errors a user reads (`InputError`, or the opener's own
+`FormatError`), for the command line and the Python API alike.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from q9diff.errors import FormatError, InputError
+
+
+def read_errors() -> tuple[type[Exception], ...]:
+    """What a reader raises on bytes it cannot make sense of."""
+    import struct
+
+    return (ValueError, IndexError, struct.error)
+
+
+def exists(path: Path) -> None:
+    """The path exists, or names one context of a file that does (`FILE#NAME`, as sets list them)."""
+    if path.exists():
+        return
+    if "#" in path.name and path.with_name(path.name.rsplit("#", 1)[0]).is_file():
+        return
+    raise InputError(f"{path}: no such file or directory")
+
+
+def is_set(path: Path) -> bool:
+    """A folder of parts, a Genie bundle, or one file carrying several contexts (EPContext, LiteRT)."""
+    from q9diff.kinds import is_set as kind_is_set
+
+    return kind_is_set(path)
+
+
+def parts(path: Path) -> list[Path]:
+    """The context binaries of a set in part order; InputError when it holds none q9diff reads."""
+    from q9diff.genie.config import ConfigError
+    from q9diff.kinds import parts_of
+
+    try:
+        found = parts_of(path)
+    except (ConfigError, FormatError):
+        raise
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        raise InputError(f"{path}: not a folder of parts or a Genie bundle q9diff can read ({exc})") from exc
+    if not found:
+        from q9diff.genie.config import dialog_configs
+
+        configs = dialog_configs(path) if path.is_dir() else []
+        if len(configs) > 1:
+            names = ", ".join(p.name for p in configs)
+            raise InputError(
+                f"{path}: several Genie configs ({names}) and no *.bin in it: give the config file itself"
+            )
+        raise InputError(f"{path}: no context binaries in it (*.bin, or a Genie config naming ctx-bins)")
+    return found
+
+
+def check(path: Path) -> None:
+    """`path` exists and, when it is a set, holds parts."""
+    exists(path)
+    if is_set(path):
+        parts(path)
+
+
+def parts_or_self(path: Path) -> list[Path]:
+    """The parts of a set, or the one file itself."""
+    return parts(path) if is_set(path) else [path]
+
+
+def open_context(path: str | os.PathLike):
+    """The `ContextBinary` at `path` (`FILE#NAME` for one of several in a container)."""
+    from q9diff.format.openers import open_binary
+
+    try:
+        return open_binary(path)
+    except FormatError:
+        raise
+    except read_errors() as exc:
+        raise InputError(
+            f"{path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def counterpart(candidate: Path, reference: Path) -> tuple[Path, Path, str | None]:
+    """Both inputs checked before anything is compared; a file against a set of parts is compared with
+    its counterpart part (the same file name), or refused. Returns the two paths to compare and, when a
+    counterpart was chosen, the sentence that says so."""
+    check(candidate)
+    check(reference)
+    if is_set(candidate) == is_set(reference):
+        return candidate, reference, None
+    file, folder = (candidate, reference) if is_set(reference) else (reference, candidate)
+    match = [p for p in parts(folder) if p.name == file.name]
+    if not match:
+        names = ", ".join(p.name for p in parts(folder))
+        raise InputError(
+            f"{file} is a file and {folder} a set of parts ({names}), none named {file.name}:"
+            " give two files or two folders"
+        )
+    note = f"comparing {file} with its counterpart {match[0]}"
+    return (candidate, match[0], note) if file == candidate else (match[0], reference, note)

@@ -1,0 +1,44 @@
+"""The HTML page and the Markdown of any saved result, chosen by its schema: what `--html` and `--markdown`
+write, what `q9diff report` draws from a saved `--json`, and what a notebook shows (`_repr_html_`).
+
+Every renderer reads the result as `--json` saves it (q9diff.present.saved.as_saved), never the live
+objects, so a page drawn now and one drawn later from the saved file are the same page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
+    """(html, markdown) of a saved result whose shape was checked (or that a command just made)."""
+    from q9diff.present import html, markdown
+    from q9diff.present import saved as s
+
+    schema = data["schema"]
+    if schema == s.DIFF:
+        return (lambda: html.render(data)), (lambda: markdown.render(data))
+    if schema == s.SET:
+        return (lambda: html.render_set(data)), (lambda: markdown.render_set(data))
+    if schema == s.VERIFY:
+        res = s.verify_result(data)
+        return (lambda: html.render_verify(res)), (lambda: markdown.render_verify(res))
+    if schema == s.TARGET:
+        from q9diff.present.pages import render_target
+
+        return (lambda: render_target(data)), (lambda: markdown.render_target(data))
+    from q9diff.doctor.run import DoctorResult
+    from q9diff.present.doctor import render_doctor
+
+    result = DoctorResult.from_json(data)
+    return (lambda: render_doctor(result)), (lambda: markdown.render_doctor(result))
+
+
+def html_page(data: dict) -> str:
+    """The self-contained HTML report of a saved result."""
+    return renderers(data)[0]()
+
+
+def markdown_text(data: dict) -> str:
+    """The Markdown report of a saved result."""
+    return renderers(data)[1]()

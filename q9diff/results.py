@@ -1,0 +1,255 @@
+"""The results the Python API returns (q9diff.api), the same the command line prints from: each frozen,
+each with `to_json()` (the documented schema, equal to what `--json` prints), `to_html()` (the page
+`--html` writes, which a notebook shows inline through `_repr_html_`), `to_markdown()` and `show()` (the
+terminal view). They hold the compared objects as the presenters read them; nothing here computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from q9diff.compare.diff import DiffResult, SetDiff
+    from q9diff.doctor.run import DoctorResult, Finding
+    from q9diff.format.binary import ContextBinary
+
+
+def _saved(data):
+    """`data` as JSON gives it back: a fresh copy, so a result stays as it was made."""
+    from q9diff.present.saved import as_saved
+
+    return as_saved(data)
+
+
+class _Drawn:
+    """What every result draws from its JSON: the HTML page, the Markdown, the notebook's view."""
+
+    def to_json(self) -> dict:
+        raise NotImplementedError
+
+    def to_html(self) -> str:
+        """The self-contained HTML report, as `--html` writes it."""
+        from q9diff.present.reports import html_page
+
+        return html_page(self.to_json())
+
+    def to_markdown(self) -> str:
+        """The Markdown report (CI summaries, pull-request comments), as `--markdown` writes it."""
+        from q9diff.present.reports import markdown_text
+
+        return markdown_text(self.to_json())
+
+    def _repr_html_(self) -> str:  # Jupyter's hook: the report, inline
+        return self.to_html()
+
+
+@dataclass(frozen=True, eq=False)
+class Build:
+    """What a path holds (q9diff.open): its kind as q9diff tells it (`context binary`, `folder of parts`,
+    `Genie bundle`, `Genie config`, `container of contexts`, ...) and its context binaries in part order
+    (`FILE#NAME` for one of several in an .onnx or .tflite)."""
+
+    path: Path
+    kind: str
+    parts: tuple[Path, ...]
+
+    @property
+    def is_set(self) -> bool:
+        return self.parts != (self.path,)
+
+    def contexts(self) -> Iterator[ContextBinary]:
+        """Each part opened, in order (mapped lazily: a 1 GB part costs nothing until read)."""
+        from q9diff.inputs import open_context
+
+        for p in self.parts:
+            yield open_context(p)
+
+    def to_json(self) -> dict:
+        """`q9diff.inspect/1` of a single context, `q9diff.inspect-set/1` of several, as `inspect --json`."""
+        from q9diff.compare.summary import inspect_summary
+
+        summaries = [inspect_summary(cb) for cb in self.contexts()]
+        if len(summaries) == 1 and not self.is_set:
+            return _saved(summaries[0])
+        return _saved({"schema": "q9diff.inspect-set/1", "path": str(self.path), "contexts": summaries})
+
+    def to_html(self) -> str:
+        """The page `inspect --html` writes."""
+        from q9diff.present.pages import render_inspect
+
+        data = self.to_json()
+        return render_inspect(data.get("contexts", [data]))
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def show(self) -> None:
+        """The terminal view of `q9diff inspect`, each context in turn."""
+        from q9diff.compare.summary import inspect_summary
+        from q9diff.present.terminal_inspect import print_contexts
+
+        binaries = list(self.contexts())
+        print_contexts(binaries, [inspect_summary(cb) for cb in binaries])
+
+
+@dataclass(frozen=True, eq=False)
+class DiffReport(_Drawn):
+    """Why `candidate` differs from `reference` (q9diff.diff): `q9diff.diff/1` for two files,
+    `q9diff.setdiff/1` for two sets. `notes`: what the command line says on stderr (the counterpart part
+    chosen, a reference that looks like the broken build, one built for another device)."""
+
+    candidate: Path
+    reference: Path
+    data: dict  # as computed; to_json() gives the JSON copy
+    result: DiffResult | SetDiff
+    notes: tuple[str, ...] = ()
+
+    @property
+    def schema(self) -> str:
+        return self.data["schema"]
+
+    @property
+    def identical(self) -> bool:
+        """No difference in any byte (of any part)."""
+        return self.data["identical"]
+
+    @property
+    def causes(self) -> list[dict]:
+        """The settings that differ (role `root`) and their effects, with both values and the evidence."""
+        return _saved(self.data["causes"])
+
+    @property
+    def suggestions(self) -> list[dict]:
+        """The fix: each setting and value, with its line for every tool (qairt, the extension config...)."""
+        return _saved(self.data["suggestions"])
+
+    @property
+    def load(self) -> LoadReport | None:
+        """Will the candidate load on the target or runtime named, when one was."""
+        load = self.data.get("load")
+        return None if load is None else LoadReport(self.candidate, load)
+
+    def to_json(self) -> dict:
+        return _saved(self.data)
+
+    def show(self, verbose: bool = False) -> None:
+        """The terminal view, as `q9diff CANDIDATE REFERENCE` (-v: `verbose`) prints it."""
+        from q9diff.present.terminal_diff import print_set, show_pair
+        from q9diff.present.terminal_target import print_load
+
+        if self.data["schema"] == "q9diff.setdiff/1":
+            print_set(self.result, self.data, verbose)
+        else:
+            show_pair(self.result, verbose)
+        print_load(self.data.get("load"))
+
+
+@dataclass(frozen=True, eq=False)
+class TargetReport(_Drawn):
+    """A build judged against a device with no reference (q9diff.target): `q9diff.target/1`, with
+    `load` (will each part load on the device, and on the runtime named)."""
+
+    path: Path
+    data: dict
+
+    @property
+    def matches(self) -> bool:
+        """Every setting the device determines is as AI Hub's builds for it use."""
+        return self.data["matches"]
+
+    @property
+    def causes(self) -> list[dict]:
+        return _saved(self.data["causes"])
+
+    @property
+    def suggestions(self) -> list[dict]:
+        return _saved(self.data["suggestions"])
+
+    @property
+    def load(self) -> LoadReport | None:
+        load = self.data.get("load")
+        return None if load is None else LoadReport(self.path, load)
+
+    def to_json(self) -> dict:
+        return _saved(self.data)
+
+    def show(self) -> None:
+        """The terminal view, as `q9diff PATH --target DEVICE` prints it."""
+        from q9diff.present.terminal_target import print_load, print_target
+
+        print_target(self.data)
+        print_load(self.data.get("load"))
+
+
+@dataclass(frozen=True, eq=False)
+class LoadReport(_Drawn):
+    """Will each part of `path` load on the runtime and device named (q9diff.will_load): the worst
+    verdict (`loads`, `loads, recompile advised`, `will not load`) and each part's findings. Its JSON is
+    the `load` object of `q9diff.diff/1` and `q9diff.target/1`."""
+
+    path: Path
+    data: dict
+
+    @property
+    def verdict(self) -> str:
+        return self.data["verdict"]
+
+    @property
+    def loads(self) -> bool:
+        """No part is refused (a recompile may still be advised)."""
+        return self.data["verdict"] != "will not load"
+
+    def to_json(self) -> dict:
+        return _saved(self.data)
+
+    def to_html(self) -> str:
+        from q9diff.present.pages import render_load
+
+        return render_load(self.to_json())
+
+    def to_markdown(self) -> str:
+        from q9diff.present.markdown import render_load
+
+        return render_load(self.to_json())
+
+    def show(self) -> None:
+        from q9diff.present.terminal_target import print_load
+
+        print_load(self.data)
+
+
+@dataclass(frozen=True, eq=False)
+class DoctorReport(_Drawn):
+    """A Genie bundle checked (q9diff.doctor): `q9diff.doctor/1`. `errors` and `warnings` are the
+    findings of that severity; a build script fails on `errors`, as `q9diff doctor` exits 1 on them."""
+
+    result: DoctorResult
+    files: tuple[Path, ...] = ()  # every file read, the reference's too
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.result.findings
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.result.findings if f.severity == "error" and not f.ruled_out)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.result.findings if f.severity == "warning" and not f.ruled_out)
+
+    def hypotheses(self) -> dict[int, dict]:
+        """Each of the nine hypotheses: implicated, ruled out or open, and why."""
+        return self.result.hypotheses()
+
+    def to_json(self) -> dict:
+        return _saved(self.result.to_json())
+
+    def show(self) -> None:
+        """The terminal view, as `q9diff doctor` prints it."""
+        from q9diff.present.terminal_doctor import print_report
+
+        print_report(self.result)
