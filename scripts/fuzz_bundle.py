@@ -29,7 +29,6 @@ import re
 import shutil
 from pathlib import Path
 
-from q9diff.cli.common import _json_safe
 from q9diff.compare.diff import diff_sets, set_to_json
 from q9diff.doctor import run as doctor
 from q9diff.errors import FormatError
@@ -37,6 +36,8 @@ from q9diff.fix import extconfig
 from q9diff.fix.apply import ApplyError, BuildFacts, plan
 from q9diff.genie.bundle import BundleError
 from q9diff.kinds import parts_of
+from q9diff.present.saved import json_safe
+from q9diff.present.terminal_doctor import print_report
 from q9diff.runners.base import RunnerError
 from q9diff.verify.run import DialogConfig
 
@@ -99,14 +100,14 @@ class Cases:
         from rich.console import Console
 
         out = io.StringIO()
-        doctor.print_report(report.result(), Console(file=out, width=100, markup=False, highlight=False))
+        print_report(report.result(), Console(file=out, width=100, markup=False, highlight=False))
         from q9diff.present.doctor import render_doctor
 
         for shown, what in ((out.getvalue(), "terminal"), (render_doctor(report.result()), "HTML")):
             raw = RAW.search(shown)
             if raw:
                 raise AssertionError(f"doctor {what}: a raw control character {raw.group()!r} from a file")
-        json.dumps(_json_safe(report.to_json()), allow_nan=False, default=str)
+        json.dumps(json_safe(report.to_json()), allow_nan=False, default=str)
         try:
             parts_of(self.bundle)
         except ValueError as exc:  # the one config reader refuses a config it cannot read: one line

@@ -110,44 +110,22 @@ def compare(a: dict, b: dict) -> dict:
     from deepdiff import DeepDiff
 
     left, right = paired(a, b)
-    found = DeepDiff(left, right, significant_digits=SIGNIFICANT, number_format_notation="e", verbose_level=2)
+    found = DeepDiff(left, right, significant_digits=SIGNIFICANT, number_format_notation="e", view="tree")
     changes = []
-    for kind, items in found.items():
-        for path, v in items.items() if isinstance(items, dict) else ((p, None) for p in items):
-            keys = _keys(path)
-            if kind == "values_changed" or kind == "type_changes":
-                changes.append({"path": keys, "kind": "changed", "a": v["old_value"], "b": v["new_value"]})
-            elif kind.endswith("_added"):
-                changes.append({"path": keys, "kind": "added", "a": None, "b": v})
-            elif kind.endswith("_removed"):
-                changes.append({"path": keys, "kind": "removed", "a": v, "b": None})
+    for kind, levels in found.items():
+        how = "added" if kind.endswith("_added") else "removed" if kind.endswith("_removed") else "changed"
+        for level in levels:
+            keys = list(level.path(output_format="list"))  # the keys themselves, never a parsed string
+            a_value = None if how == "added" else _plain(level.t1)
+            b_value = None if how == "removed" else _plain(level.t2)
+            changes.append({"path": keys, "kind": how, "a": a_value, "b": b_value})
     changes.sort(key=lambda c: [str(k) for k in c["path"]])
     return {"same": False, "changes": changes, "words": words(left, right, changes)}
 
 
-def _keys(path: str) -> list:
-    """DeepDiff's path `root['graphs']['mlp']['inputs']['x']` as the keys ['graphs', 'mlp', 'inputs', 'x']."""
-    import ast
-
-    out, rest = [], path.removeprefix("root")
-    while rest.startswith("["):
-        end = _closing(rest)
-        out.append(ast.literal_eval(rest[1:end]))
-        rest = rest[end + 1 :]
-    return out
-
-
-def _closing(text: str) -> int:
-    """Where the bracket that opens `text` closes, strings inside skipped."""
-    quote = None
-    for i, ch in enumerate(text[1:], 1):
-        if quote:
-            quote = None if ch == quote and text[i - 1] != "\\" else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "]":
-            return i
-    return len(text) - 1
+def _plain(v):
+    """A value DeepDiff hands back, as JSON keeps it (its 'not present' marker is None)."""
+    return v if isinstance(v, (str, int, float, bool, list, dict, type(None))) else None
 
 
 def _encoding(t: dict | None) -> str:
