@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from shlex import quote
 from typing import TYPE_CHECKING
 
 from q9diff import inputs
@@ -87,6 +88,8 @@ def diff(
     on = None if runtime is None else as_runtime(runtime)
     a, b, note = inputs.counterpart(_path(candidate), _path(reference))
     notes = [note] if note else []
+    said = [n for n in (inputs.which_parts(a), inputs.which_parts(b)) if n]
+    notes += said[:1] if len(said) == 2 else said  # both sides alike: said once (of the candidate)
     findings = reference_findings(b, aimed_at) if aimed_at is not None else []
     notes += [f"warning: {f}" for f in findings]
     load = load_verdicts(a, aimed_at, on)
@@ -108,8 +111,25 @@ def diff(
         result = diff_pair(a, b)
         swapped = swap_advice(a, b, result.causes, "", ([result.a], [result.b]))
         data = to_json(result) | aimed
-    notes += [f"warning: {swapped}"] if swapped else []
+    data |= _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}")
+    if swapped:  # the fix would make the good build like the broken one: said last, no fix given
+        data |= {"reference_looks_wrong": swapped, "suggestions": []}
+        for part in data.get("parts", []):
+            part["suggestions"] = []
     return DiffReport(a, b, data, result, tuple(notes))
+
+
+def _fixing(candidate: Path, suggest: str) -> dict:
+    """Which toolchain the fix leads with (the candidate's own files say: inputs.toolchain_of), and the
+    command that makes it: `q9diff suggest ... --apply` the config found, where one is."""
+    toolchain = inputs.toolchain_of(candidate)
+    folder = candidate if candidate.is_dir() else candidate.parent
+    config = folder / inputs.EXTENSION_FILE if toolchain["form"] == "ext" else None
+    if config is None and (folder / "recipe.json").is_file():
+        config = folder / "recipe.json"
+    if config is None:
+        return {"toolchain": toolchain}
+    return {"toolchain": toolchain, "next": f"{suggest} --apply {quote(str(config))}"}
 
 
 def target(
@@ -123,6 +143,7 @@ def target(
     inputs.check(p)
     data = judged(p, d)
     load = load_verdicts(p, d, on)
+    data |= _fixing(p, f"q9diff suggest {quote(str(p))} --target {quote(d.name)}")
     return TargetReport(p, data | ({"load": load} if load else {}))
 
 

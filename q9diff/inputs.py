@@ -104,3 +104,42 @@ def counterpart(candidate: Path, reference: Path) -> tuple[Path, Path, str | Non
         )
     note = f"comparing {file} with its counterpart {match[0]}"
     return (candidate, match[0], note) if file == candidate else (match[0], reference, note)
+
+
+EXTENSION_FILE = "htp_backend_ext_config.json"
+
+
+def toolchain_of(candidate: Path) -> dict:
+    """Which toolchain the candidate was built with, as far as its own files say: {"form", "why"}, the
+    form a fix leads with (q9diff.present.fixes). An ExecuTorch .pte, an ONNX Runtime EPContext model, a
+    folder (or the folder of a file) holding a backend extension config, a q9diff recipe's backend; else
+    the qairt Python API, the seed's own toolchain."""
+    p = Path(candidate)
+    name = p.name.rsplit("#", 1)[0]
+    if name.endswith(".pte"):
+        return {"form": "executorch", "why": "the candidate is a .pte"}
+    if name.endswith(".onnx"):
+        return {"form": "ort", "why": "the candidate is an EPContext model"}
+    folder = p if p.is_dir() else p.parent
+    if (folder / EXTENSION_FILE).is_file():
+        return {"form": "ext", "why": "the one beside the candidate"}
+    return {"form": "qairt", "why": "no config beside the candidate"}
+
+
+def which_parts(path: Path) -> str | None:
+    """What a folder that is both a folder of parts and a Genie bundle is read as, said: diff and inspect
+    read its *.bin, doctor its config's ctx-bins (the qwen-mini layout: AI Hub's weight-shared parts beside
+    a Genie bundle of one binary per graph). None for a folder that is one or the other."""
+    from q9diff.genie.config import genie_config_of
+
+    p = Path(path)
+    if not p.is_dir():
+        return None
+    config = genie_config_of(p)
+    bins = sorted(p.glob("*.bin"))
+    if config is None or not bins:
+        return None
+    return (
+        f"{p}: read as its {len(bins)} *.bin parts; its {config.name} names the ctx-bins Genie runs"
+        f" (give {p / config.name} to read those; doctor reads the bundle)"
+    )

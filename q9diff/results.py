@@ -143,7 +143,7 @@ class DiffReport(_Drawn):
         if self.data["schema"] == "q9diff.setdiff/1":
             print_set(self.result, self.data, verbose)
         else:
-            show_pair(self.result, verbose)
+            show_pair(self.result, verbose, self.data)
         print_load(self.data.get("load"))
 
 

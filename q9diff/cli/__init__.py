@@ -57,6 +57,10 @@ def _unwritable(exc: OSError) -> OSError:
 
 def main() -> None:
     argv = sys.argv[1:]
+    meant = _meant(argv[0]) if argv and argv[0] not in COMMANDS | OPTIONS else None
+    if meant is not None:
+        error_line(f"{argv[0]}: no such command or file; did you mean q9diff {meant}?")
+        sys.exit(2)
     if argv and argv[0] not in COMMANDS | OPTIONS:
         argv = ["diff", *argv]
     stdout = sys.stdout
@@ -75,6 +79,18 @@ def main() -> None:
     finally:
         if isinstance(sys.stdout, _Output):
             sys.stdout = stdout
+
+
+def _meant(word: str) -> str | None:
+    """The command a mistyped first word means (`sugest`, `docter`), when it is no file q9diff could
+    read as the main form's CANDIDATE: a bare word close to a command's name."""
+    import difflib
+    import os
+
+    if os.path.exists(word) or "/" in word or "." in word or "#" in word or word.startswith("-"):
+        return None
+    close = difflib.get_close_matches(word.lower(), sorted(COMMANDS), n=1, cutoff=0.7)
+    return close[0] if close else None
 
 
 def _drop_stdout() -> None:

@@ -228,6 +228,26 @@ TARGET = typer.Option(
 )
 
 
+TOOLCHAIN = typer.Option(
+    None,
+    "--toolchain",
+    metavar="FORM",
+    help="the fix's lines for this toolchain: qairt, ext (htp_backend_ext_config.json), ort (ONNX Runtime "
+    "QNN EP), qnn-cli, executorch, or all (default: the one the candidate's own files say)",
+)
+
+
+def toolchain_chosen(data: dict, asked: str | None) -> None:
+    """--toolchain over what the candidate's files say: the fix leads with that form (`all`: every form)."""
+    from q9diff.present.fixes import LABELS
+
+    if asked is None:
+        return
+    if asked != "all" and asked not in LABELS:
+        raise CommandError(f"--toolchain {asked}: expected one of {', '.join([*LABELS, 'all'])}")
+    data["toolchain"] = {"form": asked, "why": "--toolchain"}
+
+
 RUNTIME = typer.Option(
     None,
     "--runtime",

@@ -13,6 +13,7 @@ from q9diff.cli.common import (
     MARKDOWN,
     RUNTIME,
     TARGET,
+    TOOLCHAIN,
     Command,
     CommandError,
     app,
@@ -23,6 +24,7 @@ from q9diff.cli.common import (
     report_path,
     said,
     stdout_once,
+    toolchain_chosen,
     write_reports,
 )
 
@@ -46,6 +48,7 @@ def diff_cmd(
     md_out: Path = MARKDOWN,
     target: str = TARGET,
     runtime: str = RUNTIME,
+    toolchain: str = TOOLCHAIN,
 ) -> None:
     """Why CANDIDATE differs from the known-good REFERENCE, and what to change.
 
@@ -82,12 +85,14 @@ def diff_cmd(
                 "--runtime alone judges a build against a runtime: q9diff doctor CANDIDATE --runtime V"
             )
         judged = api.target(candidate, device, runtime=qairt)
+        toolchain_chosen(judged.data, toolchain)
         _deliver(out, judged.data, judged.show, 0 if judged.matches and not _refused(judged.data) else 1)
     quiet = as_json or brief or not _sets(candidate, reference)  # a spinner over a set's parts only
     with busy(f"comparing the parts of {candidate.name} and {reference.name}", quiet) as say:
         result = api.diff(candidate, reference, target=device, runtime=qairt, progress=say)
     for line in result.notes:
         note(line)
+    toolchain_chosen(result.data, toolchain)
     found = result.data.get("target", {}).get("reference_findings")
     worse = found or _refused(result.data)
     _deliver(out, result.data, lambda: result.show(verbose), 0 if result.identical and not worse else 1)

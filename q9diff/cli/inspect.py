@@ -12,7 +12,11 @@ from q9diff.errors import FormatError, InputError
 
 @app.command(cls=Command, short_help="What a context binary holds, every byte's region.")
 def inspect(
-    file: Path = typer.Argument(..., metavar="FILE", help="a context binary or an EPContext .onnx"),
+    file: Path = typer.Argument(
+        ...,
+        metavar="FILE",
+        help="a context binary, a container (.onnx, .tflite), a folder of parts or a bundle",
+    ),
     as_json: bool = flag("--json", "print the q9diff.inspect/1 JSON (strict: NaN/inf written as null)"),
     oracle: bool = flag("--oracle", "also read libQnnSystem's BinaryInfo and flag disagreements"),
     meta: Path = typer.Option(
@@ -33,7 +37,13 @@ def inspect(
     report_path(html_out, [file])
     try:
         # FILE#NAME: one context of a file that holds several (as `inspect FILE` and set diffs list them)
-        found = [(file.name, open_one(file))] if not file.exists() else contexts(file)
+        if file.is_dir():  # a folder of parts or a bundle: its parts, as diff reads them
+            found = [(p.name, open_one(p)) for p in inputs.parts(file)]
+            said = inputs.which_parts(file)
+            if said:
+                note(said)
+        else:
+            found = [(file.name, open_one(file))] if not file.exists() else contexts(file)
         summaries = [inspect_summary(cb) for _, cb in found]
     except FormatError:
         raise

@@ -50,6 +50,7 @@ def report(
             report_path(out, [], flag, files=(result,))
     saved = s.load(result)
     data = saved.data
+    _drawn(result, saved.schema, lambda: _swap(saved))
     code = _drawn(result, saved.schema, lambda: _exit_code(saved))
     _drawn(result, saved.schema, lambda: write_reports(data, html_out, md_out))
     if md_out is not None and str(md_out) == "-":
@@ -92,11 +93,32 @@ def _exit_code(saved) -> int:
     return DoctorResult.from_json(saved.data).exit_code
 
 
+def _swap(saved) -> None:
+    """A saved diff whose reference looks like the broken build, saved by a q9diff that still gave its
+    fix: the report draws it as a diff does now, with no fix and the reason last."""
+    from q9diff.present import saved as s
+    from q9diff.present.html import set_root
+    from q9diff.present.verdict import sides, swap_advice
+
+    data = saved.data
+    if saved.schema not in (s.DIFF, s.SET) or "reference_looks_wrong" in data:
+        return
+    a, b = (
+        (data["a"]["path"], data["b"]["path"])
+        if saved.schema == s.DIFF
+        else (set_root(data, "a"), set_root(data, "b"))
+    )
+    why = swap_advice(Path(a), Path(b), data["causes"], "", sides(data))
+    if why:
+        data.update({"reference_looks_wrong": why, "suggestions": []})
+        for part in data.get("parts", []):
+            part["suggestions"] = []
+
+
 def _terminal(saved) -> None:
     """The command's own terminal view, read from the saved result."""
     from q9diff.present import saved as s
     from q9diff.present.terminal_target import print_load, print_target
-    from q9diff.present.verdict import sides, swap_advice
 
     data = saved.data
     if saved.schema in (s.DIFF, s.SET):
@@ -109,12 +131,9 @@ def _terminal(saved) -> None:
             if saved.schema == s.DIFF
             else (set_root(data, "a"), set_root(data, "b"))
         )
-        swapped = swap_advice(Path(a), Path(b), data["causes"], "", sides(data))
-        if swapped:
-            note(f"warning: {swapped}")
         for f in data.get("target", {}).get("reference_findings", []):
             note(f"warning: {f}")  # as the live command says it, once per part
-        show_pair(saved_diff(data)) if saved.schema == s.DIFF else print_set(saved_set(data), data)
+        show_pair(saved_diff(data), data=data) if saved.schema == s.DIFF else print_set(saved_set(data), data)
         print_load(data.get("load"))
     elif saved.schema == s.VERIFY:
         from q9diff.present.terminal_verify import print_verify

@@ -9,6 +9,7 @@ import typer
 from q9diff.cli.common import (
     CANDIDATE,
     TARGET,
+    TOOLCHAIN,
     Command,
     CommandError,
     app,
@@ -33,6 +34,7 @@ def suggest(
     out: Path = typer.Option(None, "--out", metavar="DIR", help="where --recompile writes the new binaries"),
     as_json: bool = flag("--json", "print the q9diff.suggest/1 JSON: the fixes, edits and rebuild"),
     target: str = TARGET,
+    toolchain: str = TOOLCHAIN,
 ) -> None:
     """Print (and with --apply, make) the config changes that make CANDIDATE's build match REFERENCE's,
     or with --target DEVICE and no reference, what AI Hub's builds for that device use.
@@ -45,6 +47,7 @@ def suggest(
          (the arguments swapped) or was built for another device than --target"""
     from q9diff import api, inputs
     from q9diff.present import terminal_build as view
+    from q9diff.present.fixes import LABELS
     from q9diff.present.terminal import print_suggestions
 
     device = api.as_device(target) if target is not None else None
@@ -106,7 +109,9 @@ def suggest(
     if not as_json:
         if models:  # the reference's settings are what can carry over from another model's build
             view.print_models_only(models)
-        print_suggestions(suggestions)
+        if toolchain not in (None, "all") and toolchain not in LABELS:
+            raise CommandError(f"--toolchain {toolchain}: expected one of {', '.join([*LABELS, 'all'])}")
+        print_suggestions(suggestions, None if toolchain in (None, "all") else toolchain, notes=True)
     if not apply:
         _done(report, as_json, 0 if identical else 1)
     from dataclasses import replace

@@ -20,8 +20,14 @@ def _signature(graph) -> tuple:
 
 
 def _shown(sig: tuple) -> str:
+    """A signature as read: `[2], [2] -> [2]`; a long one by its counts and first input, `8 inputs
+    ([1, 32], ...) -> 13 outputs` (an LLM part's KV caches would fill a screen)."""
     ins, outs = ([list(d) for d in side] for side in sig)
-    return f"{', '.join(map(str, ins))} -> {', '.join(map(str, outs))}"
+    full = f"{', '.join(map(str, ins))} -> {', '.join(map(str, outs))}"
+    if len(full) <= 60:
+        return full
+    first = f" ({ins[0]}, ...)" if ins else ""
+    return f"{len(ins)} inputs{first} -> {len(outs)} outputs"
 
 
 def different_models(graphs_a, graphs_b) -> tuple[str, ...]:

@@ -25,12 +25,16 @@ def one_fix(suggestions: list[dict]) -> dict | None:
 
 
 def suggestion_fix(s: dict, parts: str) -> str:
-    t = s["targets"]
-    ext = "; ".join(f"{k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items())
-    ort = "; ".join(f"{k}={v}" for k, v in t.get("ort_qnn", {}).items())
+    """The fix as a line to act on: which parts to rebuild with which setting, and the setting's key in
+    the backend extension JSON (the file a bundle ships, which its build reads too); every other
+    toolchain's line is `q9diff suggest`'s (q9diff.present.fixes)."""
+    from q9diff.present import fixes
+    from q9diff.units import config_value
+
+    ext = "; ".join(fixes.lines(s, "ext"))
     return (
-        f"recompile {parts} with {s['setting']} = {s['value']}: htp_backend_ext_config.json {ext}"
-        f" / qairt {t['qairt'].split('  # ')[0]}" + (f" / ONNX Runtime QNN EP {ort}" if ort else "")
+        f"recompile {parts} with {s['setting']} = {config_value(s['setting'], s['value'])}"
+        f" (htp_backend_ext_config.json: {ext}; q9diff suggest shows qairt, ONNX Runtime and ExecuTorch)"
     )
 
 

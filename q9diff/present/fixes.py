@@ -15,9 +15,9 @@ import re
 # (form, its label): the order the forms are listed in when all are shown
 FORMS = (
     ("qairt", "qairt"),
-    ("ext", "htp_backend_ext_config"),
+    ("ext", "htp_backend_ext_config.json"),
     ("ort", "ONNX Runtime QNN EP"),
-    ("qnn-cli", "qnn-context-binary-generator"),
+    ("qnn-cli", "qnn-context-binary-generator (--config_file's extension JSON)"),
     ("executorch", "ExecuTorch"),
 )
 LABELS = dict(FORMS)
@@ -66,3 +66,49 @@ def chosen(data: dict, asked: str | None = None) -> str:
         return asked
     picked = (data.get("toolchain") or {}).get("form")
     return picked if picked in LABELS else "qairt"
+
+
+def next_step(data: dict) -> str | None:
+    """The command that makes the fix (`q9diff suggest ... --apply CONFIG`), as the diff recorded it for
+    the paths the user gave; None when there is nothing to change."""
+    nxt = data.get("next")
+    return nxt if isinstance(nxt, str) and nxt and data.get("suggestions") else None
+
+
+# The glossary's words for the causes a report names (q9diff.explain's terms.json).
+_TERMS = {"soc_model": "soc_model", "dsp_arch": "dsp_arch", "vtcm_size": "VTCM",
+          "optimization_level": "optimization_level", "weights_packing": "weights_packing"}  # fmt: skip
+
+
+def terms_named(data: dict) -> list[str]:
+    """The glossary terms a report's causes use, for a `q9diff explain` line: at most four."""
+    causes = data.get("causes") or []
+    out = []
+    if any(c.get("name") == "soc_model" and c.get("a") == 0 for c in causes):
+        out.append("'generic target'")
+    out += [_TERMS[c["name"]] for c in causes if c.get("role") == "root" and c.get("name") in _TERMS]
+    if any(c.get("role") == "effect" for c in causes):
+        out.append("effects")
+    return list(dict.fromkeys(out))[:4]
+
+
+def blocks(suggestions: list[dict], data: dict | None = None) -> list[tuple[str, list[str]]]:
+    """The fix as the reports draw it: for each toolchain form, the one the diff says first, its heading
+    and its lines (each setting's, with a # comment naming it; qairt's `graphs` last), ready to paste."""
+    from q9diff.units import config_value
+
+    lead = chosen(data or {})
+    out = []
+    for form in [lead, *(f for f, _ in FORMS if f != lead)]:
+        found = []
+        for s in suggestions:
+            head = f"{s['setting']} = {config_value(s['setting'], s['value'])}"
+            these = lines(s, form)
+            comment = "#" if form in ("qairt", "executorch") else "//" if form == "ext" else "#"
+            found += [f"{line}  {comment} {head}" for line in these]
+        if form == "qairt" and (g := graphs_line(suggestions)):
+            found.append(g)
+        if found:
+            why = (data or {}).get("toolchain", {}).get("why") if form == lead else None
+            out.append((LABELS[form] + (f" ({why})" if why else ""), found))
+    return out

@@ -10,13 +10,12 @@ result is escaped (`esc`), and the charts get them escaped too (plotly reads tag
 from __future__ import annotations
 
 import html
-import json
 
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present import charts
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
-from q9diff.units import config_value, human
+from q9diff.units import human
 from q9diff.units import sizes as size_change
 
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
@@ -25,6 +24,7 @@ div.scroll{overflow-x:auto;max-width:100%}td.ev{min-width:18em}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
 span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
+pre.fix{background:#f6f6f6;padding:.5em .8em;overflow-x:auto;white-space:pre;max-width:100%}
 @media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}}</style>"""
 
 
@@ -121,14 +121,25 @@ def _attribution(data: dict) -> str:
     )
 
 
-def fixes_list(suggestions: list[dict]) -> str:
-    items = "".join(
-        f"<li><b>{esc(s['setting'])} = {esc(config_value(s['setting'], s['value']))}</b>: "
-        f"<code>{esc(s['targets']['qairt'])}</code>, "
-        f"<code>{esc(json.dumps(s['targets']['htp_backend_ext_config']))}</code></li>"
-        for s in suggestions
-    )
-    return f"<h3>Fix</h3><ul>{items or '<li>nothing to change</li>'}</ul>"
+def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
+    """The fix in every toolchain form, the one the candidate's files say first, each a block to paste;
+    no fix where the arguments look swapped (it would break the good build), and what to run next."""
+    from q9diff.present import fixes
+
+    if (data or {}).get("reference_looks_wrong"):
+        return "<h3>Fix</h3><p>No fix is shown: the arguments look swapped (see above).</p>"
+    if not suggestions:
+        return "<h3>Fix</h3><p>Nothing to change.</p>"
+    out = "<h3>Fix</h3>"
+    for i, (label, lines) in enumerate(fixes.blocks(suggestions, data)):
+        body = esc("\n".join(lines))
+        out += (
+            f"<p><b>{esc(label)}</b></p><pre class='fix'>{body}</pre>"
+            if i == 0
+            else f"<details><summary>{esc(label)}</summary><pre class='fix'>{body}</pre></details>"
+        )
+    nxt = fixes.next_step(data or {})
+    return out + (f"<p>Next: <code>{esc(nxt)}</code></p>" if nxt else "")
 
 
 def wrap_page(title: str, body: str) -> str:
@@ -214,7 +225,7 @@ def render(data: dict) -> str:
         + causes_table(data["causes"])
         + structure_section(data)
         + _attribution(data)
-        + fixes_list(data["suggestions"])
+        + fixes_list(data["suggestions"], data)
         + load_section(data)
         + charts.Charts()(_figures(data))
     )
@@ -285,7 +296,7 @@ def render_set(data: dict) -> str:
             + causes_table(part["causes"])
             + structure_section(part)
             + _attribution(part)
-            + fixes_list(part["suggestions"])
+            + fixes_list(part["suggestions"], data)
             + draw(_figures(part))
         )
     ra, rb = set_root(data, "a"), set_root(data, "b")
@@ -295,7 +306,7 @@ def render_set(data: dict) -> str:
         + f"<p>q9diff: candidate {esc(ra)} vs reference {esc(rb)}</p>"
         + f"<p>{na} vs {nb} parts, {esc(size_change(data['a_total'], data['b_total']))}</p>"
         + totals
-        + fixes_list(data["suggestions"])
+        + fixes_list(data["suggestions"], data)
         + load_section(data)
         + across
         + "".join(sections)

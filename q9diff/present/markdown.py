@@ -15,7 +15,7 @@ import re
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
-from q9diff.units import change, config_value, human
+from q9diff.units import change, human
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
 # Zero-width characters and the byte-order mark: a reader would not see them. Control characters, bidi
@@ -115,22 +115,24 @@ def _causes(causes: list[dict], level: str = "###") -> str:
     )
 
 
-def _fixes(suggestions: list[dict]) -> str:
+def _fixes(suggestions: list[dict], data: dict | None = None) -> str:
+    """The fix in the toolchain the candidate's files say, a block to paste; the other forms after it, each
+    its own block; no fix where the arguments look swapped; what to run next."""
+    from q9diff.present import fixes
+
+    if (data or {}).get("reference_looks_wrong"):
+        return "\n### Fix\n\nNo fix is shown: the arguments look swapped (see above).\n"
     if not suggestions:
         return "\n### Fix\n\nNo setting to change.\n"
     out = "\n### Fix\n"
-    for s in suggestions:
-        t = s["targets"]
-        lines = [f"qairt:                  {t['qairt']}"]
-        lines += [
-            f"htp_backend_ext_config: {k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items()
-        ]
-        lines += [f"ONNX Runtime QNN EP:    {k}={v}" for k, v in (t.get("ort_qnn") or {}).items()]
-        lines.append(f"qnn-context-binary-generator: {t['qnn_cli']}")
-        out += f"\n**{md(s['setting'])} = {md(config_value(s['setting'], s['value']))}**\n\n" + code_block(
+    for i, (label, lines) in enumerate(fixes.blocks(suggestions, data)):
+        out += f"\n{'' if i else '**'}{md(label)}{'' if i else '**'}{'' if i else ':'}\n\n" + code_block(
             lines
         )
-    return out
+        if i == 0:
+            out += "\nOther toolchains:\n" if len(fixes.blocks(suggestions, data)) > 1 else ""
+    nxt = fixes.next_step(data or {})
+    return out + ("\nNext:\n\n" + code_block([nxt]) if nxt else "")
 
 
 def _sizes(data: dict) -> str:
@@ -193,7 +195,7 @@ def render(data: dict) -> str:
         + f"\ncandidate {md(a)} vs reference {md(b)}\n"
         + _causes(data["causes"])
         + _structure(data)
-        + _fixes(data["suggestions"])
+        + _fixes(data["suggestions"], data)
         + _load(data)
         + _sizes(data)
     )
@@ -230,7 +232,7 @@ def render_set(data: dict) -> str:
     return (
         "## q9diff set diff\n\n"
         + _verdict(data, over_set=True)
-        + _fixes(data["suggestions"])
+        + _fixes(data["suggestions"], data)
         + _load(data)
         + "\n### Sizes, part by part\n\n"
         + _table(
@@ -296,12 +298,12 @@ def render_doctor(report) -> str:
 
 def render_target(data: dict) -> str:
     """A build judged against a device with no reference (q9diff.target/1)."""
-    from q9diff.present.verdict import GENERIC_SOC
+    from q9diff.present.verdict import generic_soc
 
     name = data["target"]["name"]
     out = f"## q9diff --target {md(name)}\n\n"
     if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
-        out += f"> **{md(GENERIC_SOC)}**\n\n"
+        out += f"> **{md(generic_soc(data['target']['soc_model']))}**\n\n"
     verdict = (
         "Every setting the target determines matches it."
         if data["matches"]
@@ -309,7 +311,7 @@ def render_target(data: dict) -> str:
     )
     out += f"**{md(verdict)}**\n\n{md(data['profile']['sentence'])}\n"
     out += "".join(f"\n> **error:** {md(e)}\n" for e in data["errors"])
-    return out + _causes(data["causes"]) + _fixes(data["suggestions"]) + _load(data)
+    return out + _causes(data["causes"]) + _fixes(data["suggestions"], data) + _load(data)
 
 
 def render_load(load: dict) -> str:

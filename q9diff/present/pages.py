@@ -102,7 +102,7 @@ def render_steps(data: dict) -> str:
 def render_target(data: dict) -> str:
     """A build judged against a device with no reference (q9diff.target/1): the device and AI Hub's
     profile, the causes and the fix, what each part settles and leaves unknown, what needs a reference."""
-    from q9diff.present.verdict import GENERIC_SOC, root_line
+    from q9diff.present.verdict import generic_soc, root_line
 
     t = data["target"]
     verdict = (
@@ -113,11 +113,11 @@ def render_target(data: dict) -> str:
     generic = any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"])
     body = (
         f"<h1>q9diff --target {esc(t['name'])}</h1>"
-        + (f'<p class="warn">{esc(GENERIC_SOC)}</p>' if generic else "")
+        + (f'<p class="warn">{esc(generic_soc(t["soc_model"]))}</p>' if generic else "")
         + f"<h2>{esc(verdict)}</h2><p>{esc(data['profile']['sentence'])}</p>"
         + "".join(f'<p class="warn">error: {esc(e)}</p>' for e in data["errors"])
         + causes_table(data["causes"])
-        + fixes_list(data["suggestions"])
+        + fixes_list(data["suggestions"], data)
     )
     for part in data["parts"]:
         items = [f"as the target: {s}" for s in part["settled"]] + [f"unknown: {u}" for u in part["unknown"]]

@@ -127,6 +127,9 @@ _DIFF = {
     "target": _AIMED,
     "load": _LOAD,
     "structure": (OPT, {"same": bool, "words": (OPT, [str])}),
+    "toolchain": (OPT, {"form": str, "why": str}),
+    "next": (OPT, str),
+    "reference_looks_wrong": (OPT, str),
 }
 _SET = {
     "identical": bool,
@@ -142,6 +145,9 @@ _SET = {
     "different_models": _MODELS,
     "target": _AIMED,
     "load": _LOAD,
+    "toolchain": (OPT, {"form": str, "why": str}),
+    "next": (OPT, str),
+    "reference_looks_wrong": (OPT, str),
 }
 _METRICS = Maybe({"max_abs": NUM, "rel": NUM, "cosine": NUM})
 _VERIFY = {
@@ -202,6 +208,8 @@ _TARGET = {
     "needs_reference": [str],
     "parts": [{"part": str, "causes": [_CAUSE], "settled": [str], "unknown": [str]}],
     "load": _LOAD,
+    "toolchain": (OPT, {"form": str, "why": str}),
+    "next": (OPT, str),
 }
 SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR, TARGET: _TARGET}
 

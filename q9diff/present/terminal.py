@@ -10,28 +10,87 @@ rebuilds and steps).
 
 from __future__ import annotations
 
-import json
+import os
+import re
 from pathlib import Path
 
 from q9diff.errors import printable
 
 
 class _Console:
-    """rich's Console, created on first use, following the terminal's width (80 columns in a pipe).
+    """rich's Console, created on first use, following the terminal's width.
 
-    Markup is off: strings from a file are data, never markup. Our own styling goes through `text`."""
+    Markup is off: strings from a file are data, never markup. Our own styling goes through `text`.
+    Prose (a Text printed without soft_wrap) is wrapped here, not by rich: at the terminal's width (or
+    COLUMNS), never inside a number and its unit (`8 MiB` stays whole), with no trailing spaces, and not
+    at all in a pipe (a line a paragraph, for grep and for pasting)."""
 
     _console = None
 
-    def __getattr__(self, name):
+    def _rich(self):
         if _Console._console is None:
             from rich.console import Console
 
             _Console._console = Console(markup=False, highlight=False, emoji=False)
-        return getattr(_Console._console, name)
+        return _Console._console
+
+    def __getattr__(self, name):
+        return getattr(self._rich(), name)
+
+    def print(self, *objects, soft_wrap: bool | None = None, **kwargs) -> None:
+        console = self._rich()
+        from rich.text import Text
+
+        if soft_wrap or len(objects) != 1 or not isinstance(objects[0], (Text, str)) or kwargs:
+            console.print(*objects, soft_wrap=soft_wrap, **kwargs)
+            return
+        one = objects[0] if isinstance(objects[0], Text) else Text(objects[0])
+        for line in wrapped(one, _width(console)):
+            console.print(line, soft_wrap=True)
 
 
 console = _Console()
+
+# A number and its unit, or a name and its number, kept on one line when prose is wrapped.
+_UNBROKEN = re.compile(
+    r"(?P<n>\d) (?P<unit>B|KiB|MiB|GiB|bytes|ops|parts|graphs)\b|\b(?P<name>VTCM|soc_model|QAIRT) (?P<v>\d)"
+)
+
+
+def _joined(m: re.Match) -> str:
+    return f"{m['n']}\u00a0{m['unit']}" if m["n"] else f"{m['name']}\u00a0{m['v']}"
+
+
+def _width(console) -> int | None:
+    """Where prose wraps: the terminal's width, or COLUMNS when set; None (no wrap) in a pipe."""
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return max(console.width, 20)
+    return None
+
+
+def wrapped(line, width: int | None) -> list:
+    """A rich Text cut into lines of at most `width` (styles kept), at spaces outside a number and its
+    unit, each line without trailing spaces; one line when `width` is None."""
+    import textwrap
+
+    plain = _UNBROKEN.sub(_joined, line.plain)  # textwrap breaks at ASCII whitespace only
+    cuts = []
+    if width is not None and len(plain) > width:
+        pos = 0
+        for piece in textwrap.wrap(plain, width, break_long_words=False, break_on_hyphens=False,
+                                   drop_whitespace=False):  # fmt: skip
+            pos += len(piece)
+            cuts.append(pos)
+    return [_trimmed(part) for part in (line.divide(cuts[:-1]) if cuts else [line])]
+
+
+def _trimmed(part):
+    """A line of Text without its trailing spaces, its styles kept where they still fall."""
+    from rich.text import Text
+
+    kept = part.plain.rstrip()
+    spans = [s for s in part.spans if s.start < len(kept)]
+    return Text(kept, style=part.style, spans=spans, end=part.end)
 
 
 def text(*parts):
@@ -56,31 +115,88 @@ def print_packing(side: str, notice: dict | None) -> None:
         console.print(text(f"{side}weights packing: {notice['message']}"))
 
 
-def print_suggestions(suggestions: list[dict]) -> None:
-    """The fix, one copyable line per tool: never wrapped by us (the terminal may fold it visually)."""
+def print_suggestions(suggestions: list[dict], form: str | None = "qairt", notes: bool = False) -> None:
+    """The fix, each setting in the toolchain form `form` (None: every form, each under its label), a
+    line a setting, never wrapped by us (q9diff.present.fixes); a per-graph qairt line loops over
+    `graphs`, said once after them. `notes`: the qairt device line's caveat beside it."""
+    from q9diff.present import fixes
     from q9diff.units import config_value
 
     if not suggestions:
         console.print("No setting to change.")
-    for s in suggestions:
-        t = s["targets"]
-        lines = [f"  qairt:                  {t['qairt']}"]
-        lines += [
-            f"  htp_backend_ext_config: {k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items()
-        ]
-        lines += [f"  ONNX Runtime QNN EP:    {k}={v}" for k, v in t.get("ort_qnn", {}).items()]
-        lines.append(f"  qnn-context-binary-generator: {t['qnn_cli']}")
-        heading = f"{s['setting']} = {config_value(s['setting'], s['value'])}"
-        console.print(text((heading, "bold")), soft_wrap=True)
-        for line in lines:
-            console.print(text(line), soft_wrap=True)
+        return
+    heads = [f"{s['setting']} = {config_value(s['setting'], s['value'])}" for s in suggestions]
+    width = max(map(len, heads))
+    for f in [form] if form else [f for f, _ in fixes.FORMS]:
+        if form is None:
+            console.print(text(f"  {fixes.LABELS[f]}:"))
+        pad = "  " if form else "    "
+        for head, s in zip(heads, suggestions):
+            found = fixes.lines(s, f)
+            if not found:
+                console.print(text(f"{pad}{head:<{width}}  (no {fixes.LABELS[f]} setting)"), soft_wrap=True)
+            for line in found:
+                caveat = fixes.note(s, f) if notes else None
+                line = line + (f"  # {caveat}" if caveat else "")
+                one = f"{pad}{head:<{width}}  {line}"
+                if len(one) <= 78:
+                    console.print(text(one), soft_wrap=True)
+                else:
+                    console.print(text(f"{pad}{head}"), soft_wrap=True)
+                    console.print(text(f"{pad}  {line}"), soft_wrap=True)
+        graphs = fixes.graphs_line(suggestions) if f == "qairt" else None
+        if graphs:
+            for line in _packed(graphs, pad):
+                console.print(text(line), soft_wrap=True)
 
 
-def print_fix(suggestions: list[dict], heading: str = "Fix") -> None:
-    console.print(text((heading, "bold")))
-    print_suggestions(suggestions)
+def _packed(line: str, pad: str, width: int = 78) -> list[str]:
+    """`graphs = ("a", "b", ...)` broken after commas inside the parentheses, as Python reads it, so no
+    line passes `width` where it can be helped."""
+    first = f"{pad}{line}"
+    if len(first) <= width or ", " not in line:
+        return [first]
+    head, names = line.split("(", 1)
+    indent = " " * (len(pad) + len(head) + 1)
+    out, current = [], f"{pad}{head}("
+    for i, name in enumerate(names.split(", ")):
+        piece = name + ("," if i < names.count(", ") else "")
+        if len(current) + len(piece) + 1 > width and not current.endswith("("):
+            out.append(current.rstrip())
+            current = indent
+        current += piece + (" " if not piece.endswith(")") else "")
+    out.append(current.rstrip())
+    return out
 
 
-def print_more(verbose: bool) -> None:
+def print_fix(
+    suggestions: list[dict], heading: str = "Fix", data: dict | None = None, verbose: bool = False
+) -> None:
+    """The fix under its heading: in the toolchain the candidate's files say (the diff's `toolchain`, or
+    --toolchain), every form with --verbose."""
+    from q9diff.present import fixes
+
+    asked = (data or {}).get("toolchain", {}).get("form")
+    form = None if verbose or asked == "all" else fixes.chosen(data or {})
+    why = (data or {}).get("toolchain", {}).get("why")
+    if form is None or not suggestions:
+        console.print(text((heading, "bold")))
+    else:
+        said = f" ({why}; --toolchain for another)" if why and why != "--toolchain" else ""
+        console.print(text((f"{heading}, in {fixes.LABELS[form]}", "bold"), said))
+    print_suggestions(suggestions, form, notes=form is None)
+
+
+def print_more(verbose: bool, data: dict | None = None) -> None:
+    """What to run next (suggest --apply, where the candidate's files name a config), and what
+    --verbose and `q9diff explain` add."""
+    from q9diff.present import fixes
+
+    nxt = fixes.next_step(data) if data else None
+    if nxt:
+        console.print(text(("next: ", "bold"), nxt), soft_wrap=True)
     if not verbose:
-        console.print("more: --verbose (evidence, where the bytes went, every region), --json (all)")
+        console.print("more: -v (evidence, every toolchain form, where the bytes went), --json (all)")
+    words = fixes.terms_named(data) if data else []
+    if words:
+        console.print(text(f"terms: q9diff explain {' | '.join(words)}"), soft_wrap=True)

@@ -101,12 +101,12 @@ def print_steps(result, candidate: Path, reference: Path, builds: Path) -> None:
         t.add_row(
             str(i),
             ("+ " + st.label) if st.label else "candidate's recipe",
-            str(st.size),
-            f"{delta:+d}",
+            f"{st.size:,d}",
+            f"{delta:+,d}",
             percent_text(delta, st.size - delta),
-            str(st.changed_vs_reference),
-            str(st.moved),
-            str(st.new),
+            f"{st.changed_vs_reference:,d}",
+            f"{st.moved:,d}",
+            f"{st.new:,d}",
             st.identical_to or "",
         )
     console.print(t)

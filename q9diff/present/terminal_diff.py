@@ -10,12 +10,33 @@ import json
 from q9diff.present.terminal import console, print_fix, print_more, print_packing, text
 
 
-def show_pair(res, verbose: bool = False) -> None:
-    """One pair's terminal view: verdict, sizes, causes, the fix (also `q9diff report` of a saved diff)."""
+def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
+    """One pair's terminal view: verdict, sizes, causes, the fix (also `q9diff report` of a saved diff).
+    `data`: the diff's JSON (which toolchain the fix leads with, what to run next, a swap said last)."""
+    data = data if data is not None else _json(res)
     print_diff(res, verbose)
-    if not res.identical:
-        print_fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix")
-        print_more(verbose)
+    if res.identical:
+        return
+    if not swapped(data):
+        print_fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix", data, verbose)
+    print_more(verbose, data)
+    swapped(data, say=True)
+
+
+def _json(res) -> dict:
+    from q9diff.compare.diff import to_json
+
+    return to_json(res)
+
+
+def swapped(data: dict, say: bool = False) -> bool:
+    """The reference looks like the broken build: no fix is given (it would break the good build), and
+    the view ends with why, where it is read last."""
+    why = data.get("reference_looks_wrong")
+    if why and say:
+        console.print(text(("Arguments swapped? ", "bold red"), why), soft_wrap=True)
+        console.print(text("No fix is shown: the fix would make the known-good build like the broken one."))
+    return bool(why)
 
 
 def print_set(sd, data: dict, verbose: bool = False) -> None:
@@ -51,16 +72,20 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
         for pa, pb, r in sd.pairs:
             console.rule(text(f"{pa.name} vs {pb.name}"))
             print_diff(r, verbose=True)
-            if not agree:
-                print_fix(r.suggestions, f"Fix for {pa.name}")
-    if agree:
-        print_fix(data["suggestions"], "Fix (the same for every part)" if len(parts) > 1 else "Fix")
+            if not agree and not swapped(data):
+                print_fix(r.suggestions, f"Fix for {pa.name}", data, verbose)
+    if swapped(data):
+        pass
+    elif agree:
+        heading = "Fix (the same for every part)" if len(parts) > 1 else "Fix"
+        print_fix(data["suggestions"], heading, data, verbose)
     elif not verbose:
         console.print(text(("Fix: the parts need different changes, each its own", "bold")))
         for (pa, _, _r), part in zip(sd.pairs, data["parts"]):
             if part["suggestions"]:
-                print_fix(part["suggestions"], f"Fix for {pa.name}")
-    print_more(verbose)
+                print_fix(part["suggestions"], f"Fix for {pa.name}", data)
+    print_more(verbose, data)
+    swapped(data, say=True)
 
 
 def _set_causes(sd, data: dict) -> None:

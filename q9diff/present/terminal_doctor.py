@@ -15,25 +15,20 @@ STATUS_STYLE = {"implicated": "bold red", "ruled out": "green", "open": "yellow"
 
 
 def print_report(report: DoctorResult, out=None) -> None:
-    """Summary first, then the hypotheses, then problems; strings from files are escaped rich Text,
-    never markup. `out`: a rich Console (the terminal's by default)."""
+    """The verdict first (the counts), then each error and warning with its fix (a fix line is never
+    wrapped), then the device's profile, the nine hypotheses by status, and what is not settled, each
+    said once. Strings from files are escaped rich Text, never markup. `out`: a rich Console."""
     out = console if out is None else out
     against = (" vs reference ", report.reference) if report.reference is not None else ()
     aimed = (f" --target {report.target['label']}",) if report.target is not None else ()
     on = (f" --runtime QAIRT {report.runtime['qairt']}",) if report.runtime is not None else ()
     out.print(text(("q9diff doctor ", "bold"), report.bundle, *against, *aimed, *on))
-    if report.profile is not None:
-        out.print(text(report.profile["sentence"]))
     e, w = report.count("error"), report.count("warning")
     passed = sum(1 for f in report.findings if f.ruled_out)
     style = "bold red" if e else ("yellow" if w else "bold green")
     out.print(text((f"{e} error(s), {w} warning(s)", style), f", {passed} checks passed"))
     for note in report.notes:
         out.print(text((note, "dim")))
-    out.print(text(("Hypotheses", "bold")))
-    for n, h in report.hypotheses().items():
-        status = (h["status"], STATUS_STYLE[h["status"]])
-        out.print(text(f"  {n} {h['title']}: ", status, " - " + "; ".join(h["why"])))
     for severity in ("error", "warning"):
         shown = [f for f in report.findings if f.severity == severity]
         if shown:
@@ -43,7 +38,10 @@ def print_report(report: DoctorResult, out=None) -> None:
             out.print(text((f"  {f.check}", STYLE[severity]), hyp, "  ", (f.where, "cyan")))
             out.print(text(f"    {f.evidence}"))
             if f.fix:
-                out.print(text((f"    fix: {f.fix}", "green")))
+                out.print(text(("    fix: ", "green"), f.fix), soft_wrap=True)
+    if report.profile is not None:
+        out.print(text(("Target: ", "bold"), report.profile["sentence"]))
+    _hypotheses(report, out)
     notes: dict[str, list[Finding]] = {}
     for f in report.findings:
         if f.severity == "info" and not f.ruled_out:
@@ -53,3 +51,19 @@ def print_report(report: DoctorResult, out=None) -> None:
     for evidence, fs in notes.items():
         checks = ", ".join(dict.fromkeys(f.check for f in fs))
         out.print(text(("  " + checks, "yellow"), ": " + evidence))
+
+
+def _hypotheses(report: DoctorResult, out) -> None:
+    """The nine hypotheses of the motivating case by status, one line each status: the implicated with
+    the checks that say so (their evidence is above), the ruled out, the open (why: under Not settled)."""
+    by: dict[str, list[str]] = {}
+    for n, h in report.hypotheses().items():
+        by.setdefault(h["status"], []).append(f"{n} {h['title']}")
+    out.print(
+        text(
+            ("Hypotheses", "bold"), " (the nine of the case q9diff was born from: q9diff explain hypotheses)"
+        )
+    )
+    for status in ("implicated", "ruled out", "open"):
+        if by.get(status):
+            out.print(text((f"  {status}: ", STATUS_STYLE[status]), "; ".join(by[status])))

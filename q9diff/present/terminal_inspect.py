@@ -53,7 +53,7 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     from q9diff.format.tables import soc_name
     from q9diff.units import human, nbytes, opt_level, value, vtcm
 
-    console.print(text((s["path"], "bold"), f" {human(s['size'])} ({nbytes(s['size'])})"), soft_wrap=True)
+    console.print(text((s["path"], "bold"), f" {nbytes(s['size'])} ({human(s['size'])})"), soft_wrap=True)
     console.print(
         text(
             f"QAIRT build {s['build_id']} · core API {s['core_api_version']}"

@@ -26,7 +26,7 @@ def print_head(data: dict) -> None:
 def print_target(data: dict) -> None:
     """The terminal view: the device and profile, per part what differs with its evidence, what is
     settled and unknown, the fix rows, and what needs a reference."""
-    from q9diff.present.verdict import GENERIC_SOC, root_line
+    from q9diff.present.verdict import generic_soc, root_line
     from q9diff.units import value
 
     print_head(data)
@@ -36,7 +36,7 @@ def print_target(data: dict) -> None:
         line = f"Root causes against {data['target']['name']}: {root_line(data['causes'])}"
         console.print(text((line, "bold")))
         if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
-            console.print(text((GENERIC_SOC, "bold red")))
+            console.print(text((generic_soc(data["target"]["soc_model"]), "bold red")))
     for p in data["parts"]:
         console.rule(text(p["part"]))
         for c in p["causes"]:

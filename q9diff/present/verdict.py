@@ -15,6 +15,14 @@ GENERIC_SOC = (
 )
 
 
+def generic_soc(to: int | None = None) -> str:
+    """The generic-SoC warning, with the soc_model to set where it is known (the reference's, the
+    target's)."""
+    if to is None or to == 0:
+        return GENERIC_SOC
+    return GENERIC_SOC.removesuffix("Set soc_model.") + f"Set soc_model {to} ({soc_name(to)})."
+
+
 def _get(cause, key: str):
     return cause[key] if isinstance(cause, dict) else getattr(cause, key)
 
@@ -23,9 +31,27 @@ def roots(causes) -> list:
     return [c for c in causes if _get(c, "role") == "root"]
 
 
+def ranked(causes) -> list:
+    """The root causes, what decides correctness first, then accuracy, the model, loading, speed, size
+    (q9diff.compare.rules.MATTERS); the diff's order within each."""
+    from q9diff.compare.rules import MATTERS, MATTERS_ORDER
+
+    rank = {m: i for i, m in enumerate(MATTERS_ORDER)}
+    found = roots(causes)
+    return sorted(found, key=lambda c: rank.get(MATTERS.get(_get(c, "name"), ""), len(rank)))
+
+
+def matters(cause) -> str:
+    """What a root cause decides on the device: correctness, speed, size ... ('' where unsaid)."""
+    from q9diff.compare.rules import MATTERS
+
+    return MATTERS.get(_get(cause, "name"), "")
+
+
 def root_line(causes) -> str:
-    """`soc_model 0 → 77, vtcm_size 4 MiB → 8 MiB`, or '' when no setting differs (units.value)."""
-    return ", ".join(change(c) for c in roots(causes))
+    """`soc_model 0 → 77 (correctness), vtcm_size 4 MiB → 8 MiB (speed)`, what decides correctness
+    first, or '' when no setting differs (units.value)."""
+    return ", ".join(change(c) + (f" ({matters(c)})" if matters(c) else "") for c in ranked(causes))
 
 
 def change(cause) -> str:
@@ -35,16 +61,20 @@ def change(cause) -> str:
 
 
 def soc_note(causes) -> str:
+    """`compiled for SM8550; reference for QCS9100 / QCS9075`: what the soc_model numbers are ('' for a
+    generic candidate, which the warning says in full)."""
     soc = next((c for c in roots(causes) if _get(c, "name") == "soc_model"), None)
-    if soc is None:
+    if soc is None or _get(soc, "a") == 0:
         return ""
     return f"compiled for {soc_name(_get(soc, 'a'))}; reference for {soc_name(_get(soc, 'b'))}"
 
 
 def warnings(causes) -> list[str]:
     """What a user must read before anything else: a generic-SoC candidate computes garbage silently."""
-    if any(_get(c, "name") == "soc_model" and _get(c, "a") == 0 for c in roots(causes)):
-        return [GENERIC_SOC]
+    soc = next((c for c in roots(causes) if _get(c, "name") == "soc_model" and _get(c, "a") == 0), None)
+    if soc is not None:
+        to = _get(soc, "b")
+        return [generic_soc(to if isinstance(to, int) else None)]
     return []
 
 
