@@ -14,7 +14,7 @@ from conftest import FIXTURES
 
 from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json
 from q9diff.format.openers import open_binary
-from q9diff.present import charts, html
+from q9diff.present import charts, embed, html
 from q9diff.present.saved import as_saved, json_text
 
 VARIANTS = FIXTURES / "variants"
@@ -95,5 +95,5 @@ def test_the_template_and_plotly_js_are_plotlys_own():
 
 
 def test_no_string_of_a_result_can_take_plotly_js_place():
-    fig = charts.figure([], {"title": {"text": charts.PLOTLY_JS}})
-    assert charts.PLOTLY_JS not in html.esc(charts.PLOTLY_JS) + charts.chart_json(fig)
+    fig = charts.figure([], {"title": {"text": embed.PLOTLY_JS}})
+    assert embed.PLOTLY_JS not in html.esc(embed.PLOTLY_JS) + charts.chart_json(fig)

@@ -7,14 +7,16 @@ from pathlib import Path
 import typer
 
 from q9diff.cli.common import (
+    MARKDOWN,
     Command,
     CommandError,
     app,
     busy,
     flag,
-    note,
     print_json,
     report_path,
+    said,
+    stdout_once,
     write_reports,
 )
 from q9diff.errors import FormatError
@@ -64,6 +66,7 @@ def verify(
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report (drift per step)"
     ),
+    md_out: Path = MARKDOWN,
     known_hosts: Path = typer.Option(
         None, "--known-hosts", metavar="FILE", help="ssh: the known_hosts file to trust"
     ),
@@ -102,6 +105,9 @@ def verify(
     if reference is not None:
         exists(reference)
     report_path(html_out, [candidate, reference, recipe, inputs])
+    if md_out is not None and str(md_out) != "-":
+        report_path(md_out, [candidate, reference, recipe, inputs], "--markdown")
+    stdout_once(as_json, md_out, html_out)
     try:
         ids = [int(x) for x in prompt.replace(",", " ").split()] if prompt else None
     except ValueError:
@@ -148,17 +154,15 @@ def verify(
 
     from q9diff.present.saved import as_saved
 
-    write_reports(as_saved(to_json(res)), html_out, None)  # drawn from the saved result, as `report` does
+    write_reports(as_saved(to_json(res)), html_out, md_out)  # drawn from the saved result, as `report` does
+    to_stdout = as_json or (md_out is not None and str(md_out) == "-")
     if as_json:
         print_json(to_json(res))
-    else:
+    elif not to_stdout:
         from q9diff.present.terminal_verify import print_verify
 
         print_verify(res)
-    if html_out is not None:
-        from q9diff.present.terminal import wrote
-
-        wrote(html_out, "the HTML report") if not as_json else note(f"wrote the HTML report: {html_out}")
+    said(html_out, md_out, to_stdout)
     raise typer.Exit(0 if res.passed else 1)
 
 

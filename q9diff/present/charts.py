@@ -28,6 +28,8 @@ from q9diff.errors import printable
 from q9diff.units import human, sizes, value
 
 NEW_COLOR, MOVED_COLOR = "#d62728", "#9ecae1"  # new content stands out; moved content is muted
+# The two builds in charts that compare them: neither in red, the colour of problems.
+CANDIDATE_COLOR, REFERENCE_COLOR = "#e08a1e", "#3b6ea8"
 _PICKLE = re.compile(r"^PICKLE\[(\d+)\]")
 
 
@@ -126,7 +128,14 @@ def chart_json(f) -> str:
 
 
 def _title(text: str) -> dict:
-    return {"text": text}
+    """A chart's title, broken into lines of about 60 characters (plotly does not wrap a title: on a
+    phone's 412 px a long one ran off the chart), at spaces only."""
+    import textwrap
+
+    return {
+        "text": "<br>".join(textwrap.wrap(text, 60, break_long_words=False)) or text,
+        "font": {"size": 15},
+    }
 
 
 def group_of(name: str) -> str:
@@ -149,6 +158,7 @@ def waterfall(data: dict, title: str = "Size change by region, candidate → ref
             deltas[key] = deltas.get(key, 0) + r["delta"]
     names = [graph_label(k, graphs) for k in deltas] + ["net change"]
     values = [*deltas.values(), data["size_delta"]]
+    div, unit = scale(max((abs(v) for v in values), default=0))
     trace = {
         "customdata": [f"{v:+,d} bytes" for v in values],
         "hovertemplate": "%{x}<br>%{customdata}<br>%{hovertext}<extra></extra>",
@@ -157,12 +167,21 @@ def waterfall(data: dict, title: str = "Size change by region, candidate → ref
         "text": [("+" if v > 0 else "") + human(v) for v in values],
         "textposition": "outside",
         "x": names,
-        "y": [*deltas.values(), 0],
+        "y": [*(v / div for v in deltas.values()), 0],
         "type": "waterfall",
     }
     a, b = data["a"]["size"], data["b"]["size"]
-    layout = {"title": _title(f"{title}: {sizes(a, b)}"), "yaxis": {"title": _title("size change (bytes)")}}
-    return figure([trace], layout | {"height": 400})
+    layout = {"title": _title(f"{title}: {sizes(a, b)}"), "yaxis": {"title": _title(f"size change ({unit})")}}
+    return figure([trace], layout | {"height": 400, "margin": {"b": 120}})
+
+
+def scale(n: int) -> tuple[int, str]:
+    """The unit an axis of sizes up to `n` bytes is drawn in, as the tables say sizes: B, KiB or MiB."""
+    if n >= 16 << 20:
+        return 1 << 20, "MiB"
+    if n >= 16 << 10:
+        return 1 << 10, "KiB"
+    return 1, "B"
 
 
 def treemap_trace(summary: dict, title: str):
@@ -223,7 +242,12 @@ def maps(data: dict):
                 "yref": "paper",
             }
         )
-    layout = {"annotations": titles, "title": _title("Region maps (every byte; area is size)"), "height": 480}
+    layout = {
+        "annotations": titles,
+        "title": _title("Region maps (every byte; area is size)"),
+        "height": 480,
+        "uniformtext": {"minsize": 10, "mode": "hide"},  # a label too small to read is left out
+    }
     return figure(traces, layout)
 
 
@@ -234,14 +258,15 @@ def where_changed(data: dict):
     band that is almost all moved, as the text says."""
     rows = {r["name"]: r for r in data["regions"]}
     graphs = _graphs(data["b"])
+    div, unit = scale(data["b"]["size"])
     x, width, moved, new, hover = [], [], [], [], []
     for reg in data["b"]["regions"]:
         r = rows.get(reg["name"])
         if r is None or not reg["size"]:
             continue
         whole = max(r["a_size"], r["b_size"], 1)
-        x.append(reg["offset"] + reg["size"] / 2)
-        width.append(reg["size"])
+        x.append((reg["offset"] + reg["size"] / 2) / div)
+        width.append(reg["size"] / div)
         moved.append(100 * r["moved_bytes"] / whole)
         new.append(100 * r["new_bytes"] / whole)
         hover.append(
@@ -278,8 +303,8 @@ def where_changed(data: dict):
                 "line": {"width": 0},
                 "opacity": 0.12,
                 "type": "rect",
-                "x0": lo,
-                "x1": hi,
+                "x0": lo / div,
+                "x1": hi / div,
                 "xref": "x",
                 "y0": 0,
                 "y1": 1,
@@ -296,7 +321,7 @@ def where_changed(data: dict):
                     "font": {"size": 11},
                     "showarrow": False,
                     "text": label,
-                    "x": (lo + hi) / 2,
+                    "x": (lo + hi) / 2 / div,
                     "y": 1.0,
                     "yanchor": "bottom",
                     "yref": "paper",
@@ -310,15 +335,12 @@ def where_changed(data: dict):
         "yaxis": {"title": _title("share of the region changed (%)"), "range": [0, 105]},
         "title": _title(f"Where bytes changed, along the reference: moved vs new, per region{note}"),
         "barmode": "stack",
-        "xaxis": {"title": _title("offset in the reference (bytes)")},
+        "xaxis": {"title": _title(f"offset in the reference ({unit})")},
+        "legend": {"orientation": "h", "y": -0.25, "yanchor": "top"},
         "height": 380,
         "bargap": 0,
     }
     return figure(traces, layout)
-
-
-def _middle(s: str, n: int = 44) -> str:
-    return s if len(s) <= n else s[: n * 2 // 3 - 1] + "…" + s[-(n // 3) :]
 
 
 def _kinds(side: dict) -> Counter:
@@ -331,7 +353,7 @@ def _kinds(side: dict) -> Counter:
     return out
 
 
-def ops(data: dict, most: int = 40):
+def ops(data: dict, most: int | None = None):
     """Ops per kind over all graphs, horizontal bars (kernel names are long), the kinds whose count
     differs most first. `data`: the diff's JSON as saved, not escaped (`_kinds` escapes the kinds)."""
     ca, cb = _kinds(data["a"]), _kinds(data["b"])
@@ -343,17 +365,18 @@ def ops(data: dict, most: int = 40):
             "hovertext": shown,
             "name": label,
             "orientation": "h",
+            "marker": {"color": color},
             "x": [c[k] for k in shown],
-            "y": [_middle(k) for k in shown],
+            "y": shown,
             "type": "bar",
         }
-        for label, c in (("candidate", ca), ("reference", cb))
+        for label, c, color in (("candidate", ca, CANDIDATE_COLOR), ("reference", cb, REFERENCE_COLOR))
     ]
     differ = sum(1 for k in kinds if ca[k] != cb[k])
-    rest = f"; {len(kinds) - most} more kinds not drawn" if len(kinds) > most else ""
+    rest = f"; {len(kinds) - most} more kinds not drawn" if most is not None and len(kinds) > most else ""
     layout = {
-        "margin": {"l": 330},
-        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        "legend": {"orientation": "h", "y": -0.05, "yanchor": "top"},
+        "yaxis": {"automargin": True, "tickfont": {"size": 11}},
         "title": _title(
             f"Ops per kind, all graphs: {differ} of {len(kinds)} kinds differ in count (first){rest}"
         ),
@@ -390,13 +413,29 @@ def set_effects(data: dict):
             }
         )
     layout = {
-        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        "legend": {"orientation": "h", "y": -0.1, "yanchor": "top"},
         "title": _title("Across the set: changed bytes per part, by effect"),
         "barmode": "stack",
         "xaxis": {"title": _title("changed bytes")},
         "height": 200 + 40 * len(parts),
     }
     return figure(traces, layout)
+
+
+def shown_value(name: str, v) -> str:
+    """A setting's value as a person reads it (units.value), for tables: v73 for an arch, yes/no, lists
+    joined with ` / `, nothing of Python's reprs."""
+    if v is None:
+        return "not recorded"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if name == "dsp_arch" and isinstance(v, int):
+        return f"v{v}"
+    if isinstance(v, list):
+        if v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            return value(name, v)
+        return " / ".join(shown_value(name, x) for x in v) or "none"
+    return value(name, v) if isinstance(v, int) else str(v)
 
 
 DIFFER_FILL, DIFFER_TEXT = "#b3261e", "#ffffff"  # 6.5:1 against the page's white, white text 6.5:1 on it
@@ -409,9 +448,9 @@ def settings(data: dict):
     keys = list(oa) + [k for k in ob if k not in oa]
 
     def short(k: str, v) -> str:
-        """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes."""
-        numbers = isinstance(v, int) or (isinstance(v, list) and v and all(isinstance(x, int) for x in v))
-        s = value(k, v) if numbers and not isinstance(v, bool) else str(v)
+        """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes,
+        the arch as v73, yes/no, a list as `a / b`; never a Python repr."""
+        s = shown_value(k, v)
         return text(s if len(s) < 60 else s[:59] + "…")
 
     differs = [oa.get(k) != ob.get(k) for k in keys]
@@ -438,58 +477,3 @@ def settings(data: dict):
     }
     title = f"Settings: {sum(differs)} of {len(keys)} differ (marked ≠, bold, dark)"
     return figure([table], {"title": _title(title), "height": 200 + 30 * len(keys)})
-
-
-# Where plotly.js goes, filled in last so that it is packed while the page is drawn (start_packing). No
-# string of a result can look like it: the page escapes control characters (\x00, \u0000).
-PLOTLY_JS = "\0plotly.js\0"
-
-
-# plotly.js (4.8 MB in plotly 6's package, which ships no partial bundle) goes in gzipped and base64'd
-# (2 MB), unpacked by the browser's DecompressionStream (Chrome 80, Firefox 113, Safari 16.4): the page
-# stays one offline file at less than half the size. Each chart is its figure's JSON beside an empty div.
-LOADER = """<script>(async () => {
-  const charts = () => document.querySelectorAll("script[data-chart]");
-  const say = (text) => charts().forEach((el) => {
-    document.getElementById(el.dataset.chart).textContent = text; });
-  if (typeof DecompressionStream === "undefined") {
-    say("This browser cannot unpack the charts (it has no DecompressionStream); the tables say it all.");
-    return;
-  }
-  const text = atob(document.getElementById("plotly-gz").textContent);
-  const packed = Uint8Array.from(text, (c) => c.charCodeAt(0));
-  const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
-  const code = document.createElement("script");
-  code.textContent = await new Response(stream).text();
-  document.head.appendChild(code);
-  if (document.readyState === "loading") {
-    await new Promise((done) => document.addEventListener("DOMContentLoaded", done));
-  }
-  for (const el of charts()) {
-    const fig = JSON.parse(el.textContent);
-    Plotly.newPlot(el.dataset.chart, fig.data, fig.layout, {responsive: true, displaylogo: false});
-  }
-})();</script>"""
-
-
-class Charts:
-    """Charts of one page: plotly.js inlined once, before the first; div ids numbered, not random, so
-    the same result always gives the same page."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self, figs) -> str:
-        out = []
-        if self.n == 0 and figs:
-            out.append(f'<script type="text/plain" id="plotly-gz">{PLOTLY_JS}</script>{LOADER}')
-        for f in figs:
-            text = chart_json(f)
-            height = (f["layout"].get("height") if isinstance(f, dict) else f.layout.height) or 450
-            out.append(
-                f'<div id="chart-{self.n}" class="plotly-graph-div"'
-                f' style="height:{height}px;width:100%"></div>'
-                f'<script type="application/json" data-chart="chart-{self.n}">{text}</script>'
-            )
-            self.n += 1
-        return "".join(out)

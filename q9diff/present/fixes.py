@@ -104,11 +104,31 @@ def blocks(suggestions: list[dict], data: dict | None = None) -> list[tuple[str,
         for s in suggestions:
             head = f"{s['setting']} = {config_value(s['setting'], s['value'])}"
             these = lines(s, form)
-            comment = "#" if form in ("qairt", "executorch") else "//" if form == "ext" else "#"
-            found += [f"{line}  {comment} {head}" for line in these]
+            python = form in ("qairt", "executorch")  # a Python line says its setting in a comment
+            found += [f"{line}  # {head}" if python else line for line in these]
         if form == "qairt" and (g := graphs_line(suggestions)):
-            found.append(g)
+            found += packed(g)
         if found:
             why = (data or {}).get("toolchain", {}).get("why") if form == lead else None
             out.append((LABELS[form] + (f" ({why})" if why else ""), found))
+    return out
+
+
+def packed(line: str, pad: str = "", width: int = 78) -> list[str]:
+    """`graphs = ("a", "b", ...)` broken after commas inside the parentheses, as Python reads it, so no
+    line passes `width` where it can be helped."""
+    first = f"{pad}{line}"
+    if len(first) <= width or ", " not in line:
+        return [first]
+    head, names = line.split("(", 1)
+    indent = " " * (len(pad) + len(head) + 1)
+    items = names.split(", ")
+    out, current = [], f"{pad}{head}("
+    for i, name in enumerate(items):
+        piece = name + ("," if i < len(items) - 1 else "")
+        if len(current) + len(piece) + 1 > width and not current.endswith("("):
+            out.append(current.rstrip())
+            current = indent
+        current += piece + " "
+    out.append(current.rstrip())
     return out

@@ -13,7 +13,7 @@ import html
 
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
-from q9diff.present import charts
+from q9diff.present import charts, embed
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import human
 from q9diff.units import sizes as size_change
@@ -25,7 +25,9 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
 span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
 pre.fix{background:#f6f6f6;padding:.5em .8em;overflow-x:auto;white-space:pre;max-width:100%}
-@media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}}</style>"""
+@media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}
+table.c{width:100%;table-layout:fixed}table.c td,table.c th{overflow-wrap:anywhere;font-size:12px;padding:2px 3px}
+td.ev{min-width:0}table.c th:last-child{width:34%}code{font-size:12px}}</style>"""
 
 
 def size_span(n: int, signed: bool = False) -> str:
@@ -77,8 +79,8 @@ def _cause_value(c: dict, side: str) -> str:
     if c["name"] in SIZE_CAUSES and isinstance(c[side], int):
         return size_span(c[side])
     if c["name"] in SIZE_CAUSES and isinstance(c[side], list) and all(isinstance(v, int) for v in c[side]):
-        return ", ".join(size_span(v) for v in c[side])
-    v = str(c[side])
+        return " / ".join(size_span(v) for v in c[side])
+    v = charts.shown_value(c["name"], c[side])  # in its unit, as the terminal says it; never a repr
     return esc(v if len(v) <= 80 else v[:79] + "…")
 
 
@@ -132,7 +134,7 @@ def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
         return "<h3>Fix</h3><p>Nothing to change.</p>"
     out = "<h3>Fix</h3>"
     for i, (label, lines) in enumerate(fixes.blocks(suggestions, data)):
-        body = esc("\n".join(lines))
+        body = "\n".join(esc(x) for x in lines)  # each line escaped: a newline is the block's own
         out += (
             f"<p><b>{esc(label)}</b></p><pre class='fix'>{body}</pre>"
             if i == 0
@@ -143,7 +145,7 @@ def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
 
 
 def wrap_page(title: str, body: str) -> str:
-    """The page around `body`, with plotly.js where its charts hold the place for it (`charts.PLOTLY_JS`)."""
+    """The page around `body`, with plotly.js where its charts hold the place for it (`embed.PLOTLY_JS`)."""
     page = f"""<!doctype html><html><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)}</title>
@@ -152,7 +154,7 @@ def wrap_page(title: str, body: str) -> str:
 {body}
 </body></html>
 """
-    return page.replace(charts.PLOTLY_JS, charts.plotly_packed(), 1) if charts.PLOTLY_JS in page else page
+    return page.replace(embed.PLOTLY_JS, charts.plotly_packed(), 1) if embed.PLOTLY_JS in page else page
 
 
 def _name(path: str) -> str:
@@ -227,7 +229,7 @@ def render(data: dict) -> str:
         + _attribution(data)
         + fixes_list(data["suggestions"], data)
         + load_section(data)
-        + charts.Charts()(_figures(data))
+        + embed.Charts()(_figures(data))
     )
     return wrap_page(f"q9diff diff {_name(a)} vs {_name(b)}", body)
 
@@ -282,7 +284,7 @@ def render_set(data: dict) -> str:
         "<tr><th>candidate part</th><th>reference part</th><th>candidate</th><th>reference</th>"
         f"<th>change</th><th>root causes</th></tr>{''.join(rows)}"
     )
-    draw = charts.Charts()
+    draw = embed.Charts()
     effects = {"parts": [{"part": p["part"], "attribution": p.get("attribution")} for p in data["parts"]]}
     across = draw([charts.set_effects(_escaped(effects))]) if data["parts"] else ""  # all it reads
     sections = []
@@ -468,7 +470,7 @@ def render_verify(res) -> str:
             f"<th>cosine</th><th>ok</th></tr>{rows}"
         )
         fig = _outputs_figure(res)
-    chart = charts.Charts()([fig]) if fig is not None else ""
+    chart = embed.Charts()([fig]) if fig is not None else ""
     cand = next((s.source for s in res.sides if s.label == "candidate"), "")
     ref = next((s.source for s in res.sides if s.label == "reference"), "")
     status = "PASS" if v.passed else "FAIL"  # the tab's title: the word; the page: the whole verdict

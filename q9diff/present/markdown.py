@@ -15,7 +15,7 @@ import re
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
-from q9diff.units import change, human
+from q9diff.units import change, human, value
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
 # Zero-width characters and the byte-order mark: a reader would not see them. Control characters, bidi
@@ -89,10 +89,14 @@ def _verdict(data: dict, over_set: bool = False) -> str:
 
 
 def _value(c: dict, side: str) -> str:
+    """A cause's value as the terminal says it: in its unit (4 MiB, 3, 1017 ops), a value per graph as
+    `a / b`, never a raw list or byte count."""
     if c["name"] == "compiler_options":  # a and b: each side's values of the options that differ
         a, b = (c["a"], c["b"]) if isinstance(c["a"], dict) and isinstance(c["b"], dict) else ({}, {})
         return f"{len(set(a) | set(b))} options differ" if side == "a" else ""
-    s = json.dumps(c[side], default=str) if not isinstance(c[side], str) else c[side]
+    v = c[side]
+    s = value(c["name"], v) if isinstance(v, (int, list)) and not isinstance(v, bool) else None
+    s = s if s is not None else (json.dumps(v, default=str) if not isinstance(v, str) else v)
     return md(s if len(s) <= 80 else s[:79] + "…")
 
 
@@ -225,8 +229,11 @@ def render_set(data: dict) -> str:
             md(root_line(data["causes"])),
         ]
     )
-    parts = "".join(
-        f"\n#### {md(p['part'])}\n" + _verdict(p) + _causes(p["causes"], "#####") + _structure(p, "#####")
+    parts = "".join(  # each part's causes; its verdict only where it differs from the set's
+        f"\n#### {md(p['part'])}\n"
+        + (_verdict(p) if root_line(p["causes"]) != root_line(data["causes"]) or p["identical"] else "")
+        + _causes(p["causes"], "#####")
+        + _structure(p, "#####")
         for p in data["parts"]
     )
     return (
@@ -247,8 +254,9 @@ def render_verify(res) -> str:
     from q9diff.verify.verdict import judge
 
     v = judge(res)  # the verdict with its reach and caveats, as the terminal and the HTML say it
-    out = f"## q9diff verify: {'PASS' if v.passed else 'FAIL'}\n\n**{md(v.headline)}**\n\n"
-    out += "".join(f"> {md(c)}\n>\n" for c in v.caveats)
+    status = ("PASS, with a caveat" if v.caveats else "PASS") if v.passed else "FAIL"
+    out = f"## q9diff verify: {status}\n\n**{md(v.headline)}**\n\n"
+    out += "".join(f"**Caveat:** {md(c)}\n\n" for c in v.caveats)
     out += "\n" + code_block([v.next_command]) + "\n" if v.next_command else ""
     out += "".join(f"- **{md(s.label)}**: {md(s.source)} ({md(s.runner)})\n" for s in res.sides)
     out += "".join(f"- note: {md(n)}\n" for n in res.notes)
@@ -286,14 +294,19 @@ def render_doctor(report) -> str:
     hyps = report.hypotheses()
     implicated = [f"{n} {md(h['title'])}" for n, h in hyps.items() if h["status"] == "implicated"]
     out += "\n**Implicated:** " + ("; ".join(implicated) if implicated else "none") + "\n"
-    rows = [
-        [md(f.severity), md(f.check), md(f.where), md(f.evidence), md(f.fix or "")]
-        for f in report.findings
-        if f.severity in ("error", "warning")
-    ]
-    if rows:
-        out += "\n" + _table(["severity", "check", "where", "evidence", "fix"], rows)
+    for severity in ("error", "warning"):  # each with its evidence, and its fix as a line to copy
+        shown = [f for f in report.findings if f.severity == severity]
+        if shown:
+            out += f"\n### {severity.capitalize()}s\n"
+        for f in shown:
+            out += f"\n- **{md(f.check)}** ({md(f.where)}): {md(f.evidence)}\n"
+            out += ("\n" + _indented(code_block([f.fix]))) if f.fix else ""
     return out
+
+
+def _indented(block: str) -> str:
+    """A block nested in the list item above it."""
+    return "".join(f"  {line}\n" if line else "\n" for line in block.splitlines())
 
 
 def render_target(data: dict) -> str:

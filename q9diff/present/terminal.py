@@ -146,27 +146,8 @@ def print_suggestions(suggestions: list[dict], form: str | None = "qairt", notes
                     console.print(text(f"{pad}  {line}"), soft_wrap=True)
         graphs = fixes.graphs_line(suggestions) if f == "qairt" else None
         if graphs:
-            for line in _packed(graphs, pad):
+            for line in fixes.packed(graphs, pad):
                 console.print(text(line), soft_wrap=True)
-
-
-def _packed(line: str, pad: str, width: int = 78) -> list[str]:
-    """`graphs = ("a", "b", ...)` broken after commas inside the parentheses, as Python reads it, so no
-    line passes `width` where it can be helped."""
-    first = f"{pad}{line}"
-    if len(first) <= width or ", " not in line:
-        return [first]
-    head, names = line.split("(", 1)
-    indent = " " * (len(pad) + len(head) + 1)
-    out, current = [], f"{pad}{head}("
-    for i, name in enumerate(names.split(", ")):
-        piece = name + ("," if i < names.count(", ") else "")
-        if len(current) + len(piece) + 1 > width and not current.endswith("("):
-            out.append(current.rstrip())
-            current = indent
-        current += piece + (" " if not piece.endswith(")") else "")
-    out.append(current.rstrip())
-    return out
 
 
 def print_fix(
