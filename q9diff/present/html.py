@@ -27,7 +27,8 @@ span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
 pre.fix{background:#f6f6f6;padding:.5em .8em;overflow-x:auto;white-space:pre;max-width:100%}
 @media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}
 table.c{width:100%;table-layout:fixed}
-table.c td,table.c th{overflow-wrap:anywhere;font-size:12px;padding:2px 3px}td.ev{min-width:0}table.c th:last-child{width:34%}code{font-size:12px}}</style>"""
+table.c td,table.c th{overflow-wrap:anywhere;font-size:12px;padding:2px 3px}
+td.ev{min-width:0}table.c th:last-child{width:34%}code{font-size:12px}}</style>"""
 
 
 def size_span(n: int, signed: bool = False) -> str:
