@@ -18,7 +18,6 @@ from q9diff.errors import FormatError
 from q9diff.format import flatbuf
 from q9diff.format.binary import ContextBinary
 from q9diff.format.read import parse
-from q9diff.formats import containers as C
 
 
 def _regular_file(path: Path) -> None:
@@ -194,6 +193,8 @@ def _mapped(path: Path) -> memoryview:
 def _tflite(path: Path) -> list[tuple[str, tuple[int, int]]]:
     """(name, (offset, size)) of every DISPATCH_OP's bytecode (formats.containers). Ops may share one range
     (the graphs of one context); ranges that overlap without being the same are a format error."""
+    from q9diff.formats import containers as C  # only a .tflite needs its layouts (and their start-up)
+
     buf = _mapped(path)
     at = C.TFLITE_IDENT_OFFSET
     if bytes(buf[at : at + len(C.TFLITE_IDENT)]) != C.TFLITE_IDENT:
@@ -230,6 +231,8 @@ def _tflite(path: Path) -> list[tuple[str, tuple[int, int]]]:
 def _dispatch_options(data: bytes, path: str) -> dict[str, int | str]:
     """The unsigned-integer and string values of a DISPATCH_OP's FlexBuffer map (C.FlexMap); values of
     other types are left out."""
+    from q9diff.formats import containers as C
+
     flex = parse(
         C.FlexMap, data, 0, path, "DISPATCH_OP custom options holding a FlexBuffer map", located=False
     )
