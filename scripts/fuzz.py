@@ -157,7 +157,7 @@ def mutate_field(data: bytes, sites, rng: random.Random):
         record = value
     try:
         built = site.definition.build(record)
-    except (ConstructError, OverflowError):
+    except (ConstructError, KeyError):  # a constant, a check, a width; a switch now needing other fields
         return site, path, value, None
     n = site.end - site.offset
     return site, path, value, data[: site.offset] + built[:n].ljust(n, b"\0") + data[site.end :]
