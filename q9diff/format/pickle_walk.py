@@ -14,9 +14,10 @@ from q9diff.formats import context_binary as CB
 from q9diff.formats import pickles as P
 
 START = P.PICKLE_START_SIZE
-OP_RECORD_SIZE = P.OpRecord.sizeof()  # an op record has at least its marker and its type word
+# The op search reads OpRecord's fields where the definition puts them: a record starts with its marker
+# (where the search finds it) and holds at least its marker and its type word.
+OP_RECORD_SIZE = P.OpRecord.sizeof()
 TYPE_AT = offset_of(P.OpRecord, "type_word")
-MARKER_AT = offset_of(P.OpRecord, "marker")
 INDEX_TOP = P.OP_INDEX_MASK >> 24  # the marker's top byte, its flag bit left out
 MAX_OPS = 1 << 20
 
@@ -32,21 +33,20 @@ def _first_ops(raw: bytes, start: int, limit: int, op_types: list[str]) -> tuple
     if np is None or len(raw) < OP_RECORD_SIZE:
         return [], []
     words = np.frombuffer(raw, dtype="<u4")  # the op list's words (Int32ul in formats.pickles.OpRecord)
-    tail = OP_RECORD_SIZE // 4 - 1  # a marker needs the rest of its record after it
-    marks = words[MARKER_AT // 4 : len(words) - tail]
+    marks = words[: len(words) - (OP_RECORD_SIZE // 4 - 1)]  # a marker needs the rest of its record
     idx = (marks ^ np.uint32(P.OP_MARKER_XOR)) & np.uint32(P.OP_INDEX_MASK)
     cand = np.flatnonzero(idx < limit)
     values, first = np.unique(idx[cand], return_index=True)  # each index's first word
     n = _leading(values == np.arange(len(values)))  # indices 0..n-1 all there
     pos = cand[first[:n]]
     pos = pos[: _leading(pos[1:] > pos[:-1]) + 1] if n else pos  # and each after the one before
-    kind_i = words[pos + (TYPE_AT - MARKER_AT) // 4] & np.uint32(P.OP_TYPE_MASK)
+    kind_i = words[pos + TYPE_AT // 4] & np.uint32(P.OP_TYPE_MASK)
     n_types = len(op_types)
     table = np.array([*op_types, None], dtype=object)  # the table's own strings; None: not in it
     kinds = table[np.minimum(kind_i, n_types)].tolist()
     for j in np.flatnonzero(kind_i >= n_types).tolist():
         kinds[j] = _kind_name(int(kind_i[j]), op_types)
-    return kinds, (start + 4 * pos - MARKER_AT).tolist()
+    return kinds, (start + 4 * pos).tolist()
 
 
 def _kind_name(kind_i: int, op_types: list[str]) -> str:
@@ -203,7 +203,7 @@ class PickleWalker:
                 break
             word = raw[pos + TYPE_AT : pos + TYPE_AT + 4]
             kinds.append(_kind_name(int.from_bytes(word, "little") & P.OP_TYPE_MASK, op_types))
-            offsets.append(start + pos - MARKER_AT)
+            offsets.append(start + pos)
             at, n = pos + 4, n + 1
         if not offsets:
             return [], [], start
