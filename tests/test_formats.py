@@ -188,14 +188,14 @@ def _parsed(definition, data: bytes):
         return type(exc).__name__
 
 
-def test_a_hot_definition_is_compiled_once_parsed_often(monkeypatch):
-    monkeypatch.setattr(read, "COMPILE_AFTER", 3)
-    monkeypatch.setattr(read, "_uses", {})
-    monkeypatch.setattr(read, "_compiled", {})
-    data = (FIXTURES / "variants" / "graphs_2.bin").read_bytes()
-    first = ContextBinary(data, "a.bin")
-    assert first.regions and read._compiled  # three pickles' headers: compiled by the third
-    assert ContextBinary(data, "b.bin").regions == first.regions
+def test_hot_definitions_are_compiled_once_parsed_often_and_walk_the_same(monkeypatch):
+    paths = all_bins()[:8]
+    interpreted = [ContextBinary.open(p).regions for p in paths]
+    monkeypatch.setattr(read, "HOT", read.Hot(compile_after=3))
+    assert not read.HOT.is_compiled(P.PickleHeader)
+    compiled = [ContextBinary.open(p).regions for p in paths]
+    assert read.HOT.is_compiled(P.PickleHeader) and read.HOT.is_compiled(P.AuxRecord)
+    assert compiled == interpreted
 
 
 # -- (3) variants built from the definitions ----------------------------------------------------------

@@ -20,9 +20,32 @@ from construct import Construct, ConstructError, ExplicitError, StreamError
 
 from q9diff.errors import FormatError
 
-COMPILE_AFTER = 64  # parses of one hot definition before it is compiled
-_uses: dict[int, int] = {}
-_compiled: dict[int, Construct] = {}
+
+class Hot:
+    """The parsers of hot definitions in this process: each interpreted until it has been parsed
+    `compile_after` times, then compiled once."""
+
+    def __init__(self, compile_after: int = 64) -> None:
+        self.compile_after = compile_after
+        self.uses: dict[int, int] = {}
+        self.compiled: dict[int, Construct] = {}
+
+    def parser(self, definition: Construct) -> Construct:
+        key = id(definition)
+        compiled = self.compiled.get(key)
+        if compiled is not None:
+            return compiled
+        self.uses[key] = uses = self.uses.get(key, 0) + 1
+        if uses < self.compile_after:
+            return definition
+        self.compiled[key] = compiled = definition.compile()
+        return compiled
+
+    def is_compiled(self, definition: Construct) -> bool:
+        return id(definition) in self.compiled
+
+
+HOT = Hot()
 
 
 class View:
@@ -70,10 +93,10 @@ def parse(
     """`definition` parsed from `buf[offset:end]` (`end` defaults to the buffer's end), or FormatError at
     `offset` (none where `buf` is not the file's, `located` False) saying `what` was expected and, in
     brackets, which field failed, where and why. `hot`: compile the definition once it has been parsed
-    COMPILE_AFTER times in this process."""
+    often in this process (HOT)."""
     stream = View(buf, offset, len(buf) if end is None else end)
     try:
-        return (_parser(definition) if hot else definition).parse_stream(stream)
+        return (HOT.parser(definition) if hot else definition).parse_stream(stream)
     except ExplicitError:  # the definition's own word: the bytes are none of the kinds it knows
         raise FormatError(path, offset if located else None, what) from None
     except (ConstructError, struct.error) as exc:
@@ -98,18 +121,6 @@ def offset_of(definition: Construct, name: str) -> int:
             return at
         at += sub.sizeof()
     raise KeyError(name)
-
-
-def _parser(definition: Construct) -> Construct:
-    key = id(definition)
-    compiled = _compiled.get(key)
-    if compiled is not None:
-        return compiled
-    _uses[key] = uses = _uses.get(key, 0) + 1
-    if uses < COMPILE_AFTER:
-        return definition
-    _compiled[key] = compiled = definition.compile()
-    return compiled
 
 
 def _reason(exc: Exception) -> str:
