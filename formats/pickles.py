@@ -2,9 +2,10 @@
 records, the op record, the weights descriptor and the barrel trailer.
 
 A pickle is an array of u32 words (the tag scheme of Qualcomm's public HTP/core/pickle_header_tags.h). A
-PICKLE record holds a barrel (several pickles) whose contents record points at the inner single pickle,
-the compiled graph, laid out in this order (walking it this way left no gap and no overlap on every
-fixture and real binary, QNN 2.22 - QAIRT 2.51):
+PICKLE record holds a barrel (several pickles) whose contents record points at the inner single pickle (in
+QNN 2.22/2.25 files it may be the single pickle alone), the compiled graph, laid out in this order (walking
+it this way left no gap and no overlap on every fixture, QAIRT 2.47-2.51, and on the real 2.22-2.40
+binaries of ../shared/real/binaries):
 
 1. the header records (`Id, Sz, Vr, Op, Mm, Zz`);
 2. the aux records (AuxRecord), up to the allocator block (not decoded);
@@ -82,9 +83,19 @@ Contents = Struct(
 # ends at the first NUL, the record is NUL-padded to whole words.
 OPTIONS_END = b"\x00"
 Options = Struct("text" / GreedyBytes)
-# Mm (memory), in 256-byte units: word 1 = opDataSize, word 4 = constSize, word 7 = ioTensorSize (the
-# metadata's, where it records them). Not read by q9diff.
-Memory = Struct("words" / Int32ul[7], "rest" / GreedyBytes)
+# Mm (memory), in 256-byte units: the metadata's opDataSize, constSize and ioTensorSize (where it records
+# them). Evidence: fixtures/variants/graphs_1.bin and both graphs of graphs_2.bin (x 256 = the oracle's
+# values). Not read by q9diff: the metadata says the same.
+Memory = Struct(
+    "op_data_size_256" / Int32ul,
+    "word_2" / Int32ul,
+    "word_3" / Int32ul,
+    "const_size_256" / Int32ul,
+    "word_5" / Int32ul,
+    "word_6" / Int32ul,
+    "io_tensor_size_256" / Int32ul,
+    "rest" / GreedyBytes,
+)
 HEADER_BODIES = {TAG_SIZE: Sizes, TAG_CONTENTS: Contents, TAG_OPTIONS: Options, b"Mm": Memory}
 # Region names of the tags seen; Id and Vr (the build id, NUL-padded) and Mu and Ws are kept as bytes.
 HEADER_TAG_NAMES = {
