@@ -97,7 +97,7 @@ class ContextBinary(MetadataReader, PickleWalker):
         except BufferError:  # a numpy view still uses it: unmapped when that view goes
             pass
 
-    # -- header and metadata (eager) -------------------------------------------------------------
+    # -- the context blob (lazy; the header and metadata are read eagerly by MetadataReader) -------
 
     @cached_property
     def blob_header(self):
