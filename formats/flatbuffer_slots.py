@@ -51,8 +51,9 @@ LEGACY_ROOT = {"binary_info": Field(0, TABLE), "metadata_size": Field(2, Int64ul
 WRAPPER = {"version": Field(0, Int32ul), "type": Field(1, Int8ul), "body": Field(2, TABLE)}
 # BinaryInfo version 1 (QNN 2.22, 2.25): one slot per field of QnnSystemContext_BinaryInfoV1_t, with the
 # hardware-info blob before the context blob version and the u64 blob size last. Evidence: oracle on the
-# 2.22 and 2.25 binaries of ../shared/real/binaries. No version-2 file has been seen; libQnnSystem's
-# struct says v2 = v1 + platform info, so version 2 is read with this map.
+# 2.22 and 2.25 binaries of ../shared/real/binaries (their hardware-info fields, not read by q9diff: version
+# 0.0.1, size 24 = the blob's length). No version-2 file has been seen; libQnnSystem's struct says v2 = v1 +
+# platform info, so version 2 is read with this map.
 BINARY_INFO_V1 = {
     "backend_id": Field(0, Int32ul),
     "build_id": Field(1, STRING),
@@ -124,6 +125,7 @@ SCALAR_ENCODINGS = (0, 2)
 
 # -- the record directory FlatBuffer at blob + 0x20 (blob 4.0.x). Evidence: fixtures (records tile the blob).
 
+# first_offset and total_size are not read (fixtures/variants/graphs_2.bin: 4096, and the blob's size).
 DIRECTORY = {"first_offset": Field(0, Int64ul), "total_size": Field(1, Int64ul), "records": Field(2, TABLES)}
 # Slot 3 an unused string.
 RECORD = {
