@@ -9,13 +9,13 @@ import time
 
 import pytest
 from conftest import FIXTURES
-from q9diff.formats import context_binary as CB
-from q9diff.formats import flatbuffer_slots as S
-from q9diff.formats import pickles as P
 
 from q9diff.errors import FormatError
 from q9diff.format import flatbuf
 from q9diff.format.binary import ContextBinary
+from q9diff.formats import context_binary as CB
+from q9diff.formats import flatbuffer_slots as S
+from q9diff.formats import pickles as P
 
 ONE_GRAPH = FIXTURES / "variants" / "graphs_1.bin"
 
