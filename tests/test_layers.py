@@ -170,3 +170,23 @@ def test_tests_import_no_private_name_of_q9diff():
         for x in _private_uses(p, f"tests.{p.stem}", modules, False)
     ]
     assert found == []
+
+
+def test_a_checkout_never_installed_is_told_so_in_one_line(fixtures_dir):
+    # Without the install's mapping of formats/ (here: the editable install's finder taken away, so the
+    # checkout is a source tree run in place), a command says what is missing and how to install.
+    code = (
+        "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+        "sys.path.insert(0, sys.argv[1]); sys.argv = ['q9diff', 'inspect', sys.argv[2]]\n"
+        "from q9diff.cli import main; main()"
+    )
+    part = next(fixtures_dir.rglob("part_1_of_2.bin"))
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(ROOT), str(part)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "never installed; run `pip install -e .`" in done.stderr
