@@ -348,6 +348,7 @@ def main() -> None:
     import compileall
 
     compileall.compile_dir(ROOT / "q9diff", quiet=1)
+    compileall.compile_dir(ROOT / "formats", quiet=1)  # the byte layouts, q9diff.formats once installed
     rows: list[Row | str] = []
     if args.files:
         a, b = args.files

@@ -4,6 +4,10 @@ Seeds are the committed fixtures (fixtures/**/*.bin) and the real third-party fi
 (when that folder is there); a file in an ONNX/LiteRT container is fuzzed both as the container (written to a
 temporary file and opened with q9diff.format.openers.open_binary) and as the context binary q9diff finds
 inside it.
+Mutations are byte-level (flips, interesting words, truncations, copies, FlatBuffer offsets made to share
+children) and structural: a field of a record that formats/ declares (a file or blob header, a pickle header
+and its records, an aux record, an op record, graphBlobInfo, ...) set to an interesting value and the record
+built again with its definition (`.build()`), in place.
 Each case runs the parser (ContextBinary / open_binary, then every graph, tensor and record), the region
 map (`.regions`, checked to cover every byte exactly once) and the diff against the unmutated seed
 (`q9diff.compare.diff.diff` and its JSON). The only expected failure is q9diff.errors.FormatError; anything
@@ -37,10 +41,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from construct import ConstructError  # noqa: E402
+
 from q9diff.compare.diff import diff, to_json  # noqa: E402
 from q9diff.errors import FormatError  # noqa: E402
 from q9diff.format.binary import ContextBinary  # noqa: E402
 from q9diff.format.openers import open_binary  # noqa: E402
+from q9diff.format.sites import Site, record_sites  # noqa: E402
 
 HANG_S = 2.0  # a case slower than this is a hang
 ALARM_S = 20  # a case still running after this is stopped (and counted as a hang)
@@ -57,6 +64,7 @@ class Seed:
     data: bytes
     suffix: str  # ".bin": ContextBinary over the bytes; else a temporary file for open_binary
     reference: ContextBinary | None
+    sites: tuple[Site, ...] = ()  # its records as formats/ declares them (field_sites)
 
 
 @dataclass
@@ -89,17 +97,75 @@ def seeds(extra: list[Path]) -> list[Seed]:
         except FormatError:
             reference = None
         suffix = path.suffix if path.suffix in (".onnx", ".tflite") else ".bin"
-        out.append(Seed(path.name, data, suffix, reference))
+        out.append(Seed(path.name, data, suffix, reference, field_sites(data) if suffix == ".bin" else ()))
         if suffix != ".bin" and reference is not None:  # the context binary inside the container
             inner = bytes(reference.data)
             if inner not in seen:
                 seen.add(inner)
-                out.append(Seed(f"{path.name}#inner", inner, ".bin", reference))
+                out.append(Seed(f"{path.name}#inner", inner, ".bin", reference, field_sites(inner)))
     return out
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    """One to eight mutations, biased to the first pages (header and metadata FlatBuffers)."""
+def field_sites(data: bytes) -> tuple[Site, ...]:
+    """The records of a context binary that formats/ declares, where the walk finds them (none for bytes
+    that do not parse)."""
+    try:
+        return tuple(record_sites(ContextBinary(data, "seed")))
+    except FormatError:
+        return ()
+
+
+def leaves(value, path: tuple = ()):
+    """(path, value) of every integer in a parsed record, nested records and lists included."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not k.startswith("_"):
+                yield from leaves(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from leaves(v, (*path, i))
+    elif isinstance(value, int) and not isinstance(value, bool):
+        yield path, value
+
+
+def leaf(value, path: tuple):
+    for key in path:
+        value = value[key]
+    return value
+
+
+def mutate_field(data: bytes, sites, rng: random.Random):
+    """One integer field of one record set to an interesting value, the record built again with its
+    definition and written over the old one, cut or zero-padded to its length: (site, field path, value,
+    the new bytes), the bytes None where the record no longer parses there or its definition refuses to
+    build the value (a constant, a check, a width)."""
+    site = rng.choice(sites)
+    try:
+        record = site.definition.parse(data[site.offset : site.end])
+    except ConstructError:
+        return site, (), None, None
+    fields = list(leaves(record))
+    if not fields:
+        return site, (), None, None
+    path, old = rng.choice(fields)
+    value = rng.choice(
+        INTERESTING_U32 + (len(data), old + 1, max(old - 1, 0), 2 * old, rng.randrange(1 << 32))
+    )
+    if path:
+        leaf(record, path[:-1])[path[-1]] = value
+    else:  # the record is one integer
+        record = value
+    try:
+        built = site.definition.build(record)
+    except (ConstructError, KeyError):  # a constant, a check, a width; a switch now needing other fields
+        return site, path, value, None
+    n = site.end - site.offset
+    return site, path, value, data[: site.offset] + built[:n].ljust(n, b"\0") + data[site.end :]
+
+
+def mutate(data: bytes, rng: random.Random, sites=()) -> bytes:
+    """One to eight mutations, biased to the first pages (header and metadata FlatBuffers); with `sites`
+    (field_sites of `data`), some set a field of a declared record and build it again."""
     buf = bytearray(data)
 
     def pos() -> int:
@@ -122,7 +188,11 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 
     for _ in range(rng.choice((1, 1, 2, 4, 8))):
         kind = rng.random()
-        if kind < 0.02:
+        if sites and rng.random() < 0.2:
+            built = mutate_field(bytes(buf), sites, rng)[3]
+            if built is not None:
+                buf[:] = built
+        elif kind < 0.02:
             share(rng.randrange(16, 64))  # many shared children: a deep DAG
         elif kind < 0.08:
             share(1)
@@ -209,7 +279,7 @@ def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path
             seed, data = Seed(name, b"", "", None), None
         else:
             seed = all_seeds[rng.randrange(len(all_seeds))]
-            data = mutate(seed.data, rng)
+            data = mutate(seed.data, rng, seed.sites)
 
             def work(seed=seed, data=data):
                 run_case(seed, data, tmp)

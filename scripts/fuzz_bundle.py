@@ -8,7 +8,8 @@ A case mutates one of:
   mutations: comments, trailing commas, truncation, byte flips, deep nesting, huge numbers);
 - the tokenizer.json or the extension file, likewise;
 - the node list of an EPContext model (many nodes naming one context file, distinct, missing, outside,
-  non-UTF-8 names, embedded bytes mutated as fuzz.py mutates binaries, wrong attribute types).
+  non-UTF-8 names, embedded bytes mutated as fuzz.py mutates binaries, fields of their records built anew
+  with formats/ definitions included, wrong attribute types).
 
 The reading is the real one: q9diff.doctor.run (every rule but the two that hand files to Qualcomm's
 libraries: their children are capped before they are asked and tested in tests/test_hostile_bundle.py),
@@ -34,6 +35,8 @@ from q9diff.doctor import run as doctor
 from q9diff.errors import FormatError
 from q9diff.fix import extconfig
 from q9diff.fix.apply import ApplyError, BuildFacts, plan
+from q9diff.format.binary import ContextBinary
+from q9diff.format.sites import record_sites
 from q9diff.genie.bundle import BundleError
 from q9diff.kinds import parts_of
 from q9diff.present.saved import json_safe
@@ -71,6 +74,7 @@ class Cases:
         for b in (REFERENCE / "genie").glob("*.bin"):
             shutil.copy(b, self.bundle / "genie" / b.name)
         self.context = CONTEXT.read_bytes()
+        self.sites = tuple(record_sites(ContextBinary(self.context, str(CONTEXT))))  # for fields built anew
         for i in range(3):
             (self.models / f"c{i}.bin").write_bytes(self.context)
         data = set_to_json(diff_sets(ROOT / "fixtures" / "qwen-mini" / "local", REFERENCE))
@@ -131,7 +135,9 @@ class Cases:
         for i in range(n):
             embed = rng.choice((0, 0, 1, 1, 2, -1)) if rng.random() < 0.9 else None
             if embed == 1:
-                ref: object = mutate_bytes(self.context, rng) if rng.random() < 0.3 else self.context
+                ref: object = (
+                    mutate_bytes(self.context, rng, self.sites) if rng.random() < 0.3 else self.context
+                )
             elif same:
                 ref = "c0.bin"
             else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 
 from conftest import FIXTURES
@@ -35,7 +36,13 @@ def test_version_and_short_help():
 
 
 def test_shell_completion_is_offered_and_completes_commands():
-    r = q9diff("--show-completion", "bash")
+    # --show-completion names the shell it runs under (typer asks shellingham, which walks the parent
+    # processes): run it from bash, as a user would, so the answer does not depend on how pytest was started
+    import subprocess
+    import sys
+
+    line = f"{shlex.quote(sys.executable)} -c 'from q9diff.cli import main; main()' --show-completion"
+    r = subprocess.run(["bash", "-c", line + "; exit $?"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "_Q9DIFF_COMPLETE=complete_bash" in r.stdout, r.stderr
     env = {"_Q9DIFF_COMPLETE": "complete_bash", "COMP_WORDS": "q9diff ins", "COMP_CWORD": "1"}
     assert q9diff(env=env).stdout.split() == ["inspect"]

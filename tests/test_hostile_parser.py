@@ -1,4 +1,5 @@
-"""Hostile bytes: the parser's work is bounded by the file's size, and every read is checked."""
+"""Hostile bytes: the parser's work is bounded by the file's size, and every read is checked. Hostile
+records are built with the definitions the parser reads with (formats/, `.build()`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from conftest import FIXTURES
 
 from q9diff.errors import FormatError
 from q9diff.format import flatbuf
-from q9diff.format import structs as F
 from q9diff.format.binary import ContextBinary
+from q9diff.formats import context_binary as CB
+from q9diff.formats import flatbuffer_slots as S
+from q9diff.formats import pickles as P
+
+ONE_GRAPH = FIXTURES / "variants" / "graphs_1.bin"
 
 
 def _dag(n: int) -> bytes:
@@ -53,11 +58,11 @@ def test_a_tree_of_the_same_shape_is_read():
 def test_binary_info_without_api_versions_reads_them_as_unknown():
     data = bytearray((FIXTURES / "variants" / "soc_77.bin").read_bytes())
     cb = ContextBinary(bytes(data), "x")
-    top = flatbuf.root(memoryview(data), F.METADATA_OFFSET, cb.header_regions[1].size, "x")
-    info = top.table(0).table(F.WRAPPER_SLOTS["body"])
+    top = flatbuf.root(memoryview(data), CB.METADATA_OFFSET, cb.header_regions[1].size, "x")
+    info = top.get(S.METADATA_ROOT["binary_info"]).get(S.WRAPPER["body"])
     vt = info.pos - struct.unpack_from("<i", data, info.pos)[0]
-    for slot in (F.BINARY_INFO_SLOTS["core_api_version"], F.BINARY_INFO_SLOTS["backend_api_version"]):
-        struct.pack_into("<H", data, vt + 4 + 2 * slot, 0)  # the slot is absent now
+    for name in ("core_api_version", "backend_api_version"):
+        struct.pack_into("<H", data, vt + 4 + 2 * S.BINARY_INFO_V3[name].slot, 0)  # the slot is absent now
     cb = ContextBinary(bytes(data), "x")
     assert cb.core_api_version is None and "core_api_version" in cb.unknown
     assert cb.soc_model == 77
@@ -103,3 +108,91 @@ def test_epcontext_node_names_that_are_not_utf8_are_shown_as_text(tmp_path):
     assert r.returncode == 0, r.stderr
     paths = [c["path"] for c in json.loads(r.stdout)["contexts"]]
     assert paths == [f"{path}#ctx0\ufffd\ufffd\ufffdA", f"{path}#ctx1AAAA"]
+
+
+# -- records built with their definitions (formats/) ------------------------------------------------------
+
+
+def _region(cb: ContextBinary, name: str):
+    return next(r for r in cb.regions if r.name == name)
+
+
+def _rebuilt(data: bytes, offset: int, definition, fields: dict) -> bytes:
+    """`data` with the record at `offset` parsed, its `fields` (dotted paths) set, and built again in its
+    place (the built bytes cut to the record's old length: the bytes after it stay)."""
+    record = definition.parse(data[offset:])
+    old = len(definition.build(record))
+    for path, value in fields.items():
+        *parents, name = path.split(".")
+        holder = record
+        for p in parents:
+            holder = holder[p]
+        holder[name] = value
+    built = definition.build(record)[:old]
+    return data[:offset] + built + data[offset + len(built) :]
+
+
+def test_a_file_header_whose_blob_runs_past_the_file_is_refused():
+    data = ONE_GRAPH.read_bytes()
+    bad = _rebuilt(data, 0, CB.FileHeader, {"sizes.blob_size": len(data)})
+    with pytest.raises(FormatError, match=r"at offset 0x20: expected a context blob of \d+ bytes at 0x1000"):
+        ContextBinary(bad, "x.bin")
+
+
+def test_a_blob_header_of_another_version_walks_the_blob_as_that_layout():
+    """The blob header's Switch: version 3.3 says the word after the version is the first pickle, not a
+    directory size; the 4.0 file then has no pickle there and is refused, naming where it looked."""
+    data = ONE_GRAPH.read_bytes()
+    word = ContextBinary(data, "x").blob_header.first.directory_size  # now read as the first pickle's offset
+    bad = _rebuilt(data, 0x1000, CB.BlobHeader, {"major": 3, "minor": 3, "first": {"pickles_offset": word}})
+    cb = ContextBinary(bad, "x.bin")
+    assert cb.blob_header.layout == CB.PAGED and not cb.has_directory
+    with pytest.raises(FormatError, match="expected the pickle of graph 0"):
+        assert cb.records
+
+
+def test_a_pickle_header_record_longer_than_its_pickle_is_refused():
+    data = ONE_GRAPH.read_bytes()
+    at = _region(ContextBinary(data, "x"), "PICKLE[0]/barrel/ident").offset
+    bad = _rebuilt(data, at, P.HeaderRecord, {"words": 0xFFFF})
+    with pytest.raises(
+        FormatError, match=r"at offset 0x3000: expected pickle header records up to the end tag Zz"
+    ):
+        assert ContextBinary(bad, "x.bin").regions
+
+
+def test_an_aux_record_longer_than_its_pickle_is_refused():
+    data = ONE_GRAPH.read_bytes()
+    cb = ContextBinary(data, "x")
+    at = _region(cb, "PICKLE[0]/inner/aux/graph_version").offset
+    rec = cb.pickle_record(0)
+    words = (rec.offset + rec.size - at) // 4  # with its 8-byte head, 8 bytes past the record
+    bad = _rebuilt(data, at, P.AuxRecord, {"words": words, "payload": bytes(4 * words)})
+    with pytest.raises(FormatError, match=f"at offset {at:#x}: expected an aux record inside the pickle"):
+        assert ContextBinary(bad, "x.bin").regions
+
+
+def test_a_contents_record_pointing_outside_its_barrel_leaves_the_bytes_unexplained_not_misread():
+    data = ONE_GRAPH.read_bytes()
+    at = _region(ContextBinary(data, "x"), "PICKLE[0]/barrel/contents").offset
+    bad = _rebuilt(data, at, P.HeaderRecord, {"body.inner_offset_16": 0xFFFFFFF})
+    cb = ContextBinary(bad, "x.bin")
+    assert not any("/inner/" in r.name for r in cb.regions)
+    assert sum(r.size for r in cb.regions) == cb.size
+
+
+def test_a_barrel_that_counts_and_holds_its_trailer_ends_its_regions_there():
+    """QNN 2.31/2.34 write a 64-byte trailer the barrel's Sz counts (no fixture here has one): built from
+    its definition at the end of the record, with Sz saying the record's size, it is its own region."""
+    data = ONE_GRAPH.read_bytes()
+    cb = ContextBinary(data, "x")
+    rec = cb.pickle_record(0)
+    at = _region(cb, "PICKLE[0]/barrel/sizes").offset
+    bad = _rebuilt(data, at, P.HeaderRecord, {"body.length_words": rec.size // P.SIZES_UNIT})
+    trailer = P.BarrelTrailer.build({"words": [64] + [0] * 13})
+    end = rec.offset + rec.size
+    bad = bad[: end - len(trailer)] + trailer + bad[end:]
+    cb = ContextBinary(bad, "x.bin")
+    assert _region(cb, "PICKLE[0]/barrel/trailer").offset == end - P.BARREL_TRAILER_SIZE
+    assert sum(r.size for r in cb.regions) == cb.size
+    assert cb.layout(0).op_kinds == ContextBinary(data, "y").layout(0).op_kinds

@@ -1,34 +1,42 @@
 """The house in layers (issue 18): no import cycle among q9diff's modules (imports inside functions counted,
-since they hide a cycle rather than break it), no module over 500 lines, every module importable from a
-plain checkout, with no install step mapping folders into the package, and (issue 39) no private name of
-one module used by another: an underscore name imported elsewhere is a public name in disguise."""
+since they hide a cycle rather than break it), no module over 500 lines, every module importable from the
+checkout, and (issue 39) no private name of one module used by another: an underscore name imported
+elsewhere is a public name in disguise. The byte layouts in formats/ are the one folder an install maps
+into the package (issue 37: installed, they are q9diff.formats)."""
 
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "q9diff"
+FORMATS = ROOT / "formats"  # installed as q9diff.formats (pyproject.toml, package-dir)
 
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for p in PACKAGE.rglob("*.py"):
-        parts = list(p.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = p
+    for folder, name in ((PACKAGE, "q9diff"), (FORMATS, "q9diff.formats")):
+        for p in folder.rglob("*.py"):
+            parts = [name, *p.relative_to(folder).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
     return out
 
 
 def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """Every q9diff module `module` imports, anywhere in its body; importing a.b.c also runs a and a.b."""
     found: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     for node in ast.walk(ast.parse(path.read_text())):
         targets: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.level:  # relative: from the module's own package
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            node = ast.ImportFrom(f"{base}.{node.module}" if node.module else base, node.names, 0)
         if (
             isinstance(node, ast.ImportFrom)
             and node.module
@@ -78,21 +86,29 @@ def test_no_module_over_500_lines():
     assert {m: n for m, n in sizes.items() if n > 500} == {}
 
 
-def test_every_module_imports_from_a_plain_checkout():
-    # -I: no PYTHONPATH, no user site, no working directory; only the checkout put first on the path,
-    # so an installed copy or an install-time folder mapping cannot stand in for the files here.
-    names = sorted(m for m in _modules() if not m.endswith("__main__"))
+def test_every_module_imports_from_the_checkout_as_an_isolated_child_does():
+    # -I: no PYTHONPATH, no user site, no working directory; only the checkout put first on the path, as
+    # q9diff.guard starts its children. q9diff's modules must come from the files here, so an installed copy
+    # cannot stand in for them; q9diff.formats comes through the install's mapping of formats/ (this folder
+    # itself in an editable install, a copy of it otherwise), so its files must be this checkout's.
+    modules = _modules()
+    names = sorted(m for m in modules if not m.endswith("__main__"))
     code = (
-        "import importlib, sys; sys.path.insert(0, sys.argv[1]); bad = []\n"
-        "for name in sys.argv[2:]:\n"
-        "    m = importlib.import_module(name)\n"
-        "    if not m.__file__.startswith(sys.argv[1]): bad.append(name)\n"
-        "print(bad)"
+        "import importlib, json, sys; sys.path.insert(0, sys.argv[1])\n"
+        "print(json.dumps({name: importlib.import_module(name).__file__ for name in sys.argv[2:]}))"
     )
     argv = [sys.executable, "-I", "-c", code, str(ROOT), *names]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd="/")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    files = json.loads(done.stdout)
+    bad = [n for n in names if not n.startswith("q9diff.formats") and not files[n].startswith(str(ROOT))]
+    bad += [
+        n
+        for n in names
+        if n.startswith("q9diff.formats") and Path(files[n]).read_bytes() != modules[n].read_bytes()
+    ]
+    assert bad == []
+    assert any(n.startswith("q9diff.formats.") for n in names)
 
 
 def test_import_q9diff_loads_nothing_else():
@@ -104,11 +120,6 @@ def test_import_q9diff_loads_nothing_else():
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd="/")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-
-
-# q9diff/format is rewritten on another branch (issue 39's later items); its one shared helper keeps its
-# underscore until that lands.
-PENDING = {("q9diff.format.binary", "_blob_info_fields"), ("q9diff.format.metadata", "_blob_info_fields")}
 
 
 def _private_uses(path: Path, module: str, modules: dict[str, Path], attributes: bool) -> list[str]:
@@ -126,7 +137,7 @@ def _private_uses(path: Path, module: str, modules: dict[str, Path], attributes:
                     aliases[a.asname or a.name] = f"{node.module}.{a.name}"
                 private = a.name.startswith("_") and not a.name.startswith("__")
                 own = node.module == package
-                if private and not own and node.module != module and (module, a.name) not in PENDING:
+                if private and not own and node.module != module:
                     out.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import {a.name}")
         elif isinstance(node, ast.Import):
             aliases |= {a.asname: a.name for a in node.names if a.asname and a.name.startswith("q9diff")}
@@ -159,3 +170,23 @@ def test_tests_import_no_private_name_of_q9diff():
         for x in _private_uses(p, f"tests.{p.stem}", modules, False)
     ]
     assert found == []
+
+
+def test_a_checkout_never_installed_is_told_so_in_one_line(fixtures_dir):
+    # Without the install's mapping of formats/ (here: the editable install's finder taken away, so the
+    # checkout is a source tree run in place), a command says what is missing and how to install.
+    code = (
+        "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+        "sys.path.insert(0, sys.argv[1]); sys.argv = ['q9diff', 'inspect', sys.argv[2]]\n"
+        "from q9diff.cli import main; main()"
+    )
+    part = next(fixtures_dir.rglob("part_1_of_2.bin"))
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(ROOT), str(part)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "never installed; run `pip install -e .`" in done.stderr

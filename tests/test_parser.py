@@ -60,16 +60,16 @@ def test_the_op_walk_is_the_same_with_numpy_and_without(path, monkeypatch):
 def test_the_op_walk_goes_on_by_byte_search_where_an_index_shows_up_early(tmp_path, monkeypatch):
     """A word inside op 2's record that reads as op 5's marker: op 5's first word then comes before op 4,
     the vectorized walk stops there and the byte search goes on, past it, to the real op 5."""
-    import struct
     import sys
 
-    from q9diff.format import structs as F
+    from q9diff.formats.pickles import OP_MARKER_XOR, OpRecord
 
     src = BINS[0]
     ops = ContextBinary.open(src).ops(0)
     assert ops[3].offset - ops[2].offset >= 12
     data = bytearray(src.read_bytes())
-    struct.pack_into("<I", data, ops[2].offset + 8, 5 ^ F.OP_MARKER_XOR)
+    marker = OpRecord.build({"marker": 5 ^ OP_MARKER_XOR, "type_word": 0})[:4]
+    data[ops[2].offset + 8 : ops[2].offset + 12] = marker
     path = tmp_path / "early.bin"
     path.write_bytes(bytes(data))
     with_numpy = ContextBinary.open(path).ops(0)

@@ -10,6 +10,7 @@ import struct
 from collections.abc import Callable
 
 from q9diff.errors import FormatError
+from q9diff.formats.flatbuffer_slots import BYTES, STRING, TABLE, TABLES, Field, Vector
 
 MAX_VECTOR = 1 << 20
 
@@ -74,11 +75,13 @@ class Table:
         return self.field(slot) is not None
 
     def scalar(self, slot: int, fmt: str, default=None):
+        """A scalar slot by its struct code (little-endian unless the code says otherwise)."""
         pos = self.field(slot)
         if pos is None:
             return default
+        fmt = _little(fmt)
         self._check(pos, struct.calcsize(fmt), "a FlatBuffer scalar")
-        return struct.unpack_from("<" + fmt, self.buf, pos)[0]
+        return struct.unpack_from(fmt, self.buf, pos)[0]
 
     def _deref(self, slot: int) -> int | None:
         pos = self.field(slot)
@@ -122,9 +125,10 @@ class Table:
         if vec is None:
             return ()
         start, n = vec
+        fmt = _little(fmt)
         size = struct.calcsize(fmt)
         self._check(start, n * size, "a FlatBuffer scalar vector")
-        return struct.unpack_from(f"<{n}{fmt}", self.buf, start)
+        return struct.unpack_from(f"{fmt[0]}{n}{fmt[1:]}", self.buf, start)
 
     def tables(self, slot: int) -> list[Table]:
         vec = self.raw_vector(slot)
@@ -144,6 +148,29 @@ class Table:
             return None
         self._check(pos, size, "an inline FlatBuffer struct")
         return parse(bytes(self.buf[pos : pos + size]))
+
+    def get(self, field: Field, default=None):
+        """A field by its row of a slot map (q9diff.formats.flatbuffer_slots), or `default` when absent: a
+        scalar or an inline struct by its construct definition, a string, bytes, a table, a list of tables
+        (empty when absent) or a tuple of scalars."""
+        slot, kind = field
+        reader = self._BY_KIND.get(kind) if isinstance(kind, str) else None
+        if reader is not None:
+            value = reader(self, slot)
+        elif isinstance(kind, Vector):
+            return self.scalars(slot, kind.of.fmtstr)
+        elif hasattr(kind, "fmtstr"):  # a construct scalar: read with its own struct code
+            value = self.scalar(slot, kind.fmtstr)
+        else:  # a fixed-size construct Struct, inline
+            value = self.struct_at(slot, kind.parse, kind.sizeof())
+        return default if value is None else value
+
+    _BY_KIND = {STRING: string, BYTES: bytes, TABLE: table, TABLES: tables}
+
+
+def _little(fmt: str) -> str:
+    """A struct code with its byte order: little-endian where it names none (FlatBuffers are)."""
+    return fmt if fmt[0] in "<>=!@" else "<" + fmt
 
 
 def root(buf: memoryview, start: int, size: int, path: str) -> Table:

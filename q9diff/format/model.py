@@ -4,10 +4,7 @@ files."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
-
-from q9diff.format import structs as F
 
 BLOB_INFO_FIELDS = (
     "spill_fill_buffer_size vtcm_size optimization_level htp_dlbc num_hvx_threads io_tensor_size "
@@ -76,25 +73,6 @@ class Graph:
     native_v_channel_size: int | None = None
     is_safe_share_io: int | None = None
     blob_info_size: int | None = None
-
-
-def _blob_info_fields(raw: bytes) -> dict[str, int]:
-    """The graphBlobInfo fields a file records: version 1 alone (40 bytes) or versions 1 and 2 (112)."""
-    out: dict[str, int] = {}
-    if (
-        len(raw) >= F.GRAPH_BLOB_INFO_SIZE
-        and struct.unpack_from("<I", raw, F.GRAPH_BLOB_INFO_V1_SIZE)[0] == 2
-    ):
-        blob = F.GraphBlobInfo.parse(raw[: F.GRAPH_BLOB_INFO_SIZE])
-        if blob.version1 == 1:
-            out = {k: getattr(blob, k) for k in (*BLOB_INFO_FIELDS, *BLOB_INFO_V2_EXTRA)}
-            out["blob_info_size"] = F.GRAPH_BLOB_INFO_SIZE
-    elif len(raw) >= F.GRAPH_BLOB_INFO_V1_SIZE and struct.unpack_from("<I", raw, 0)[0] == 1:
-        padded = raw[: F.GRAPH_BLOB_INFO_V1_SIZE] + bytes(F.GRAPH_BLOB_INFO_SIZE - F.GRAPH_BLOB_INFO_V1_SIZE)
-        blob = F.GraphBlobInfo.parse(padded)
-        out = {k: getattr(blob, k) for k in F.GRAPH_BLOB_INFO_V1_FIELDS}
-        out["blob_info_size"] = F.GRAPH_BLOB_INFO_V1_SIZE
-    return out
 
 
 # What a region holds, as the walker that names it knows: the weights (a graph's const_pool, a shared

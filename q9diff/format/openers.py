@@ -17,17 +17,7 @@ from pathlib import Path
 from q9diff.errors import FormatError
 from q9diff.format import flatbuf
 from q9diff.format.binary import ContextBinary
-
-# TFLite schema (tensorflow/lite/schema/schema.fbs, public): Model {1 operator_codes, 2 subgraphs},
-# OperatorCode {1 custom_code}, SubGraph {3 operators}, Operator {0 opcode_index, 5 custom_options}.
-TFLITE_IDENT = b"TFL3"
-TFLITE_MODEL = {"operator_codes": 1, "subgraphs": 2}
-TFLITE_OPCODE = {"custom_code": 1}
-TFLITE_SUBGRAPH = {"operators": 3}
-TFLITE_OPERATOR = {"opcode_index": 0, "custom_options": 5}
-# LiteRT's dispatch op: custom_options is a FlexBuffer map {bytecode_offset, bytecode_size, name}, the
-# offset counted from the start of the model file (public litert/core/dispatch_op_schema.cc).
-DISPATCH_OP = "DISPATCH_OP"
+from q9diff.format.read import parse
 
 
 def _regular_file(path: Path) -> None:
@@ -201,26 +191,24 @@ def _mapped(path: Path) -> memoryview:
 
 
 def _tflite(path: Path) -> list[tuple[str, tuple[int, int]]]:
-    """(name, (offset, size)) of every DISPATCH_OP's bytecode. Ops may share one range (the graphs of
-    one context); ranges that overlap without being the same are a format error."""
+    """(name, (offset, size)) of every DISPATCH_OP's bytecode (formats.containers). Ops may share one range
+    (the graphs of one context); ranges that overlap without being the same are a format error."""
+    from q9diff.formats import containers as C  # only a .tflite needs its layouts (and their start-up)
+
     buf = _mapped(path)
-    if bytes(buf[4:8]) != TFLITE_IDENT:
-        raise FormatError(str(path), 4, f"the TFLite identifier {TFLITE_IDENT!r}")
+    at = C.TFLITE_IDENT_OFFSET
+    if bytes(buf[at : at + len(C.TFLITE_IDENT)]) != C.TFLITE_IDENT:
+        raise FormatError(str(path), at, f"the TFLite identifier {C.TFLITE_IDENT!r}")
     model = flatbuf.root(buf, 0, len(buf), str(path))
-    codes = [c.string(TFLITE_OPCODE["custom_code"]) for c in model.tables(TFLITE_MODEL["operator_codes"])]
+    codes = [c.get(C.TFLITE_OPCODE["custom_code"]) for c in model.get(C.TFLITE_MODEL["operator_codes"])]
     out: list[tuple[str, tuple[int, int]]] = []
-    for sg in model.tables(TFLITE_MODEL["subgraphs"]):
-        for op in sg.tables(TFLITE_SUBGRAPH["operators"]):
-            index = op.scalar(TFLITE_OPERATOR["opcode_index"], "I", 0)
-            if index >= len(codes) or codes[index] != DISPATCH_OP:
+    for sg in model.get(C.TFLITE_MODEL["subgraphs"]):
+        for op in sg.get(C.TFLITE_SUBGRAPH["operators"]):
+            index = op.get(C.TFLITE_OPERATOR["opcode_index"], 0)
+            if index >= len(codes) or codes[index] != C.DISPATCH_OP:
                 continue
-            options = op.bytes(TFLITE_OPERATOR["custom_options"]) or b""
-            fields = _flexbuffer_map(options, str(path))
-            offset, size, name = (
-                fields.get("bytecode_offset"),
-                fields.get("bytecode_size"),
-                fields.get("name"),
-            )
+            fields = _dispatch_options(op.get(C.TFLITE_OPERATOR["custom_options"], b""), str(path))
+            offset, size, name = (fields.get(k) for k in C.DISPATCH_KEYS)
             if not isinstance(offset, int) or not isinstance(size, int) or offset + size > len(buf):
                 raise FormatError(
                     str(path), None, f"a DISPATCH_OP bytecode range inside the file (got {offset}, {size})"
@@ -240,47 +228,21 @@ def _tflite(path: Path) -> list[tuple[str, tuple[int, int]]]:
     return out
 
 
-def _flexbuffer_map(data: bytes, path: str) -> dict[str, int | str]:
-    """The unsigned-integer and string values of a FlexBuffer map (the FlexBuffers format, public):
-    the last byte is the root's width, the one before its packed type, then the root value."""
+def _dispatch_options(data: bytes, path: str) -> dict[str, int | str]:
+    """The unsigned-integer and string values of a DISPATCH_OP's FlexBuffer map (C.FlexMap); values of
+    other types are left out."""
+    from q9diff.formats import containers as C
 
-    def uint(pos: int, width: int) -> int:
-        if pos < 0 or pos + width > len(data) or width not in (1, 2, 4, 8):
-            raise FormatError(path, None, "a FlexBuffer value inside the DISPATCH_OP options")
-        return int.from_bytes(data[pos : pos + width], "little")
-
-    if len(data) < 3:
-        raise FormatError(path, None, "DISPATCH_OP custom options (a FlexBuffer map)")
-    root_width, packed = data[-1], data[-2]
-    root_pos = len(data) - 2 - root_width
-    if packed >> 2 != 9:  # FBT_MAP
-        raise FormatError(path, None, "DISPATCH_OP custom options holding a FlexBuffer map")
-    width = 1 << (packed & 3)
-    values = root_pos - uint(root_pos, root_width)
-    count = uint(values - width, width)
-    keys_at = values - 3 * width
-    keys = keys_at - uint(keys_at, width)
-    key_width = uint(values - 2 * width, width)
-    if count > 64:
-        raise FormatError(path, None, f"a small DISPATCH_OP options map (got {count} entries)")
+    flex = parse(
+        C.FlexMap, data, 0, path, "DISPATCH_OP custom options holding a FlexBuffer map", located=False
+    )
     out: dict[str, int | str] = {}
-    for i in range(count):
-        kp = keys + i * key_width
-        kstart = kp - uint(kp, key_width)
-        kend = data.find(b"\x00", max(kstart, 0))
-        if kstart < 0 or kend < 0:
-            raise FormatError(path, None, "a FlexBuffer key inside the DISPATCH_OP options")
-        key = data[kstart:kend].decode("utf-8", "replace")
-        vtype = uint(values + count * width + i, 1)
-        vp = values + i * width
-        if vtype >> 2 == 2:  # FBT_UINT
-            out[key] = uint(vp, width)
-        elif vtype >> 2 == 5:  # FBT_STRING
-            sstart = vp - uint(vp, width)
-            slen = uint(sstart - (1 << (vtype & 3)), 1 << (vtype & 3))
-            if sstart < 0 or sstart + slen > len(data):
-                raise FormatError(path, None, "a FlexBuffer string inside the DISPATCH_OP options")
-            out[key] = data[sstart : sstart + slen].decode("utf-8", "replace")
+    for entry in flex.entries:
+        key = entry.key.decode("utf-8", "replace")
+        if isinstance(entry.value, int):
+            out[key] = entry.value
+        elif entry.value is not None:
+            out[key] = entry.value.text.decode("utf-8", "replace")
     return out
 
 
