@@ -89,7 +89,7 @@ def diff(
     a, b, note = inputs.counterpart(_path(candidate), _path(reference))
     notes = [note] if note else []
     said = [n for n in (inputs.which_parts(a), inputs.which_parts(b)) if n]
-    notes += said[:1] if len(said) == 2 else said  # both sides alike: said once (of the candidate)
+    read_as = {"read_as": said} if said else {}  # what a folder was read as: -v and the JSON say it
     findings = reference_findings(b, aimed_at) if aimed_at is not None else []
     notes += [f"warning: {f}" for f in findings]
     load = load_verdicts(a, aimed_at, on)
@@ -111,7 +111,7 @@ def diff(
         result = diff_pair(a, b)
         swapped = swap_advice(a, b, result.causes, "", ([result.a], [result.b]))
         data = to_json(result) | aimed
-    data |= _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}")
+    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}")
     if swapped:  # the fix would make the good build like the broken one: said last, no fix given
         data |= {"reference_looks_wrong": swapped, "suggestions": []}
         for part in data.get("parts", []):

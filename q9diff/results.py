@@ -176,12 +176,11 @@ class TargetReport(_Drawn):
     def to_json(self) -> dict:
         return _saved(self.data)
 
-    def show(self) -> None:
-        """The terminal view, as `q9diff PATH --target DEVICE` prints it."""
-        from q9diff.present.terminal_target import print_load, print_target
+    def show(self, verbose: bool = False) -> None:
+        """The terminal view, as `q9diff PATH --target DEVICE` prints it (`verbose`: as with -v)."""
+        from q9diff.present.terminal_target import print_target
 
-        print_target(self.data)
-        print_load(self.data.get("load"))
+        print_target(self.data, verbose)
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,13 +38,17 @@ def q9diff_cache(tmp_path_factory) -> Path:
 
 def q9diff_cli(*args: str, cwd: Path | None = None, timeout: float = 900):
     """Run the real command line in a child, as a user would; the finished process."""
+    import os
     import subprocess
     import sys
 
+    # env given as os.environ says it: a module that called curses' setupterm (which putenv()s LINES and
+    # COLUMNS) would otherwise hand the child a COLUMNS this process does not see, and a wrapped view
     return subprocess.run(
         [sys.executable, "-c", "from q9diff.cli import main; main()", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
+        env=dict(os.environ),
     )

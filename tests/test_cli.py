@@ -142,12 +142,16 @@ def test_swapped_arguments_are_named_not_fixed(fixtures_dir):
         q9diff("suggest", str(REFERENCE), str(LOCAL)), "soc_model 0", "looks like the broken"
     )
     assert line.endswith(f"q9diff suggest {LOCAL} {REFERENCE}")
+    # diff says it last, where an 80x24 terminal still shows it, and prints no fix (issue 38)
     r = q9diff(str(REFERENCE / "part_1_of_2.bin"), str(LOCAL / "part_1_of_2.bin"))
-    assert r.returncode == 1
-    assert "warning: the reference targets a generic SoC" in r.stderr
-    assert f"q9diff {LOCAL / 'part_1_of_2.bin'} {REFERENCE / 'part_1_of_2.bin'}" in r.stderr
-    r = q9diff(str(LOCAL), str(REFERENCE))  # the right order: no warning
-    assert r.returncode == 1 and "warning" not in r.stderr
+    assert r.returncode == 1 and r.stderr == ""
+    *_, said, last = r.stdout.splitlines()
+    assert said.startswith("Arguments swapped? the reference targets a generic SoC (soc_model 0)")
+    assert said.endswith(f"q9diff {LOCAL / 'part_1_of_2.bin'} {REFERENCE / 'part_1_of_2.bin'}")
+    assert last == "No fix is shown: the fix would make the known-good build like the broken one."
+    assert "Fix" not in r.stdout and "soc_model = 0" not in r.stdout and "next:" not in r.stdout
+    r = q9diff(str(LOCAL), str(REFERENCE))  # the right order: no warning, the fix
+    assert r.returncode == 1 and "swapped" not in r.stdout + r.stderr and "soc_model = 77" in r.stdout
 
 
 def test_the_swapped_command_to_copy_quotes_its_paths(tmp_path, fixtures_dir):
@@ -155,7 +159,7 @@ def test_the_swapped_command_to_copy_quotes_its_paths(tmp_path, fixtures_dir):
     shutil.copytree(LOCAL, odd / "local")
     shutil.copytree(REFERENCE, odd / "reference")
     r = q9diff(str(odd / "reference"), str(odd / "local"))
-    assert f"q9diff '{odd / 'local'}' '{odd / 'reference'}'" in r.stderr, r.stderr
+    assert f"q9diff '{odd / 'local'}' '{odd / 'reference'}'" in r.stdout, r.stdout
 
 
 def test_a_reference_set_with_parts_for_different_socs_is_named(tmp_path, fixtures_dir):
@@ -170,7 +174,9 @@ def test_a_reference_set_with_parts_for_different_socs_is_named(tmp_path, fixtur
     line = _one_error_line(q9diff("suggest", str(cand), str(ref)), "different SoCs", "43 SM8550")
     assert line.endswith(f"q9diff suggest {ref} {cand}")
     r = q9diff(str(cand), str(ref))
-    assert r.returncode == 1 and "warning: the reference has parts built for different SoCs" in r.stderr
+    said = r.stdout.splitlines()[-2]
+    assert r.returncode == 1
+    assert said.startswith("Arguments swapped? the reference has parts built for different")
     r = q9diff("suggest", str(ref), str(cand))  # the other order: the mixed set is fixed
     assert r.returncode == 1 and "soc_model = 77" in r.stdout and "warning" not in r.stderr
     out = tmp_path / "r.html"
@@ -216,16 +222,17 @@ def test_help_shows_the_main_form_and_exit_statuses():
 
 def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
     a, b = LOCAL / "part_1_of_2.bin", REFERENCE / "part_1_of_2.bin"
-    fix = (
-        "  qnn-context-binary-generator: --config_file wrapper -> backend extension JSON"
-        " devices[0].soc_model = 77"
-    )
+    # the fix in the candidate's toolchain (the extension config beside it), one setting a line
+    fix = "  soc_model = 77          devices[0].soc_model = 77"
+    device = '      HtpDeviceConfig(soc_model=77, dsp_arch="v73")'
     for columns in (80, 160):
         assert fix in q9diff(str(a), str(b), env={"COLUMNS": str(columns)}).stdout.splitlines()
         r = q9diff(str(a), str(b), "--verbose", env={"COLUMNS": str(columns)})
         assert r.returncode == 1, r.stderr
         lines = r.stdout.splitlines()
-        assert fix in lines  # one line, however narrow the terminal
+        # -v: every toolchain form, the candidate's first; the qairt line whole however narrow the terminal
+        assert lines[lines.index("Fix") + 1] == "  htp_backend_ext_config.json:"
+        assert any(ln.startswith(device) for ln in lines)
         table = [ln for ln in lines if ln.startswith(("┏", "│", "└"))]
         assert table and max(len(ln) for ln in table) <= columns
         assert "22 options differ" in r.stdout

@@ -253,9 +253,13 @@ def test_report_reads_back_what_the_schema_accepts(name, document, tmp_path):
     assert saved.load(path).schema == data["schema"]
 
 
-def test_inspect_of_a_folder_prints_no_document():
+def test_inspect_of_a_folder_is_the_set_of_its_parts():
+    # a folder is read as diff reads it (issue 38: "expected a regular file" where diff took it)
     r = q9diff("inspect", str(LOCAL), "--json")
-    assert r.returncode == 2 and r.stdout == "" and "expected a regular file" in r.stderr
+    data = json.loads(r.stdout)
+    assert r.returncode == 0 and data["schema"] == "q9diff.inspect-set/1"
+    assert [Path(c["path"]).name for c in data["contexts"]] == ["part_1_of_2.bin", "part_2_of_2.bin"]
+    assert _errors("q9diff.inspect-set/1", data) == []
 
 
 # ---------- the files ----------

@@ -11,9 +11,7 @@ from test_cli import q9diff
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
 PART_A, PART_B = LOCAL / "part_1_of_2.bin", REFERENCE / "part_1_of_2.bin"
 COLS = {"COLUMNS": "80"}
-FIX_LINE = (
-    "  qnn-context-binary-generator: --config_file wrapper -> backend extension JSON graphs[0].vtcm_mb = 8"
-)
+FIX_LINE = "  vtcm_size = 8 MiB       graphs[0].vtcm_mb = 8"  # the extension config's form, beside LOCAL
 
 
 def _json(*args: str) -> dict:
@@ -27,12 +25,17 @@ def test_a_set_diff_is_short_by_default_with_one_fix_and_the_detail_behind_verbo
     r = q9diff(str(LOCAL), str(REFERENCE), env=COLS)
     assert r.returncode == 1, r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) <= 40, len(lines)  # it was 217: the verdict scrolled away
-    assert lines[0].startswith("Root causes over the set: soc_model 0 → 77, vtcm_size 4 MiB → 8 MiB")
+    assert len(lines) <= 24, len(lines)  # it was 217, then 38: the verdict scrolled away at 80x24
+    head = " ".join(lines[:2])
+    assert head.startswith(
+        "Root causes over the set: soc_model 0 → 77 (correctness), vtcm_size 4 MiB → 8 MiB"
+    )
     assert "The candidate targets a generic SoC (soc_model 0)" in r.stdout
-    # one fix for the set, since both parts need the same; each copyable line whole
-    assert lines.count("Fix (the same for every part)") == 1 and lines.count("soc_model = 77") == 1
-    assert FIX_LINE in lines
+    # one fix for the set, since both parts need the same, in the candidate's toolchain; lines whole
+    fix_head = "Fix (the same for every part), in htp_backend_ext_config.json"
+    assert sum(ln.startswith(fix_head) for ln in lines) == 1
+    assert lines.count("  soc_model = 77          devices[0].soc_model = 77") == 1 and FIX_LINE in lines
+    assert "HtpDeviceConfig" not in r.stdout  # the other forms stay behind -v
     assert "regions that changed" not in r.stdout and "where the changed bytes went" not in r.stdout
     # sizes, for the set and per part, with their percentages read from the JSON
     pct = data["size_delta_percent"]
@@ -45,12 +48,17 @@ def test_a_set_diff_is_short_by_default_with_one_fix_and_the_detail_behind_verbo
         a, b = part["a"]["size"], part["b"]["size"]
         line = f"  {part['part']}: {a:,d} B → {b:,d} B, {b - a:+,d} B (+{part['size_delta_percent']:.1f}%)"
         assert line in lines, line
-    assert lines[-1].startswith("more: --verbose")
+    nxt = f"next: q9diff suggest {LOCAL} {REFERENCE} --apply {LOCAL / 'htp_backend_ext_config.json'}"
+    more = "more: -v (evidence, every toolchain form, where the bytes went), --json (all)"
+    assert lines[-3:-1] == [nxt, more]
+    assert lines[-1].startswith("terms: q9diff explain 'generic target' | soc_model | VTCM")
     verbose = q9diff(str(LOCAL), str(REFERENCE), "--verbose", env=COLS)
     vlines = verbose.stdout.splitlines()
     assert verbose.returncode == 1 and len(vlines) > 150
     assert "part_2_of_2.bin vs part_2_of_2.bin" in verbose.stdout and "regions that changed" in verbose.stdout
-    assert vlines.count("soc_model = 77") == 1 and FIX_LINE in vlines  # still one fix, at the end
+    fix = vlines.index("Fix (the same for every part)")  # still one fix, at the end, every form
+    assert sum(ln.startswith("Fix") for ln in vlines) == 1 and FIX_LINE.replace("  ", "    ", 1) in vlines
+    assert vlines[fix + 1] == "  htp_backend_ext_config.json:" and "    soc_model = 77" in vlines[fix:]
     assert q9diff(str(LOCAL), str(REFERENCE), "-v", env=COLS).stdout == verbose.stdout
 
 
@@ -78,7 +86,8 @@ def test_one_number_one_name_one_unit(fixtures_dir):
     )
     # VTCM in MiB wherever it is read (JSON values stay bytes), the level's 0 worded one way
     assert causes["vtcm_size"]["a"] == 4194304 and "4194304" not in out and "8388608" not in out
-    assert "vtcm_size 4 MiB → 8 MiB" in " ".join(out.split()) and "vtcm_size = 8 MiB" in out.splitlines()
+    assert "vtcm_size 4 MiB → 8 MiB" in " ".join(out.split())
+    assert any(ln.startswith("  vtcm_size = 8 MiB  ") for ln in out.splitlines())
     assert "optimization_level 0 (not set) → 3" in " ".join(out.split())
     inspect = " ".join(q9diff("inspect", str(PART_A), env={"COLUMNS": "200"}).stdout.split())
     assert "vtcm_size 4 MiB" in inspect and "optimization_level 0 (not set; the compiler ran O=2)" in inspect
@@ -113,5 +122,6 @@ def test_parts_that_need_different_fixes_get_each_its_own(tmp_path):
     lines = r.stdout.splitlines()
     assert "  part_1_of_2.bin: identical" in lines
     assert "  optimization_level (root): 3 → 1 (in part_2_of_2.bin)" in lines
-    assert "Fix (the same for every part)" not in lines and "Fix for part_2_of_2.bin" in lines
-    assert lines.count("optimization_level = 1") == 1
+    assert not any(ln.startswith("Fix (the same for every part)") for ln in lines)
+    assert sum(ln.startswith("Fix for part_2_of_2.bin") for ln in lines) == 1
+    assert sum(ln.startswith("  optimization_level = 1  ") for ln in lines) == 1

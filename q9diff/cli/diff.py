@@ -86,12 +86,15 @@ def diff_cmd(
             )
         judged = api.target(candidate, device, runtime=qairt)
         toolchain_chosen(judged.data, toolchain)
-        _deliver(out, judged.data, judged.show, 0 if judged.matches and not _refused(judged.data) else 1)
+        status = 0 if judged.matches and not _refused(judged.data) else 1
+        _deliver(out, judged.data, lambda: judged.show(verbose), status)
     quiet = as_json or brief or not _sets(candidate, reference)  # a spinner over a set's parts only
     with busy(f"comparing the parts of {candidate.name} and {reference.name}", quiet) as say:
         result = api.diff(candidate, reference, target=device, runtime=qairt, progress=say)
     for line in result.notes:
         note(line)
+    if brief and result.data.get("reference_looks_wrong"):  # -q prints no view, but this is still said
+        note(f"warning: arguments swapped? {result.data['reference_looks_wrong']}")
     toolchain_chosen(result.data, toolchain)
     found = result.data.get("target", {}).get("reference_findings")
     worse = found or _refused(result.data)

@@ -141,7 +141,6 @@ def _terminal(saved) -> None:
         print_verify(s.verify_result(data))
     elif saved.schema == s.TARGET:
         print_target(data)
-        print_load(data.get("load"))
     else:
         from q9diff.doctor.run import DoctorResult
         from q9diff.present.terminal_doctor import print_report

@@ -128,13 +128,13 @@ def _fixes(suggestions: list[dict], data: dict | None = None) -> str:
         return "\n### Fix\n\nNo fix is shown: the arguments look swapped (see above).\n"
     if not suggestions:
         return "\n### Fix\n\nNo setting to change.\n"
-    out = "\n### Fix\n"
-    for i, (label, lines) in enumerate(fixes.blocks(suggestions, data)):
-        out += f"\n{'' if i else '**'}{md(label)}{'' if i else '**'}{'' if i else ':'}\n\n" + code_block(
-            lines
-        )
-        if i == 0:
-            out += "\nOther toolchains:\n" if len(fixes.blocks(suggestions, data)) > 1 else ""
+    first, *others = fixes.blocks(suggestions, data)
+    out = f"\n### Fix\n\n**{md(first[0])}**:\n\n" + code_block(first[1])
+    if others:  # folded, as a pull-request comment shows them: the candidate's own form stays in view
+        out += "\n<details><summary>Other toolchains</summary>\n"
+        for label, lines in others:
+            out += f"\n{md(label)}\n\n" + code_block(lines)
+        out += "\n</details>\n"
     nxt = fixes.next_step(data or {})
     return out + ("\nNext:\n\n" + code_block([nxt]) if nxt else "")
 

@@ -130,6 +130,7 @@ _DIFF = {
     "toolchain": (OPT, {"form": str, "why": str}),
     "next": (OPT, str),
     "reference_looks_wrong": (OPT, str),
+    "read_as": (OPT, [str]),
 }
 _SET = {
     "identical": bool,
@@ -148,6 +149,7 @@ _SET = {
     "toolchain": (OPT, {"form": str, "why": str}),
     "next": (OPT, str),
     "reference_looks_wrong": (OPT, str),
+    "read_as": (OPT, [str]),
 }
 _METRICS = Maybe({"max_abs": NUM, "rel": NUM, "cosine": NUM})
 _VERIFY = {

@@ -53,7 +53,8 @@ console = _Console()
 
 # A number and its unit, or a name and its number, kept on one line when prose is wrapped.
 _UNBROKEN = re.compile(
-    r"(?P<n>\d) (?P<unit>B|KiB|MiB|GiB|bytes|ops|parts|graphs)\b|\b(?P<name>VTCM|soc_model|QAIRT) (?P<v>\d)"
+    r"(?P<n>\d) (?P<unit>B|KiB|MiB|GiB|bytes|ops|parts|graphs)\b"
+    r"|\b(?P<name>VTCM|soc_model|QAIRT|level) (?P<v>\d)"
 )
 
 
@@ -80,7 +81,10 @@ def wrapped(line, width: int | None) -> list:
         for piece in textwrap.wrap(plain, width, break_long_words=False, break_on_hyphens=False,
                                    drop_whitespace=False):  # fmt: skip
             pos += len(piece)
-            cuts.append(pos)
+            cut = pos
+            while cut < len(plain) and plain[cut] == " ":  # a break's spaces end a line (then trimmed)
+                cut += 1
+            cuts.append(cut)
     return [_trimmed(part) for part in (line.divide(cuts[:-1]) if cuts else [line])]
 
 
@@ -115,10 +119,12 @@ def print_packing(side: str, notice: dict | None) -> None:
         console.print(text(f"{side}weights packing: {notice['message']}"))
 
 
-def print_suggestions(suggestions: list[dict], form: str | None = "qairt", notes: bool = False) -> None:
-    """The fix, each setting in the toolchain form `form` (None: every form, each under its label), a
-    line a setting, never wrapped by us (q9diff.present.fixes); a per-graph qairt line loops over
-    `graphs`, said once after them. `notes`: the qairt device line's caveat beside it."""
+def print_suggestions(
+    suggestions: list[dict], form: str | None = "qairt", notes: bool = False, lead: str | None = None
+) -> None:
+    """The fix, each setting in the toolchain form `form` (None: every form, each under its label, `lead`
+    first), a line a setting, never wrapped by us (q9diff.present.fixes); a per-graph qairt line loops
+    over `graphs`, said once after them. `notes`: the qairt device line's caveat beside it."""
     from q9diff.present import fixes
     from q9diff.units import config_value
 
@@ -127,7 +133,8 @@ def print_suggestions(suggestions: list[dict], form: str | None = "qairt", notes
         return
     heads = [f"{s['setting']} = {config_value(s['setting'], s['value'])}" for s in suggestions]
     width = max(map(len, heads))
-    for f in [form] if form else [f for f, _ in fixes.FORMS]:
+    every = sorted((f for f, _ in fixes.FORMS), key=lambda f: f != lead)
+    for f in [form] if form else every:
         if form is None:
             console.print(text(f"  {fixes.LABELS[f]}:"))
         pad = "  " if form else "    "
@@ -165,7 +172,7 @@ def print_fix(
     else:
         said = f" ({why}; --toolchain for another)" if why and why != "--toolchain" else ""
         console.print(text((f"{heading}, in {fixes.LABELS[form]}", "bold"), said))
-    print_suggestions(suggestions, form, notes=form is None)
+    print_suggestions(suggestions, form, notes=form is None, lead=fixes.chosen(data or {}))
 
 
 def print_more(verbose: bool, data: dict | None = None) -> None:
@@ -176,6 +183,8 @@ def print_more(verbose: bool, data: dict | None = None) -> None:
     nxt = fixes.next_step(data) if data else None
     if nxt:
         console.print(text(("next: ", "bold"), nxt), soft_wrap=True)
+    for line in data.get("read_as", []) if verbose and data else []:
+        console.print(text(line), soft_wrap=True)
     if not verbose:
         console.print("more: -v (evidence, every toolchain form, where the bytes went), --json (all)")
     words = fixes.terms_named(data) if data else []

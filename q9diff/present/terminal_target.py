@@ -4,10 +4,11 @@ profile, each part's causes with evidence, what is settled or unknown, the fix) 
 
 from __future__ import annotations
 
-from q9diff.present.terminal import console, print_suggestions, text
+from q9diff.present.terminal import console, text
 
 
 def print_head(data: dict) -> None:
+    """The device named, where its facts come from, and how AI Hub builds for it."""
     t = data["target"]
     arch = f"v{t['dsp_arch']}" if t["dsp_arch"] else "dsp_arch unknown"
     vtcm = f"VTCM {t['vtcm_mb']} MiB" if t["vtcm_mb"] else "VTCM not documented"
@@ -17,27 +18,59 @@ def print_head(data: dict) -> None:
         ),
         soft_wrap=True,
     )
-    console.print(text(f"  from: {', '.join(t['sources'])}" + (f"; {t['note']}" if t["note"] else "")))
+    note = f"; {t['note']}" if t["note"] else ""
+    sources = ", ".join(t["sources"])
+    console.print(text(f"  the device's facts from: {sources}{note} (q9diff explain sources)"))
     console.print(text(data["profile"]["sentence"]))
-    for e in data["errors"]:
-        console.print(text((f"error: {e}", "bold red")))
 
 
-def print_target(data: dict) -> None:
-    """The terminal view: the device and profile, per part what differs with its evidence, what is
-    settled and unknown, the fix rows, and what needs a reference."""
+def print_target(data: dict, verbose: bool = False) -> None:
+    """The terminal view, the verdict first: the root causes, what the device cannot run, each cause once
+    with the parts it holds for (its evidence per part with --verbose), the fix in the candidate's
+    toolchain, then the device and AI Hub's profile, and what needs a reference."""
+    from q9diff.present.terminal import print_fix, print_more
     from q9diff.present.verdict import generic_soc, root_line
     from q9diff.units import value
 
-    print_head(data)
+    name = data["target"]["name"]
     if data["matches"]:
-        console.print(text(("Every setting the target determines matches it.", "bold green")))
+        console.print(text((f"Every setting {name} determines matches it.", "bold green")))
     else:
-        line = f"Root causes against {data['target']['name']}: {root_line(data['causes'])}"
-        console.print(text((line, "bold")))
+        console.print(text((f"Root causes against {name}: {root_line(data['causes'])}", "bold")))
         if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
             console.print(text((generic_soc(data["target"]["soc_model"]), "bold red")))
-    for p in data["parts"]:
+    for e in data["errors"]:
+        console.print(text((f"error: {e}", "bold red")))
+    if verbose:
+        _per_part(data["parts"], value)
+    else:
+        _causes_once(data["parts"], value)
+    if data["suggestions"]:
+        print_fix(data["suggestions"], data=data, verbose=verbose)
+    print_head(data)
+    console.print(text(f"Needs --reference: {'; '.join(data['needs_reference'])}"))
+    print_load(data.get("load"))
+    print_more(verbose, data)
+
+
+def _causes_once(parts: list[dict], value) -> None:
+    """Each cause once, with the parts it holds for (`all N parts`), without its evidence."""
+    seen: dict[tuple, list[str]] = {}
+    for p in parts:
+        for c in p["causes"]:
+            seen.setdefault((c["name"], repr(c["a"]), repr(c["b"])), []).append(p["part"])
+    if seen:
+        console.print(text(("causes", "bold")))
+    found = {(c["name"], repr(c["a"]), repr(c["b"])): c for p in parts for c in p["causes"]}
+    for key, where in seen.items():
+        c = found[key]
+        which = f"all {len(parts)} parts" if len(where) == len(parts) > 1 else ", ".join(where)
+        a, b = value(c["name"], c["a"]), value(c["name"], c["b"])
+        console.print(text("  ", (c["name"], "bold"), f": {a} → {b} ({which})"), soft_wrap=True)
+
+
+def _per_part(parts: list[dict], value) -> None:
+    for p in parts:
         console.rule(text(p["part"]))
         for c in p["causes"]:
             a, b = value(c["name"], c["a"]), value(c["name"], c["b"])  # VTCM in MiB, as everywhere
@@ -48,9 +81,6 @@ def print_target(data: dict) -> None:
             console.print(text(("  as the target: ", "green"), s))
         for u in p["unknown"]:
             console.print(text(("  unknown: ", "yellow"), u))
-    console.print(text(("Fix", "bold")))
-    print_suggestions(data["suggestions"])
-    console.print(text(f"Needs --reference: {'; '.join(data['needs_reference'])}"))
 
 
 def print_load(load: dict | None) -> None:

@@ -30,6 +30,42 @@ from q9diff.schemas._defs import (
 
 # ---------- diff and set diff ----------
 
+TOOLCHAIN_FORMS = ["qairt", "ext", "ort", "qnn-cli", "executorch", "all"]
+
+
+def fixing() -> dict:
+    """What a fix is said in and what to run next (q9diff.api: diff, set diff and target)."""
+    return {
+        "toolchain": obj(
+            "The toolchain form the fix leads with: the one the candidate's own files say it was built with, "
+            "or --toolchain's." + EARLIER,
+            {
+                "form": {
+                    "type": "string",
+                    "enum": TOOLCHAIN_FORMS,
+                    "description": "qairt (Python API), ext (backend extension JSON), ort (ONNX Runtime"
+                    " QNN EP options), qnn-cli (qnn-context-binary-generator), executorch; all: every form.",
+                },
+                "why": string("What said so (the file beside the candidate, its kind, or --toolchain)."),
+            },
+        ),
+        "next": string(
+            "The command that applies the fix to the config file found beside the candidate (q9diff suggest "
+            "... --apply FILE); absent where no config was found." + EARLIER
+        ),
+        "reference_looks_wrong": string(
+            "Present when the reference looks like the broken build (a generic SoC, settings a user leaves "
+            "unset): the arguments look swapped, so no fix is given (suggestions is empty)." + EARLIER
+        ),
+        "read_as": strings(
+            "A folder that is both a folder of parts and a Genie bundle: what it was read as (its *.bin "
+            "parts; doctor reads the bundle's ctx-bins)." + EARLIER
+        ),
+    }
+
+
+FIXING = tuple(fixing())
+
 
 def region_row() -> dict:
     return obj(
@@ -181,10 +217,10 @@ def diff_properties() -> dict:
             },
             optional=("changes", "words"),
         ),
-    }
+    } | fixing()
 
 
-DIFF_OPTIONAL = ("different_models", "settings", "target", "load", "structure")
+DIFF_OPTIONAL = ("different_models", "settings", "target", "load", "structure", *FIXING)
 
 
 def different_models() -> dict:
@@ -199,7 +235,7 @@ def different_models() -> dict:
 
 
 def pair() -> dict:
-    properties = {k: v for k, v in diff_properties().items() if k not in ("target", "load")}
+    properties = {k: v for k, v in diff_properties().items() if k not in ("target", "load", *FIXING)}
     properties["part"] = string("The candidate part's file name.")
     return obj(
         "One pair of parts diffed: a q9diff.diff/1 object with the part's name (the set's --target and "
@@ -239,7 +275,7 @@ def setdiff_properties() -> dict:
         "different_models": diff["different_models"],
         "target": diff["target"],
         "load": diff["load"],
-    }
+    } | fixing()
 
 
 # ---------- target ----------
@@ -276,7 +312,7 @@ def target_properties() -> dict:
                 "before load verdicts were added (q9diff report reads null as absent).",
             )
         ),
-    }
+    } | {k: v for k, v in fixing().items() if k in ("toolchain", "next")}
 
 
 # ---------- doctor ----------

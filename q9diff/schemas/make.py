@@ -21,6 +21,7 @@ from q9diff.schemas._commands import (
 )
 from q9diff.schemas._compare import (
     DIFF_OPTIONAL,
+    FIXING,
     attribution_row,
     diff_properties,
     different_models,
@@ -67,7 +68,7 @@ DOCUMENTS = {
         "Two sets of parts (folders or Genie bundles) paired part by part and diffed: the set's totals, "
         "its causes and fixes, and each pair's diff. Written by `q9diff A B --json` for two sets.",
         setdiff_properties,
-        ("unpaired_sizes", "different_models", "target", "load"),
+        ("unpaired_sizes", "different_models", "target", "load", *FIXING),
     ),
     "q9diff.target/1": (
         "q9diff diff --target --json",
@@ -75,7 +76,7 @@ DOCUMENTS = {
         "each setting the device determines that is not as AI Hub's builds for it use. Written by "
         "`q9diff A --target DEVICE --json`.",
         target_properties,
-        ("load",),
+        ("load", "toolchain", "next"),
     ),
     "q9diff.doctor/1": (
         "q9diff doctor --json",
