@@ -6,6 +6,7 @@ verify reports."""
 from __future__ import annotations
 
 from q9diff.format.tables import soc_name
+from q9diff.present.fixes import chosen
 from q9diff.present.html import causes_table, esc, fixes_list, size_span, wrap_page
 from q9diff.units import opt_level, percent_text, vtcm
 
@@ -64,10 +65,35 @@ def _one(s: dict) -> str:
     )
 
 
-def render_inspect(summaries: list[dict]) -> str:
-    """`inspect --html`: each context of the file, as the terminal shows it."""
+def render_inspect(summaries: list[dict], container: dict | None = None) -> str:
+    """`inspect --html`: each context of the file, as the terminal shows it (an ExecuTorch .pte's own
+    regions and delegates first)."""
     name = summaries[0]["path"] if len(summaries) == 1 else f"{len(summaries)} contexts"
-    return wrap_page(f"q9diff inspect: {name}", "".join(_one(s) for s in summaries))
+    head = _container(container) if container else ""
+    return wrap_page(f"q9diff inspect: {name}", head + "".join(_one(s) for s in summaries))
+
+
+def _container(c: dict) -> str:
+    """An ExecuTorch .pte around its contexts (q9diff.compare.container): every delegate, what its compile
+    spec disagrees with, every region of the file."""
+    rows = [
+        [(esc(d["method"]), False), (str(d["position"]), True), (esc(d["backend"]), False),
+         (esc(f"{d['location']} {d['index']}"), False), (esc(d["context"] or "not read"), False),
+         (esc("; ".join(d.get("compile_spec_findings", [])) or "-"), False)]
+        for d in c["delegates"]
+    ]  # fmt: skip
+    regions = [
+        [(esc(r["name"]), False), (f"{r['offset']:#x}", True), (size_span(r["size"]), True)]
+        for r in c["regions"]
+    ]
+    notes = "".join(f"<li>{esc(n)}</li>" for n in c["notes"])
+    return (
+        f"<h2>{esc(c['path'])}: ExecuTorch program, {size_span(c['size'])}</h2>"
+        + _table(["method", "#", "backend", "data", "context", "compile spec vs binary"], rows)
+        + (f"<ul>{notes}</ul>" if notes else "")
+        + "<h3>Regions of the .pte (every byte)</h3>"
+        + _table(["region", "offset", "size"], regions)
+    )
 
 
 def render_steps(data: dict) -> str:
@@ -117,7 +143,7 @@ def render_target(data: dict) -> str:
         + f"<h2>{esc(verdict)}</h2><p>{esc(data['profile']['sentence'])}</p>"
         + "".join(f'<p class="warn">error: {esc(e)}</p>' for e in data["errors"])
         + causes_table(data["causes"])
-        + fixes_list(data["suggestions"])
+        + fixes_list(data["suggestions"], chosen(data))
     )
     for part in data["parts"]:
         items = [f"as the target: {s}" for s in part["settled"]] + [f"unknown: {u}" for u in part["unknown"]]
