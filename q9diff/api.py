@@ -9,7 +9,7 @@ file, never with SystemExit.
     doctor(bundle, reference=None, ...)         a whole Genie bundle checked: a DoctorReport
 
 What a path is (a context binary, a folder of parts, a Genie bundle or config, an EPContext .onnx, a
-LiteRT .tflite) is decided by the one registry of kinds (q9diff.kinds) over the openers of
+LiteRT .tflite, an ExecuTorch .pte) is decided by the one registry of kinds (q9diff.kinds) over the openers of
 q9diff.format.openers: a new container is a row there, and every function here takes it unchanged.
 
 The other functions here (as_device, as_runtime, judged, load_verdicts, reference_findings, diff_pair,
@@ -109,6 +109,7 @@ def diff(
         swapped = swap_advice(a, b, result.causes, "", ([result.a], [result.b]))
         data = to_json(result) | aimed
     notes += [f"warning: {swapped}"] if swapped else []
+    data["toolchain"] = inputs.toolchain_of(a)  # the form the fix leads with (executorch for a .pte)
     return DiffReport(a, b, data, result, tuple(notes))
 
 
@@ -121,7 +122,7 @@ def target(
     d, on = as_device(device), None if runtime is None else as_runtime(runtime)
     p = _path(path)
     inputs.check(p)
-    data = judged(p, d)
+    data = judged(p, d) | {"toolchain": inputs.toolchain_of(p)}
     load = load_verdicts(p, d, on)
     return TargetReport(p, data | ({"load": load} if load else {}))
 

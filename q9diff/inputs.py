@@ -104,3 +104,23 @@ def counterpart(candidate: Path, reference: Path) -> tuple[Path, Path, str | Non
         )
     note = f"comparing {file} with its counterpart {match[0]}"
     return (candidate, match[0], note) if file == candidate else (match[0], reference, note)
+
+
+EXTENSION_FILE = "htp_backend_ext_config.json"
+
+
+def toolchain_of(candidate: Path) -> dict:
+    """Which toolchain the candidate was built with, as far as its own files say: {"form", "why"}, the
+    form a fix leads with (q9diff.present.fixes). An ExecuTorch .pte, an ONNX Runtime EPContext model, a
+    folder (or the folder of a file) holding a backend extension config; else the qairt Python API, the
+    seed's own toolchain."""
+    p = Path(candidate)
+    name = p.name.rsplit("#", 1)[0]
+    if name.endswith(".pte"):
+        return {"form": "executorch", "why": "the candidate is a .pte"}
+    if name.endswith(".onnx"):
+        return {"form": "ort", "why": "the candidate is an EPContext model"}
+    folder = p if p.is_dir() else p.parent
+    if (folder / EXTENSION_FILE).is_file():
+        return {"form": "ext", "why": "the one beside the candidate"}
+    return {"form": "qairt", "why": "no config beside the candidate"}

@@ -143,7 +143,9 @@ class DiffReport(_Drawn):
         if self.data["schema"] == "q9diff.setdiff/1":
             print_set(self.result, self.data, verbose)
         else:
-            show_pair(self.result, verbose)
+            from q9diff.present.fixes import chosen
+
+            show_pair(self.result, verbose, chosen(self.data))
         print_load(self.data.get("load"))
 
 

@@ -114,7 +114,12 @@ def _terminal(saved) -> None:
             note(f"warning: {swapped}")
         for f in data.get("target", {}).get("reference_findings", []):
             note(f"warning: {f}")  # as the live command says it, once per part
-        show_pair(saved_diff(data)) if saved.schema == s.DIFF else print_set(saved_set(data), data)
+        from q9diff.present.fixes import chosen
+
+        if saved.schema == s.DIFF:
+            show_pair(saved_diff(data), form=chosen(data))
+        else:
+            print_set(saved_set(data), data)
         print_load(data.get("load"))
     elif saved.schema == s.VERIFY:
         from q9diff.present.terminal_verify import print_verify

@@ -102,11 +102,12 @@ def suggest(
         "edits": [],
         "dry_run": dry_run,
         "recompile": None,
+        "toolchain": inputs.toolchain_of(candidate),  # the form the fix leads with (executorch for a .pte)
     }
     if not as_json:
         if models:  # the reference's settings are what can carry over from another model's build
             view.print_models_only(models)
-        print_suggestions(suggestions)
+        print_suggestions(suggestions, report["toolchain"]["form"])
     if not apply:
         _done(report, as_json, 0 if identical else 1)
     from dataclasses import replace

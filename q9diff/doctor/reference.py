@@ -24,12 +24,18 @@ def one_fix(suggestions: list[dict]) -> dict | None:
     return merged[0] if merged else None
 
 
-def suggestion_fix(s: dict, parts: str) -> str:
+def suggestion_fix(s: dict, parts: str, bundle: Bundle | None = None) -> str:
+    """The fix of one suggestion in a line; an ExecuTorch .pte's (the bundle given) leads with its
+    compile-spec line, where executorch has one."""
+    from q9diff.inputs import toolchain_of
+
     t = s["targets"]
     ext = "; ".join(f"{k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items())
     ort = "; ".join(f"{k}={v}" for k, v in t.get("ort_qnn", {}).items())
+    pte = bundle is not None and bundle.single_file and toolchain_of(bundle.given)["form"] == "executorch"
+    lead = f"ExecuTorch {t['executorch']} / " if pte and t.get("executorch") else ""
     return (
-        f"recompile {parts} with {s['setting']} = {s['value']}: htp_backend_ext_config.json {ext}"
+        f"recompile {parts} with {s['setting']} = {s['value']}: {lead}htp_backend_ext_config.json {ext}"
         f" / qairt {t['qairt'].split('  # ')[0]}" + (f" / ONNX Runtime QNN EP {ort}" if ort else "")
     )
 
@@ -236,7 +242,7 @@ def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
         yield Hit(
             where,
             evidence,
-            suggestion_fix(s, parts_short(parts, len(ctx.bundle.parts)))
+            suggestion_fix(s, parts_short(parts, len(ctx.bundle.parts)), ctx.bundle)
             if s
             else f"rebuild with the reference's {c.name}",
         )

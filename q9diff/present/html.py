@@ -15,6 +15,7 @@ import json
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present import charts
+from q9diff.present.fixes import chosen, lead_line
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import config_value, human
 from q9diff.units import sizes as size_change
@@ -121,10 +122,12 @@ def _attribution(data: dict) -> str:
     )
 
 
-def fixes_list(suggestions: list[dict]) -> str:
+def fixes_list(suggestions: list[dict], form: str | None = None) -> str:
+    """The fix, a line per setting; the ExecuTorch line first where the candidate is a .pte (`form`)."""
     items = "".join(
         f"<li><b>{esc(s['setting'])} = {esc(config_value(s['setting'], s['value']))}</b>: "
-        f"<code>{esc(s['targets']['qairt'])}</code>, "
+        + (f"<code>{esc(lead)}</code>, " if (lead := lead_line(s, form)) else "")
+        + f"<code>{esc(s['targets']['qairt'])}</code>, "
         f"<code>{esc(json.dumps(s['targets']['htp_backend_ext_config']))}</code></li>"
         for s in suggestions
     )
@@ -214,7 +217,7 @@ def render(data: dict) -> str:
         + causes_table(data["causes"])
         + structure_section(data)
         + _attribution(data)
-        + fixes_list(data["suggestions"])
+        + fixes_list(data["suggestions"], chosen(data))
         + load_section(data)
         + charts.Charts()(_figures(data))
     )
@@ -285,7 +288,7 @@ def render_set(data: dict) -> str:
             + causes_table(part["causes"])
             + structure_section(part)
             + _attribution(part)
-            + fixes_list(part["suggestions"])
+            + fixes_list(part["suggestions"], chosen(data))
             + draw(_figures(part))
         )
     ra, rb = set_root(data, "a"), set_root(data, "b")
@@ -295,7 +298,7 @@ def render_set(data: dict) -> str:
         + f"<p>q9diff: candidate {esc(ra)} vs reference {esc(rb)}</p>"
         + f"<p>{na} vs {nb} parts, {esc(size_change(data['a_total'], data['b_total']))}</p>"
         + totals
-        + fixes_list(data["suggestions"])
+        + fixes_list(data["suggestions"], chosen(data))
         + load_section(data)
         + across
         + "".join(sections)

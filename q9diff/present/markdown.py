@@ -14,6 +14,7 @@ import re
 
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
+from q9diff.present.fixes import chosen, lead_line
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import change, config_value, human
 
@@ -115,13 +116,16 @@ def _causes(causes: list[dict], level: str = "###") -> str:
     )
 
 
-def _fixes(suggestions: list[dict]) -> str:
+def _fixes(suggestions: list[dict], form: str | None = None) -> str:
+    """The fix, a code block per setting; the ExecuTorch line first where the candidate is a .pte."""
     if not suggestions:
         return "\n### Fix\n\nNo setting to change.\n"
     out = "\n### Fix\n"
     for s in suggestions:
         t = s["targets"]
-        lines = [f"qairt:                  {t['qairt']}"]
+        lead = lead_line(s, form)
+        lines = [f"ExecuTorch:             {lead}"] if lead else []
+        lines.append(f"qairt:                  {t['qairt']}")
         lines += [
             f"htp_backend_ext_config: {k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items()
         ]
@@ -193,7 +197,7 @@ def render(data: dict) -> str:
         + f"\ncandidate {md(a)} vs reference {md(b)}\n"
         + _causes(data["causes"])
         + _structure(data)
-        + _fixes(data["suggestions"])
+        + _fixes(data["suggestions"], chosen(data))
         + _load(data)
         + _sizes(data)
     )
@@ -230,7 +234,7 @@ def render_set(data: dict) -> str:
     return (
         "## q9diff set diff\n\n"
         + _verdict(data, over_set=True)
-        + _fixes(data["suggestions"])
+        + _fixes(data["suggestions"], chosen(data))
         + _load(data)
         + "\n### Sizes, part by part\n\n"
         + _table(
@@ -309,7 +313,7 @@ def render_target(data: dict) -> str:
     )
     out += f"**{md(verdict)}**\n\n{md(data['profile']['sentence'])}\n"
     out += "".join(f"\n> **error:** {md(e)}\n" for e in data["errors"])
-    return out + _causes(data["causes"]) + _fixes(data["suggestions"]) + _load(data)
+    return out + _causes(data["causes"]) + _fixes(data["suggestions"], chosen(data)) + _load(data)
 
 
 def render_load(load: dict) -> str:

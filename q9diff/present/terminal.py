@@ -56,15 +56,19 @@ def print_packing(side: str, notice: dict | None) -> None:
         console.print(text(f"{side}weights packing: {notice['message']}"))
 
 
-def print_suggestions(suggestions: list[dict]) -> None:
-    """The fix, one copyable line per tool: never wrapped by us (the terminal may fold it visually)."""
+def print_suggestions(suggestions: list[dict], form: str | None = None) -> None:
+    """The fix, one copyable line per tool: never wrapped by us (the terminal may fold it visually); the
+    ExecuTorch line first where the candidate is a .pte (`form`: q9diff.present.fixes.chosen)."""
+    from q9diff.present.fixes import lead_line
     from q9diff.units import config_value
 
     if not suggestions:
         console.print("No setting to change.")
     for s in suggestions:
         t = s["targets"]
-        lines = [f"  qairt:                  {t['qairt']}"]
+        lead = lead_line(s, form)
+        lines = [f"  ExecuTorch:             {lead}"] if lead else []
+        lines += [f"  qairt:                  {t['qairt']}"]
         lines += [
             f"  htp_backend_ext_config: {k} = {json.dumps(v)}" for k, v in t["htp_backend_ext_config"].items()
         ]
@@ -76,9 +80,9 @@ def print_suggestions(suggestions: list[dict]) -> None:
             console.print(text(line), soft_wrap=True)
 
 
-def print_fix(suggestions: list[dict], heading: str = "Fix") -> None:
+def print_fix(suggestions: list[dict], heading: str = "Fix", form: str | None = None) -> None:
     console.print(text((heading, "bold")))
-    print_suggestions(suggestions)
+    print_suggestions(suggestions, form)
 
 
 def print_more(verbose: bool) -> None:

@@ -10,17 +10,19 @@ import json
 from q9diff.present.terminal import console, print_fix, print_more, print_packing, text
 
 
-def show_pair(res, verbose: bool = False) -> None:
-    """One pair's terminal view: verdict, sizes, causes, the fix (also `q9diff report` of a saved diff)."""
+def show_pair(res, verbose: bool = False, form: str | None = None) -> None:
+    """One pair's terminal view: verdict, sizes, causes, the fix (also `q9diff report` of a saved diff);
+    `form`: the toolchain the fix leads with (q9diff.present.fixes.chosen)."""
     print_diff(res, verbose)
     if not res.identical:
-        print_fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix")
+        print_fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix", form)
         print_more(verbose)
 
 
 def print_set(sd, data: dict, verbose: bool = False) -> None:
     """The set's verdict, its sizes part by part, its causes and one fix when every part needs the same;
     with `verbose` each part's own report between the causes and the fix."""
+    from q9diff.present.fixes import chosen
     from q9diff.present.verdict import models_line, root_line, soc_note, warnings
     from q9diff.units import sizes
 
@@ -52,14 +54,15 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
             console.rule(text(f"{pa.name} vs {pb.name}"))
             print_diff(r, verbose=True)
             if not agree:
-                print_fix(r.suggestions, f"Fix for {pa.name}")
+                print_fix(r.suggestions, f"Fix for {pa.name}", chosen(data))
     if agree:
-        print_fix(data["suggestions"], "Fix (the same for every part)" if len(parts) > 1 else "Fix")
+        heading = "Fix (the same for every part)" if len(parts) > 1 else "Fix"
+        print_fix(data["suggestions"], heading, chosen(data))
     elif not verbose:
         console.print(text(("Fix: the parts need different changes, each its own", "bold")))
         for (pa, _, _r), part in zip(sd.pairs, data["parts"]):
             if part["suggestions"]:
-                print_fix(part["suggestions"], f"Fix for {pa.name}")
+                print_fix(part["suggestions"], f"Fix for {pa.name}", chosen(data))
     print_more(verbose)
 
 

@@ -49,7 +49,9 @@ def print_target(data: dict) -> None:
         for u in p["unknown"]:
             console.print(text(("  unknown: ", "yellow"), u))
     console.print(text(("Fix", "bold")))
-    print_suggestions(data["suggestions"])
+    from q9diff.present.fixes import chosen
+
+    print_suggestions(data["suggestions"], chosen(data))
     console.print(text(f"Needs --reference: {'; '.join(data['needs_reference'])}"))
 
 
