@@ -12,11 +12,13 @@ from pathlib import Path
 
 from q9diff.schemas import SCHEMAS, file_name, schema_uri
 from q9diff.schemas._commands import (
+    container,
     explain_properties,
     inspect_set_properties,
     metrics,
     steps_properties,
     suggest_properties,
+    toolchain,
     verify_properties,
 )
 from q9diff.schemas._compare import (
@@ -33,9 +35,11 @@ from q9diff.schemas._compare import (
 )
 from q9diff.schemas._defs import (
     DEFS,
+    EARLIER,
     SUMMARY,
     SUMMARY_OPTIONAL,
     obj,
+    ref,
     summary_properties,
 )
 
@@ -50,7 +54,15 @@ LOCAL_DEFS = {
     "different_models": different_models,
     "pair": pair,
     "metrics": metrics,
+    "container": container,
+    "toolchain": toolchain,
 }
+
+
+def _with_toolchain(properties):
+    """A document's fields and `toolchain`: which form the fix leads with."""
+    return lambda: properties() | {"toolchain": ref("toolchain", "The form the fix leads with." + EARLIER)}
+
 
 # id -> (title, what the document is, its fields, the optional ones)
 DOCUMENTS = {
@@ -59,23 +71,23 @@ DOCUMENTS = {
         "Why one context binary (the candidate, a) differs from a known-good one (the reference, b): every "
         "region of both files, the root causes and their effects, where the changed bytes went, and the "
         "changes that make the candidate's build match. Written by `q9diff A B --json` for two files.",
-        diff_properties,
-        DIFF_OPTIONAL,
+        _with_toolchain(diff_properties),
+        (*DIFF_OPTIONAL, "toolchain"),
     ),
     "q9diff.setdiff/1": (
         "q9diff diff --json (sets)",
         "Two sets of parts (folders or Genie bundles) paired part by part and diffed: the set's totals, "
         "its causes and fixes, and each pair's diff. Written by `q9diff A B --json` for two sets.",
-        setdiff_properties,
-        ("unpaired_sizes", "different_models", "target", "load"),
+        _with_toolchain(setdiff_properties),
+        ("unpaired_sizes", "different_models", "target", "load", "toolchain"),
     ),
     "q9diff.target/1": (
         "q9diff diff --target --json",
         "A build judged against a device named with --target, where no reference is at hand: per part, "
         "each setting the device determines that is not as AI Hub's builds for it use. Written by "
         "`q9diff A --target DEVICE --json`.",
-        target_properties,
-        ("load",),
+        _with_toolchain(target_properties),
+        ("load", "toolchain"),
     ),
     "q9diff.doctor/1": (
         "q9diff doctor --json",
@@ -98,7 +110,7 @@ DOCUMENTS = {
         "Every context binary a file holds (e.g. an ONNX model with several EPContext nodes). Written by "
         "`q9diff inspect FILE --json` when FILE holds more than one; one context gives q9diff.inspect/1.",
         inspect_set_properties,
-        (),
+        ("container",),
     ),
     "q9diff.explain/1": (
         "q9diff explain --json",
@@ -111,8 +123,8 @@ DOCUMENTS = {
         "q9diff suggest --json",
         "The changes that make the candidate's build match the reference (or the --target device), the "
         "edits --apply plans or makes, and the --recompile check. Written by `q9diff suggest ... --json`.",
-        suggest_properties,
-        ("target",),
+        _with_toolchain(suggest_properties),
+        ("target", "toolchain"),
     ),
     "q9diff.steps/1": (
         "q9diff steps --json",
