@@ -157,11 +157,12 @@ def read(buf, path: str) -> PteFile:
     """The .pte in `buf` (the file's mapping): FormatError naming the offset and what was expected."""
     size = len(buf)
     h = parse(P.PteHeader, buf, 0, path, "an ExecuTorch .pte header (ET12, then the eh00 extended header)")
-    if h.header_length < P.EXTENDED_HEADER_LENGTH:
+    if not P.EXTENDED_HEADER_LENGTH <= h.header_length <= size - P.EXTENDED_HEADER_AT:
         raise FormatError(
             path,
             0x0C,
-            f"an extended header of at least {P.EXTENDED_HEADER_LENGTH} bytes (got {h.header_length})",
+            f"an extended header of at least {P.EXTENDED_HEADER_LENGTH} bytes inside the file (got"
+            f" {h.header_length})",
         )
     if not max(P.PTE_HEADER_SIZE, P.EXTENDED_HEADER_AT + h.header_length) <= h.program_size <= size:
         raise FormatError(
@@ -278,7 +279,7 @@ def _payload(buf, path: str, payload: tuple[int, int], method: str) -> tuple[tup
     header ends and fits the segment."""
     offset, size = payload
     header = f"{P.QNN_PAYLOAD_HEADER_SIZE} bytes, magic {P.QNN_PAYLOAD_MAGIC:#x}"
-    what = f"method {method!r}'s QNN payload header ({header})"
+    what = f"the QNN payload header of method {method!r} ({header})"
     h = parse(P.QnnPayloadHeader, buf, offset, path, what, end=offset + size)
     if h.binary_size > size - P.QNN_PAYLOAD_HEADER_SIZE:
         raise FormatError(
