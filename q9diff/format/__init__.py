@@ -8,6 +8,6 @@ from q9diff.errors import Q9Error
 
 if find_spec("q9diff.formats") is None:
     raise Q9Error(
-        "q9diff.formats (the byte layouts in formats/) is missing: this q9diff is a source tree that was never"
-        " installed; run `pip install -e .` in it (or `pip install .`)"
+        "q9diff.formats (the byte layouts in formats/) is missing: this q9diff is a source tree that was"
+        " never installed; run `pip install -e .` in it (or `pip install .`)"
     )
