@@ -9,6 +9,7 @@ as `q9diff.formats` (pyproject.toml maps this folder); every definition carries 
 - `pickles`: the barrel and single-pickle headers with their tag-dispatched records, the aux records, the
   op record, the weights descriptor, the barrel trailer;
 - `flatbuffer_slots`: the slot maps of the metadata and record directory FlatBuffers;
-- `containers`: LiteRT `.tflite` slot maps and its dispatch op's FlexBuffer payload (and the place for the
-  ExecuTorch `.pte` header and QnnContextCustomProtocol).
+- `containers`: LiteRT `.tflite` slot maps and its dispatch op's FlexBuffer payload;
+- `pte`: the ExecuTorch `.pte` header, its Program's slot maps, the QnnContextCustomProtocol header before
+  each QNN context binary, and the QnnExecuTorchOptions compile spec's slot maps.
 """

@@ -1,11 +1,8 @@
 """The fixed parts of the files that carry context binaries: a LiteRT `.tflite` and its dispatch op's payload.
 
 An ONNX Runtime EPContext model is a protobuf read by the onnx package (q9diff.format.openers); nothing of
-it is declared here.
-
-Not yet here, and this module is their place (each with its evidence, FORMAT_FACTS.md section 9): the
-ExecuTorch `.pte` header (`ET12`, `eh00`, program and segment sizes) and the QnnContextCustomProtocol that
-wraps each QNN delegate's context binary (magic 0x5678ABCD, signature, context size, 256-byte alignment).
+it is declared here. The ExecuTorch `.pte` (its header, Program slots, the QnnContextCustomProtocol before
+each QNN context binary and the compile spec) has a module of its own: `pte`.
 """
 
 from construct import (

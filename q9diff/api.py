@@ -9,7 +9,7 @@ file, never with SystemExit.
     doctor(bundle, reference=None, ...)         a whole Genie bundle checked: a DoctorReport
 
 What a path is (a context binary, a folder of parts, a Genie bundle or config, an EPContext .onnx, a
-LiteRT .tflite) is decided by the one registry of kinds (q9diff.kinds) over the openers of
+LiteRT .tflite, an ExecuTorch .pte) is decided by the one registry of kinds (q9diff.kinds) over the openers of
 q9diff.format.openers: a new container is a row there, and every function here takes it unchanged.
 
 The other functions here (as_device, as_runtime, judged, load_verdicts, reference_findings, diff_pair,
@@ -141,7 +141,7 @@ def target(
     d, on = as_device(device), None if runtime is None else as_runtime(runtime)
     p = _path(path)
     inputs.check(p)
-    data = judged(p, d)
+    data = judged(p, d) | {"toolchain": inputs.toolchain_of(p)}
     load = load_verdicts(p, d, on)
     data |= _fixing(p, f"q9diff suggest {quote(str(p))} --target {quote(d.name)}")
     return TargetReport(p, data | ({"load": load} if load else {}))

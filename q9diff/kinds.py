@@ -1,10 +1,10 @@
 """What a path given to q9diff is, decided in one place: an ordered registry of kinds, each declaring how it
 recognises itself and what its parts are, as diffoscope's comparators do (`recognizes()`).
 
-A single context (a `.bin`, an `.onnx` or `.tflite` carrying one, or `FILE#NAME` naming one of several) is
-one part; a set is a folder of `*.bin`, a Genie bundle (its config's ctx-bins, read by the one reader in
-q9diff.genie.config), a Genie config file, or a container with several contexts. `diff`, `verify` and the
-CLI ask here; `doctor` reads whole bundles through q9diff.genie.bundle over the same config reader.
+A single context (a `.bin`, an `.onnx`, `.tflite` or `.pte` carrying one, or `FILE#NAME` naming one of
+several) is one part; a set is a folder of `*.bin`, a Genie bundle (its config's ctx-bins, read by the one
+reader in q9diff.genie.config), a Genie config file, or a container with several contexts. `diff`, `verify`
+and the CLI ask here; `doctor` reads whole bundles through q9diff.genie.bundle over the same config reader.
 """
 
 from __future__ import annotations

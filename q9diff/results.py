@@ -50,7 +50,7 @@ class _Drawn:
 class Build:
     """What a path holds (q9diff.open): its kind as q9diff tells it (`context binary`, `folder of parts`,
     `Genie bundle`, `Genie config`, `container of contexts`, ...) and its context binaries in part order
-    (`FILE#NAME` for one of several in an .onnx or .tflite)."""
+    (`FILE#NAME` for one of several in an .onnx, .tflite or .pte)."""
 
     path: Path
     kind: str

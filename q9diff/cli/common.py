@@ -21,7 +21,8 @@ The main form (short for q9diff diff CANDIDATE REFERENCE):
   q9diff CANDIDATE REFERENCE
 why your build differs from the known-good REFERENCE, and what to change.
 Each is a context binary, a folder of parts, a Genie bundle, an EPContext
-.onnx or a LiteRT .tflite. -v: also the region tables; -q: only the status.
+.onnx, a LiteRT .tflite or an ExecuTorch .pte. -v: also the region tables;
+-q: only the status.
 
 \b
 Exit status, every command:

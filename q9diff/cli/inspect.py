@@ -15,7 +15,7 @@ def inspect(
     file: Path = typer.Argument(
         ...,
         metavar="FILE",
-        help="a context binary, a container (.onnx, .tflite), a folder of parts or a bundle",
+        help="a context binary, a container (.onnx, .tflite, .pte), a folder of parts or a bundle",
     ),
     as_json: bool = flag("--json", "print the q9diff.inspect/1 JSON (strict: NaN/inf written as null)"),
     oracle: bool = flag("--oracle", "also read libQnnSystem's BinaryInfo and flag disagreements"),
@@ -30,8 +30,9 @@ def inspect(
     Exit status: 0 read, 2 error; with --meta, 1 when the dump describes another
     binary or disagrees on any field."""
     from q9diff import inputs
+    from q9diff.compare.container import container_json
     from q9diff.compare.summary import inspect_summary
-    from q9diff.format.openers import contexts, open_one
+    from q9diff.format.openers import contexts, notes, open_one
 
     inputs.exists(file)
     report_path(html_out, [file])
@@ -45,6 +46,7 @@ def inspect(
         else:
             found = [(file.name, open_one(file))] if not file.exists() else contexts(file)
         summaries = [inspect_summary(cb) for _, cb in found]
+        box = container_json(file)  # an ExecuTorch .pte: its regions, delegates and compile specs
     except FormatError:
         raise
     except inputs.read_errors() as exc:
@@ -77,7 +79,9 @@ def inspect(
         from q9diff.present.pages import render_inspect
         from q9diff.recipes.recipe import write_atomic
 
-        write_atomic(html_out, render_inspect(summaries))
+        write_atomic(html_out, render_inspect(summaries, box))
+    for line in notes(file):  # a .pte's delegates of other backends: listed, not read
+        note(line)
     if as_json:
         data = (
             summaries[0]
@@ -88,10 +92,12 @@ def inspect(
                 "contexts": summaries,
             }
         )
-        print_json(data)
+        print_json(data | ({"container": box} if box else {}))
     else:
-        from q9diff.present.terminal_inspect import print_contexts
+        from q9diff.present.terminal_inspect import print_container, print_contexts
 
+        if box:
+            print_container(box)
         print_contexts([cb for _, cb in found], summaries, meta)
     if html_out is not None:
         from q9diff.present.terminal import wrote

@@ -105,6 +105,7 @@ def suggest(
         "edits": [],
         "dry_run": dry_run,
         "recompile": None,
+        "toolchain": inputs.toolchain_of(candidate),  # the form the fix leads with (executorch for a .pte)
     }
     if not as_json:
         if models:  # the reference's settings are what can carry over from another model's build

@@ -24,16 +24,30 @@ def one_fix(suggestions: list[dict]) -> dict | None:
     return merged[0] if merged else None
 
 
-def suggestion_fix(s: dict, parts: str) -> str:
+def suggestion_fix(s: dict, parts: str, bundle: Bundle | None = None) -> str:
     """The fix as a line to act on: which parts to rebuild with which setting, and the setting's key in
-    the backend extension JSON (the file a bundle ships, which its build reads too); every other
-    toolchain's line is `q9diff suggest`'s (q9diff.present.fixes)."""
+    the backend extension JSON (the file a bundle ships, which its build reads too), or for an ExecuTorch
+    .pte (the bundle given) its compile-spec line where executorch has one; every other toolchain's line
+    is `q9diff suggest`'s (q9diff.present.fixes)."""
+    from q9diff.inputs import toolchain_of
     from q9diff.present import fixes
     from q9diff.units import config_value
 
+    value = config_value(s["setting"], s["value"])
+    pte = bundle is not None and bundle.single_file and toolchain_of(bundle.given)["form"] == "executorch"
+    if pte and fixes.lines(s, "executorch"):
+        return (
+            f"recompile {parts} with {s['setting']} = {value} (ExecuTorch: {fixes.lines(s, 'executorch')[0]};"
+            " q9diff suggest shows qairt, the extension JSON and ONNX Runtime)"
+        )
     ext = "; ".join(fixes.lines(s, "ext"))
+    if pte:  # executorch's compile spec has no argument for this setting: the extension JSON's key
+        return (
+            f"recompile {parts} with {s['setting']} = {value} (ExecuTorch's compile spec has no argument for"
+            f" it; htp_backend_ext_config.json: {ext}; q9diff suggest shows qairt and ONNX Runtime)"
+        )
     return (
-        f"recompile {parts} with {s['setting']} = {config_value(s['setting'], s['value'])}"
+        f"recompile {parts} with {s['setting']} = {value}"
         f" (htp_backend_ext_config.json: {ext}; q9diff suggest shows qairt, ONNX Runtime and ExecuTorch)"
     )
 
@@ -240,7 +254,7 @@ def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
         yield Hit(
             where,
             evidence,
-            suggestion_fix(s, parts_short(parts, len(ctx.bundle.parts)))
+            suggestion_fix(s, parts_short(parts, len(ctx.bundle.parts)), ctx.bundle)
             if s
             else f"rebuild with the reference's {c.name}",
         )

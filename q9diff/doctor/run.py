@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from q9diff.doctor import checks as c
+from q9diff.doctor import container as ct
 from q9diff.doctor import load as ld
 from q9diff.doctor import places as pl
 from q9diff.doctor import reference as r
@@ -115,6 +116,8 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("two-places.graphs",          "warning", None, A,               pl.check_two_places_graphs),
     ("runtime.spill-fill",         "error",   None, S + C,           pl.check_spill_fill),
     ("runtime.mmap",               "warning", None, S + C,           pl.check_mmap),
+    # An ExecuTorch .pte: the compile spec beside each QNN delegate against its binary
+    ("executorch.compile-spec",    "warning", None, S,               ct.check_compile_spec),
     # Will it load: each finding carries its own severity and the load rule's id (q9diff.load.rules)
     ("load.runtime",               "error",   None, V + S,           ld.check_runtime),
     ("load.device",                "error",   None, T + S,           ld.check_device),

@@ -32,7 +32,11 @@ def _judged(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
         c, s = info[key][0], r.one_fix(info[key][1])
         a, b = (mib(c.a), mib(c.b)) if c.name == "vtcm_size" and isinstance(c.a, int) else (c.a, c.b)
         evidence = f"{c.name} {a} → {b} for the target {ctx.target.name}: {'; '.join(c.evidence)}"
-        fix = r.suggestion_fix(s, r.parts_short(parts, total)) if s else f"rebuild with {c.name} {c.b}"
+        fix = (
+            r.suggestion_fix(s, r.parts_short(parts, total), ctx.bundle)
+            if s
+            else f"rebuild with {c.name} {c.b}"
+        )
         yield Hit(parts_text(parts, total), evidence, fix)
 
 

@@ -1,5 +1,6 @@
 """Files that carry context binaries: a plain `.bin`, an ONNX Runtime EPContext model (one context per
-EPContext node, embedded or named), a LiteRT `.tflite` whose DISPATCH_OP nodes point at QNN bytecode.
+EPContext node, embedded or named), a LiteRT `.tflite` whose DISPATCH_OP nodes point at QNN bytecode, an
+ExecuTorch `.pte` whose QNN delegates' payloads hold them (q9diff.format.pte walks it).
 
 Each opener finds the bytes through its container's own structure and hands them to `ContextBinary`;
 a container with several contexts is a set, like a directory, and each context is addressed as
@@ -18,6 +19,9 @@ from q9diff.errors import FormatError
 from q9diff.format import flatbuf
 from q9diff.format.binary import ContextBinary
 from q9diff.format.read import parse
+
+# The suffixes of the files that carry contexts (the rest are context binaries themselves).
+CONTAINERS = (".onnx", ".tflite", ".pte")
 
 
 def _regular_file(path: Path) -> None:
@@ -41,6 +45,7 @@ class _Index:
     path: Path
     entries: tuple[tuple[str, object], ...]
     aliases: dict[str, int]  # every node name -> its entry
+    container: object = None  # a .pte's walk (q9diff.format.pte.PteFile): its regions, delegates, notes
 
     def build(self, i: int) -> ContextBinary:
         name, source = self.entries[i]
@@ -61,7 +66,8 @@ def _index(p: Path) -> _Index:
 @lru_cache(maxsize=4)
 def _cached_index(path: str, *_stat: int) -> _Index:
     p = Path(path)
-    found = _epcontext(p) if p.suffix == ".onnx" else _tflite(p)
+    pte = _pte(p) if p.suffix == ".pte" else None
+    found = _epcontext(p) if p.suffix == ".onnx" else pte.entries() if pte is not None else _tflite(p)
     entries: list[tuple[str, object]] = []
     aliases: dict[str, int] = {}
     first: dict[object, int] = {}  # a context file or bytecode range -> its entry
@@ -74,7 +80,7 @@ def _cached_index(path: str, *_stat: int) -> _Index:
             first[key] = len(entries)
         aliases.setdefault(name, len(entries))
         entries.append((name, source))
-    return _Index(p, tuple(entries), aliases)
+    return _Index(p, tuple(entries), aliases, pte)
 
 
 def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
@@ -82,7 +88,7 @@ def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
     own name for a plain binary)."""
     p = Path(path)
     _regular_file(p)
-    if p.suffix not in (".onnx", ".tflite"):
+    if p.suffix not in CONTAINERS:
         return [(p.name, ContextBinary.open(p))]
     index = _index(p)
     return [(name, index.build(i)) for i, (name, _) in enumerate(index.entries)]
@@ -95,7 +101,7 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
     if not p.exists() and "#" in p.name:
         p, name = p.with_name(p.name.rsplit("#", 1)[0]), p.name.rsplit("#", 1)[1]
     _regular_file(p)
-    if p.suffix not in (".onnx", ".tflite"):
+    if p.suffix not in CONTAINERS:
         if name not in (None, p.name):
             raise FormatError(str(p), None, f"a context named {name!r} (it holds {[p.name]})")
         return ContextBinary.open(p)
@@ -103,7 +109,9 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
     names = [n for n, _ in index.entries]
     if name is not None:
         if name not in index.aliases:
-            raise FormatError(str(p), None, f"a context named {name!r} (it holds {names})")
+            raise FormatError(
+                str(p), None, f"a context named {name!r} (it holds {names}){_other(index, name)}"
+            )
         return index.build(index.aliases[name])
     if len(names) != 1:
         raise FormatError(
@@ -114,11 +122,50 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
 
 def part_paths(path: Path) -> list[Path]:
     """`FILE#NAME` for every context of a container holding several, else []."""
-    if not path.is_file() or path.suffix not in (".onnx", ".tflite"):
+    if not path.is_file() or path.suffix not in CONTAINERS:
         return []
     _regular_file(path)
     names = [n for n, _ in _index(path).entries]
     return [path.with_name(f"{path.name}#{n}") for n in names] if len(names) > 1 else []
+
+
+def container(path: str | os.PathLike):
+    """The walk of the .pte at `path` (or of `FILE.pte#NAME`'s file), read once per file as the contexts
+    are (q9diff.format.pte.PteFile: its regions, delegates and compile specs, its notes); None for any
+    other file."""
+    p = Path(path)
+    if not p.exists() and "#" in p.name:
+        p = p.with_name(p.name.rsplit("#", 1)[0])
+    if p.suffix != ".pte":
+        return None
+    _regular_file(p)
+    return _index(p).container
+
+
+def notes(path: str | os.PathLike) -> list[str]:
+    """What a container's opener says beside its contexts (a .pte's delegates of other backends, listed
+    and skipped), each line naming the file."""
+    pte = container(path)
+    return [] if pte is None else [f"{pte.path}: {n}" for n in pte.notes]
+
+
+def _other(index: _Index, name: str) -> str:
+    """Why a .pte's delegate named `name` is no context: it is another backend's."""
+    pte = index.container
+    for d in pte.delegates if pte is not None else ():
+        if not d.is_qnn and name in (str(d.number), d.method):
+            return f"; delegate {d.number} of method {d.method!r} is {d.backend}, not QNN"
+    return ""
+
+
+# -- ExecuTorch .pte ------------------------------------------------------------------------------
+
+
+def _pte(path: Path):
+    """The .pte walked (q9diff.format.pte) over the file's mapping."""
+    from q9diff.format import pte
+
+    return pte.read(_mapped(path, "an ExecuTorch .pte"), str(path))
 
 
 # -- ONNX Runtime EPContext ----------------------------------------------------------------------
@@ -181,12 +228,12 @@ def _beside(model: Path, ref: bytes) -> Path:
 # -- LiteRT .tflite ------------------------------------------------------------------------------
 
 
-def _mapped(path: Path) -> memoryview:
+def _mapped(path: Path, what: str = "a TFLite FlatBuffer") -> memoryview:
     import mmap
 
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size < 8:
-            raise FormatError(str(path), 0, "a TFLite FlatBuffer (file too short)")
+            raise FormatError(str(path), 0, f"{what} (file too short)")
         return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from q9diff import jsonc
 from q9diff.errors import FormatError, Q9Error
 from q9diff.format.binary import ContextBinary, Graph
-from q9diff.format.openers import open_binary, part_paths
+from q9diff.format.openers import notes, open_binary, part_paths
 from q9diff.genie.config import (
     CONFIG_NAME,
     PLACEHOLDER,
@@ -151,6 +151,7 @@ def read_bundle(given: Path) -> Bundle:
         b.notes.append(f"no {CONFIG_NAME}: {given.name} alone was checked, not a whole bundle's layout")
         for i, p in enumerate(part_paths(given) or [given]):
             b.parts.append(_open_part(i, FileRef(p.name, str(p), path=p)))
+        b.notes += _container_notes(given)
         return b
     try:
         config_path, root = find_config(given)
@@ -180,6 +181,15 @@ def read_bundle(given: Path) -> Bundle:
         b.tokenizer = cfg.tokenizer
         _read_tokenizer(b)
     return b
+
+
+def _container_notes(given: Path) -> list[str]:
+    """What a container's opener says beside its contexts (a .pte's other backends, skipped); nothing
+    when it cannot be read (its part says why)."""
+    try:
+        return notes(given)
+    except (FormatError, ValueError, OSError):
+        return []
 
 
 def _beside(b: Bundle, path: Path) -> FileRef:

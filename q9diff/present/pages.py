@@ -64,10 +64,35 @@ def _one(s: dict) -> str:
     )
 
 
-def render_inspect(summaries: list[dict]) -> str:
-    """`inspect --html`: each context of the file, as the terminal shows it."""
+def render_inspect(summaries: list[dict], container: dict | None = None) -> str:
+    """`inspect --html`: each context of the file, as the terminal shows it (an ExecuTorch .pte's own
+    regions and delegates first)."""
     name = summaries[0]["path"] if len(summaries) == 1 else f"{len(summaries)} contexts"
-    return wrap_page(f"q9diff inspect: {name}", "".join(_one(s) for s in summaries))
+    head = _container(container) if container else ""
+    return wrap_page(f"q9diff inspect: {name}", head + "".join(_one(s) for s in summaries))
+
+
+def _container(c: dict) -> str:
+    """An ExecuTorch .pte around its contexts (q9diff.compare.container): every delegate, what its compile
+    spec disagrees with, every region of the file."""
+    rows = [
+        [(esc(d["method"]), False), (str(d["position"]), True), (esc(d["backend"]), False),
+         (esc(f"{d['location']} {d['index']}"), False), (esc(d["context"] or "not read"), False),
+         (esc("; ".join(d.get("compile_spec_findings", [])) or "-"), False)]
+        for d in c["delegates"]
+    ]  # fmt: skip
+    regions = [
+        [(esc(r["name"]), False), (f"{r['offset']:#x}", True), (size_span(r["size"]), True)]
+        for r in c["regions"]
+    ]
+    notes = "".join(f"<li>{esc(n)}</li>" for n in c["notes"])
+    return (
+        f"<h2>{esc(c['path'])}: ExecuTorch program, {size_span(c['size'])}</h2>"
+        + _table(["method", "#", "backend", "data", "context", "compile spec vs binary"], rows)
+        + (f"<ul>{notes}</ul>" if notes else "")
+        + "<h3>Regions of the .pte (every byte)</h3>"
+        + _table(["region", "offset", "size"], regions)
+    )
 
 
 def render_steps(data: dict) -> str:

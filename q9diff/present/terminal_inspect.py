@@ -141,3 +141,39 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     if "meta" in s:
         print_meta(meta, s["meta"], s["meta_disagreements"])
     print_packing("", s.get("packing"))
+
+
+def print_container(c: dict) -> None:
+    """An ExecuTorch .pte around its contexts (q9diff.compare.container): every delegate with where its
+    compile spec disagrees with the binary, then every byte's region of the file; its contexts follow."""
+    from rich.table import Table
+
+    from q9diff.units import human, nbytes
+
+    console.print(text((c["path"], "bold"), f" ExecuTorch program {human(c['size'])} ({nbytes(c['size'])})"))
+    for d in c["delegates"]:
+        head = (
+            f"  method {d['method']!r} delegate {d['position']}: {d['backend']}, {d['location']} {d['index']}"
+        )
+        if not d.get("context"):
+            console.print(text(head + ": not read"), soft_wrap=True)
+            continue
+        spec = d["compile_spec"]
+        asked = (
+            "no compile spec"
+            if spec is None
+            else f"compile spec unread: {spec['problem']}"
+            if spec["problem"]
+            else f"compile spec soc_model {spec['soc_model']}, htp_arch {spec['htp_arch']},"
+            f" VTCM {spec['vtcm_mb']} MiB, {spec['precision']}"
+        )
+        console.print(text(head + f" -> context {d['context']} ({asked})"), soft_wrap=True)
+        for f in d["compile_spec_findings"]:
+            console.print(text(("    compile spec disagrees", "yellow"), f": {f}"), soft_wrap=True)
+    t = Table(title="regions of the .pte", show_lines=False)
+    for column, justify in (("region", "left"), ("offset", "right"), ("size", "right")):
+        t.add_column(column, justify=justify)
+    for r in c["regions"]:
+        t.add_row(text(r["name"]), f"{r['offset']:#x}", str(r["size"]))
+    console.print(t)
+    console.rule()

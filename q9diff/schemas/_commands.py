@@ -262,4 +262,98 @@ def inspect_set_properties() -> dict:
         "schema": const("q9diff.inspect-set/1", "The schema id of this object."),
         "path": string("The file given."),
         "contexts": array(ref("summary"), "Each context binary the file holds, as q9diff.inspect/1."),
+        "container": ref("container", "An ExecuTorch .pte: its own regions and delegates." + EARLIER),
     }
+
+
+def toolchain() -> dict:
+    """Which toolchain the candidate was built with, as its own files say (q9diff.inputs.toolchain_of)."""
+    return obj(
+        "The toolchain the fix leads with: the one the candidate's own files say it was built with.",
+        {
+            "form": words(
+                ["executorch", "ort", "ext", "qairt"],
+                "executorch for a .pte, ort for an EPContext "
+                "model, ext beside an htp_backend_ext_config.json, else qairt.",
+            ),
+            "why": string("What said so."),
+        },
+    )
+
+
+def container() -> dict:
+    """What inspect says of the file around the contexts: an ExecuTorch .pte (q9diff.compare.container)."""
+    from q9diff.format.pte import KINDS
+
+    where = maybe(size("Its offset in the file; null for data kept inline in the program."))
+    spec = obj(
+        "The QnnExecuTorchOptions compile spec beside the delegate, as far as it reads (null where a table "
+        "is absent; precision and the flags are the schema's defaults where the writer left them out).",
+        {
+            "size": size("Bytes of the options FlatBuffer."),
+            "soc_model": maybe(integer("soc_info.soc_model (QcomChipset: the QNN soc_model number).")),
+            "htp_arch": maybe(integer("soc_info.htp_info.htp_arch (75 for V75).")),
+            "vtcm_mb": maybe(integer("soc_info.htp_info.vtcm_size_in_mb.")),
+            "backend_type": maybe(integer("backend_options.backend_type (2: HTP).")),
+            "precision": maybe(words(["quantized", "fp16"], "The HTP backend options' precision.")),
+            "weight_sharing": maybe(boolean("The HTP backend options' use_weight_sharing.")),
+            "dlbc": maybe(boolean("The HTP backend options' use_dlbc.")),
+            "problem": maybe(string("Why the value is no options FlatBuffer q9diff reads; else null.")),
+        },
+    )
+    delegate = obj(
+        "One entry of a method's delegate list. QNN delegates carry their binary and compile spec.",
+        {
+            "method": string("The method (ExecutionPlan) that lists it."),
+            "position": size("Its place in the method's list."),
+            "number": size("Its number over the whole file: FILE.pte#NUMBER addresses its context."),
+            "backend": string("The delegate's id: QnnBackend, XnnpackBackend, ..."),
+            "location": words(["segment", "inline"], "Where its processed data is kept."),
+            "index": size("The segment's or the inline data's index."),
+            "payload_offset": where,
+            "payload_size": maybe(size("Bytes of its payload; null for inline data.")),
+            "context": maybe(string("The name of the context its binary is listed under; null if not QNN.")),
+            "binary_offset": size("Where its context binary starts, after the 256-byte payload header."),
+            "binary_size": size("Bytes of its context binary, as the payload header says."),
+            "signature": integer("The payload header's signature (a build clock in ns)."),
+            "compile_spec": maybe(spec | {"description": "Its qnn_compile_spec; null when it has none."}),
+            "compile_spec_findings": strings(
+                "Where the compile spec and the binary disagree, a sentence each."
+            ),
+        },
+        optional=("binary_offset", "binary_size", "signature", "compile_spec", "compile_spec_findings"),
+    )
+    return obj(
+        "An ExecuTorch .pte around the contexts: its sizes, every byte's region, every delegate.",
+        {
+            "kind": const("executorch", "The container's kind."),
+            "path": string("The file read."),
+            "size": size("Bytes of the file."),
+            "program_size": size("Bytes of the Program FlatBuffer, from offset 0."),
+            "segment_base_offset": size("Where the segments start; their offsets count from here."),
+            "segment_data_size": size("Bytes of segment data from the base."),
+            "segments": array(
+                obj(
+                    "A segment as placed in the file.",
+                    {"offset": size("Its file offset."), "size": size("Bytes.")},
+                ),
+                "Every segment of the program, in order (the first is the empty constant segment).",
+            ),
+            "regions": array(
+                obj(
+                    "A named byte range of the file.",
+                    {
+                        "name": string("pte/header, pte/program, pte/segment[K]/qnn_header, ..."),
+                        "offset": size("Its offset in the file."),
+                        "size": size("Bytes."),
+                        "kind": words(KINDS, "What it holds."),
+                    },
+                ),
+                "Every byte of the file once, in file order: the sizes add up to the file's.",
+            ),
+            "delegates": array(delegate, "Every delegate of every method, in file order."),
+            "notes": strings(
+                "What the opener says beside the contexts (other backends' delegates, skipped)."
+            ),
+        },
+    )

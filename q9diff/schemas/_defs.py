@@ -303,10 +303,11 @@ def summary_properties() -> dict:
         ),
         "meta": ref("meta", "inspect --meta only: the dump given, judged."),
         "meta_disagreements": strings("inspect --meta only: each disagreement as a line."),
+        "container": ref("container", "inspect of an ExecuTorch .pte of one context: the file around it."),
     }
 
 
-SUMMARY_OPTIONAL = ("packing", "oracle_disagreements", "meta", "meta_disagreements")
+SUMMARY_OPTIONAL = ("packing", "oracle_disagreements", "meta", "meta_disagreements", "container")
 SUMMARY = (
     "One context binary as q9diff reads it: build, versions, target SoC, graphs with their settings "
     "and op lists, the record directory, and every byte's region."

@@ -12,11 +12,13 @@ from pathlib import Path
 
 from q9diff.schemas import SCHEMAS, file_name, schema_uri
 from q9diff.schemas._commands import (
+    container,
     explain_properties,
     inspect_set_properties,
     metrics,
     steps_properties,
     suggest_properties,
+    toolchain,
     verify_properties,
 )
 from q9diff.schemas._compare import (
@@ -34,9 +36,11 @@ from q9diff.schemas._compare import (
 )
 from q9diff.schemas._defs import (
     DEFS,
+    EARLIER,
     SUMMARY,
     SUMMARY_OPTIONAL,
     obj,
+    ref,
     summary_properties,
 )
 
@@ -51,7 +55,15 @@ LOCAL_DEFS = {
     "different_models": different_models,
     "pair": pair,
     "metrics": metrics,
+    "container": container,
+    "toolchain": toolchain,
 }
+
+
+def _with_toolchain(properties):
+    """A document's fields and `toolchain`: which form the fix leads with."""
+    return lambda: properties() | {"toolchain": ref("toolchain", "The form the fix leads with." + EARLIER)}
+
 
 # id -> (title, what the document is, its fields, the optional ones)
 DOCUMENTS = {
@@ -99,7 +111,7 @@ DOCUMENTS = {
         "Every context binary a file holds (e.g. an ONNX model with several EPContext nodes). Written by "
         "`q9diff inspect FILE --json` when FILE holds more than one; one context gives q9diff.inspect/1.",
         inspect_set_properties,
-        (),
+        ("container",),
     ),
     "q9diff.explain/1": (
         "q9diff explain --json",
@@ -112,8 +124,8 @@ DOCUMENTS = {
         "q9diff suggest --json",
         "The changes that make the candidate's build match the reference (or the --target device), the "
         "edits --apply plans or makes, and the --recompile check. Written by `q9diff suggest ... --json`.",
-        suggest_properties,
-        ("target",),
+        _with_toolchain(suggest_properties),
+        ("target", "toolchain"),
     ),
     "q9diff.steps/1": (
         "q9diff steps --json",

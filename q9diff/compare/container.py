@@ -1,0 +1,138 @@
+"""What a container says beside its contexts: an ExecuTorch .pte's regions and delegates, and the compile
+spec executorch stores beside each QNN delegate held against what the binary records (inspect shows it,
+doctor finds it, the JSON carries it as `container`).
+
+A compile spec value is read (q9diff.format.pte) or absent; each comparison is made only where both the
+spec and the binary say a value, so a disagreement is two values read, never one guessed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from q9diff.format.pte import CompileSpec, Delegate
+from q9diff.format.tables import EXECUTORCH_CHIPSETS, soc_name
+
+MIB = 1 << 20
+
+
+def spec_findings(spec: CompileSpec | None, cb) -> list[str]:
+    """Where a compile spec and the context binary beside it disagree, one sentence each ([] where they
+    agree or one of them does not say)."""
+    if spec is None or spec.problem:
+        return []
+    from q9diff.compare.structure import precision
+    from q9diff.compare.summary import target
+
+    out = []
+    built = target(cb)["soc_model_requested"]
+    if spec.soc_model is not None and built is not None and spec.soc_model != built:
+        out.append(
+            f"the compile spec asks soc_model {spec.soc_model} ({_chipset(spec.soc_model)});"
+            f" the binary was built for soc_model {built} ({soc_name(built)})"
+        )
+    if spec.htp_arch and cb.dsp_arch and spec.htp_arch != cb.dsp_arch:
+        out.append(
+            f"the compile spec asks htp_arch V{spec.htp_arch}; the binary records dspArch v{cb.dsp_arch}"
+        )
+    vtcm = sorted({g.vtcm_size for g in cb.graphs if g.vtcm_size is not None})
+    if spec.vtcm_mb and vtcm and vtcm != [spec.vtcm_mb * MIB]:
+        recorded = ", ".join(f"{v / MIB:g} MiB" for v in vtcm)
+        out.append(
+            f"the compile spec asks vtcm_size_in_mb {spec.vtcm_mb}; the binary records VTCM {recorded}"
+        )
+    computes = precision(cb).activations if spec.precision else ()
+    if spec.precision == "fp16" and computes and "float16" not in computes:
+        out.append(f"the compile spec asks fp16 (use_fp16); the binary computes in {'/'.join(computes)}")
+    if spec.precision == "quantized" and "float16" in computes:
+        out.append(f"the compile spec asks a quantized build; the binary computes in {'/'.join(computes)}")
+    shared = any(r.name.startswith("WEIGHTS/") for r in cb.records)
+    if spec.weight_sharing is False and shared:
+        out.append(
+            "the compile spec says use_weight_sharing False; the binary holds shared weights (WEIGHTS/)"
+        )
+    return out
+
+
+def _chipset(soc_model: int) -> str:
+    name = EXECUTORCH_CHIPSETS.get(soc_model)
+    return f"QcomChipset.{name}" if name else "no QcomChipset of executorch 1.5.1"
+
+
+def container_json(path: str | os.PathLike) -> dict | None:
+    """A .pte's container as JSON: its sizes, every region, every delegate with its compile spec and
+    where that disagrees with the binary, and the opener's notes; None for any other file."""
+    from q9diff.format.openers import container, open_one
+
+    pte = container(path)
+    if pte is None:
+        return None
+    base = str(path).rsplit("#", 1)[0] if not os.path.exists(path) else str(path)
+    names = _names(pte)
+    delegates = []
+    opened: dict[tuple[int, int], object] = {}
+    for d in pte.delegates:
+        row = _delegate_json(d, names.get(d.binary))
+        if d.is_qnn:
+            if d.binary not in opened:
+                opened[d.binary] = open_one(f"{base}#{d.number}")
+            row["compile_spec_findings"] = spec_findings(d.spec, opened[d.binary])
+        delegates.append(row)
+    return {
+        "kind": "executorch",
+        "path": pte.path,
+        "size": pte.size,
+        "program_size": pte.program_size,
+        "segment_base_offset": pte.segment_base,
+        "segment_data_size": pte.segment_data_size,
+        "segments": [{"offset": o, "size": n} for o, n in pte.segments],
+        "regions": [
+            {"name": r.name, "offset": r.offset, "size": r.size, "kind": r.kind} for r in pte.regions()
+        ],
+        "delegates": delegates,
+        "notes": list(pte.notes),
+    }
+
+
+def _names(pte) -> dict[tuple[int, int], str]:
+    """Each context binary's name (its entry's: the first delegate that names it)."""
+    out: dict[tuple[int, int], str] = {}
+    for name, binary in pte.entries():
+        out.setdefault(binary, name)
+    return out
+
+
+def _delegate_json(d: Delegate, context: str | None) -> dict:
+    row = {
+        "method": d.method,
+        "position": d.position,
+        "number": d.number,
+        "backend": d.backend,
+        "location": d.location,
+        "index": d.index,
+        "payload_offset": None if d.payload is None else d.payload[0],
+        "payload_size": None if d.payload is None else d.payload[1],
+        "context": context,
+    }
+    if d.is_qnn:
+        row |= {
+            "binary_offset": d.binary[0],
+            "binary_size": d.binary[1],
+            "signature": d.signature,
+            "compile_spec": None if d.spec is None else d.spec.to_json(),
+            "compile_spec_findings": [],
+        }
+    return row
+
+
+def findings_of(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """(where, sentence) for every QNN delegate whose compile spec disagrees with its binary; [] for a
+    file that is no .pte. `where` names the method (as Python writes it: escaped) and the delegate."""
+    data = container_json(path)
+    if data is None:
+        return []
+    return [
+        (f"method {d['method']!r} delegate {d['position']}", f)
+        for d in data["delegates"]
+        for f in d.get("compile_spec_findings", [])
+    ]
