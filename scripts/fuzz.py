@@ -1,13 +1,15 @@
 """Fuzz q9diff's reading of context binaries: mutate real files, parse, map regions, diff, in one process.
 
-Seeds are the committed fixtures (fixtures/**/*.bin) and the real third-party files in ../shared/real/binaries
-(when that folder is there); a file in an ONNX/LiteRT container is fuzzed both as the container (written to a
-temporary file and opened with q9diff.format.openers.open_binary) and as the context binary q9diff finds
-inside it.
+Seeds are the committed fixtures (fixtures/**/*.bin, the ExecuTorch fixtures/pte/*.pte) and the real
+third-party files in ../shared/real/binaries (when that folder is there); a file in an ONNX/LiteRT/ExecuTorch
+container is fuzzed both as the container (written to a temporary file, every context opened with
+q9diff.format.openers.contexts; a .pte's own region map and compile specs too) and as the context binary
+q9diff finds inside it. `--pte` fuzzes the .pte fixtures alone.
 Mutations are byte-level (flips, interesting words, truncations, copies, FlatBuffer offsets made to share
 children) and structural: a field of a record that formats/ declares (a file or blob header, a pickle header
-and its records, an aux record, an op record, graphBlobInfo, ...) set to an interesting value and the record
-built again with its definition (`.build()`), in place.
+and its records, an aux record, an op record, graphBlobInfo, ...; a .pte's header, QNN payload headers and
+the Program's segment and delegate-reference fields) set to an interesting value and the record built again
+with its definition (`.build()`), in place.
 Each case runs the parser (ContextBinary / open_binary, then every graph, tensor and record), the region
 map (`.regions`, checked to cover every byte exactly once) and the diff against the unmutated seed
 (`q9diff.compare.diff.diff` and its JSON). The only expected failure is q9diff.errors.FormatError; anything
@@ -17,6 +19,8 @@ Every case is reproducible from its seed and number:
 
     python scripts/fuzz.py --cases 100000 --seed 1            # run, report
     python scripts/fuzz.py --seed 1 --replay 4711 --save out/  # write case 4711's bytes, show its traceback
+    python scripts/fuzz.py --pte --cases 500 --seed 1          # the .pte opener alone
+    python scripts/fuzz.py --pte --cases 5000 --cli-every 20   # and every 20th case through q9diff inspect
 
 Not part of the test suite (it takes minutes); tests/test_security.py runs a short round of it.
 """
@@ -25,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
 import signal
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,12 +51,14 @@ from construct import ConstructError  # noqa: E402
 
 from q9diff.compare.diff import diff, to_json  # noqa: E402
 from q9diff.errors import FormatError  # noqa: E402
+from q9diff.format import flatbuf, openers  # noqa: E402
 from q9diff.format.binary import ContextBinary  # noqa: E402
-from q9diff.format.openers import open_binary  # noqa: E402
+from q9diff.format.openers import CONTAINERS, contexts, open_binary  # noqa: E402
 from q9diff.format.sites import Site, record_sites  # noqa: E402
 
 HANG_S = 2.0  # a case slower than this is a hang
 ALARM_S = 20  # a case still running after this is stopped (and counted as a hang)
+CLI_TIMEOUT_S = 120  # --cli-every: a child still running then is a hang
 INTERESTING_U32 = (0, 1, 2, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE,
                    0xFFFFFFFF)  # fmt: skip
 
@@ -77,12 +85,16 @@ class Report:
     first: dict = field(default_factory=dict)  # bucket -> (case, seed name, message)
     hangs: list = field(default_factory=list)  # (case, seed name, seconds)
     region_faults: Counter = field(default_factory=Counter)
+    slowest: tuple = (None, None, 0.0)  # (case, seed name, seconds) of the slowest case
+    cli_runs: int = 0
+    cli_refusals: int = 0  # of cli_runs: exit 2 with one line
 
 
-def seeds(extra: list[Path]) -> list[Seed]:
-    files = sorted((ROOT / "fixtures").rglob("*.bin"))
+def seeds(extra: list[Path], pte_only: bool = False) -> list[Seed]:
+    files = [] if pte_only else sorted((ROOT / "fixtures").rglob("*.bin"))
+    files += sorted((ROOT / "fixtures" / "pte").glob("*.pte"))
     real = ROOT.parent / "shared" / "real" / "binaries"
-    if real.is_dir():
+    if real.is_dir() and not pte_only:
         files += sorted(p for p in real.iterdir() if p.is_file())
     files += extra
     out, seen = [], set()
@@ -91,13 +103,16 @@ def seeds(extra: list[Path]) -> list[Seed]:
         if data in seen:
             continue
         seen.add(data)
-        try:
-            reference = open_binary(path)
+        try:  # a .pte of several contexts: the first is the other side of every diff
+            reference = contexts(path)[0][1] if path.suffix == ".pte" else open_binary(path)
             _ = reference.regions
         except FormatError:
             reference = None
-        suffix = path.suffix if path.suffix in (".onnx", ".tflite") else ".bin"
-        out.append(Seed(path.name, data, suffix, reference, field_sites(data) if suffix == ".bin" else ()))
+        suffix = path.suffix if path.suffix in CONTAINERS else ".bin"
+        sites = field_sites(data) if suffix == ".bin" else pte_sites(data) if suffix == ".pte" else ()
+        out.append(Seed(path.name, data, suffix, reference, sites))
+        if pte_only:
+            continue
         if suffix != ".bin" and reference is not None:  # the context binary inside the container
             inner = bytes(reference.data)
             if inner not in seen:
@@ -113,6 +128,38 @@ def field_sites(data: bytes) -> tuple[Site, ...]:
         return tuple(record_sites(ContextBinary(data, "seed")))
     except FormatError:
         return ()
+
+
+def pte_sites(data: bytes) -> tuple[Site, ...]:
+    """The records of a .pte that formats/pte declares (its header, each QNN payload header) and the
+    Program's integer fields that place the payloads (each segment's offset and size, each delegate's data
+    location and index), each read as one integer of its width."""
+    from q9diff.format import pte
+    from q9diff.formats import pte as P
+
+    try:
+        walked = pte.read(memoryview(data), "seed")
+        program = flatbuf.root(memoryview(data), 0, walked.program_size, "seed")
+    except FormatError:
+        return ()
+    out = [Site("pte/header", 0, P.PTE_HEADER_SIZE, P.PteHeader)]
+    for offset in sorted({d.payload[0] for d in walked.delegates if d.binary is not None}):
+        out.append(Site("qnn_header", offset, offset + P.QNN_PAYLOAD_HEADER_SIZE, P.QnnPayloadHeader))
+
+    def scalar(table, name: str, row) -> None:
+        at = table.field(row.slot)
+        if at is not None:
+            out.append(Site(name, at, at + row.kind.sizeof(), row.kind))
+
+    for i, seg in enumerate(program.get(P.PROGRAM["segments"])):
+        for key, row in P.DATA_SEGMENT.items():
+            scalar(seg, f"segments[{i}].{key}", row)
+    for plan in program.get(P.PROGRAM["execution_plan"]):
+        for d in plan.get(P.EXECUTION_PLAN["delegates"]):
+            ref = d.get(P.BACKEND_DELEGATE["processed"])
+            for key, row in P.DATA_REFERENCE.items() if ref is not None else ():
+                scalar(ref, f"processed.{key}", row)
+    return tuple(out)
 
 
 def leaves(value, path: tuple = ()):
@@ -240,13 +287,38 @@ def where(exc: BaseException) -> str:
 
 
 def run_case(seed: Seed, data: bytes, tmp: Path) -> ContextBinary:
-    """Everything q9diff does with a file a user hands it, short of running it."""
+    """Everything q9diff does with a file a user hands it, short of running it: a container's every
+    context (and a .pte's own region map and compile specs)."""
     if seed.suffix == ".bin":
-        cb = ContextBinary(data, f"fuzz{seed.suffix}")
-    else:
-        path = tmp / f"fuzz{seed.suffix}"
-        path.write_bytes(data)
-        cb = open_binary(path)
+        return check_context(seed, ContextBinary(data, f"fuzz{seed.suffix}"))
+    path = tmp / f"fuzz{seed.suffix}"
+    path.write_bytes(data)
+    openers._cached_index.cache_clear()  # the same path rewritten within a clock tick: read afresh
+    found = contexts(path) if seed.suffix == ".pte" else [("", open_binary(path))]
+    if seed.suffix == ".pte":
+        check_container(path, len(data))
+    for _, cb in found:
+        check_context(seed, cb)
+    return found[0][1]
+
+
+def check_container(path: Path, size: int) -> None:
+    """A .pte's region map covers every byte once, and its delegates and compile specs read as JSON."""
+    from q9diff.compare.container import container_json
+
+    data = container_json(path)
+    end = 0
+    for r in data["regions"]:
+        if r["offset"] != end or r["size"] <= 0:
+            raise AssertionError(f"pte region map: {r['name']} at {r['offset']:#x}, expected {end:#x}")
+        end += r["size"]
+    if end != size:
+        raise AssertionError(f"pte region map covers {end} of {size} bytes")
+    json.dumps(data)
+
+
+def check_context(seed: Seed, cb: ContextBinary) -> ContextBinary:
+    """One context read as every command reads it: graphs, tensors, records, the region map, a diff."""
     for g in cb.graphs:
         for t in (*g.inputs, *g.outputs):
             _ = (t.name, t.dims, t.dtype, t.scale, t.offset)
@@ -265,9 +337,33 @@ def run_case(seed: Seed, data: bytes, tmp: Path) -> ContextBinary:
     return cb
 
 
+def check_cli(seed: Seed, data: bytes, tmp: Path, read: bool) -> str | None:
+    """The case as a user meets it: `q9diff inspect FILE` in a child (under this process's address-space
+    limit). What is wrong, or None: it must exit 0 where the opener read the file (`read`) and 2 where it
+    refused it, with exactly one stderr line that starts with the file's path, and never a traceback."""
+    path = tmp / f"cli{seed.suffix}"
+    path.write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-c", "from q9diff.cli import main; main()", "inspect", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    lines = done.stderr.strip().splitlines()
+    if "Traceback" in done.stderr or "internal error" in done.stderr:
+        return "a traceback"
+    if done.returncode != (0 if read else 2):
+        return f"exit {done.returncode} where the opener {'read' if read else 'refused'} it"
+    if done.returncode == 2 and (len(lines) != 1 or not lines[0].startswith(f"q9diff: error: {path}")):
+        return f"{len(lines)} stderr lines, not one naming the file"
+    return None
+
+
 def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path, only: int | None = None,
-         bundle=None):  # fmt: skip
-    """Run the cases; `bundle` (scripts/fuzz_bundle.Cases) makes them bundle-level instead."""
+         bundle=None, cli_every: int = 0):  # fmt: skip
+    """Run the cases; `bundle` (scripts/fuzz_bundle.Cases) makes them bundle-level instead; every
+    `cli_every`-th case (0: none) is also run through the command line (check_cli)."""
     signal.signal(signal.SIGALRM, _alarm)
     start = time.perf_counter()
     numbers = [only] if only is not None else range(cases)
@@ -286,11 +382,14 @@ def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path
 
         t0 = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, ALARM_S)
+        read = None  # whether the case read (True) or was refused with a FormatError (False)
         try:
             work()
             report.parsed += 1
+            read = True
         except expected:
             report.format_errors += 1
+            read = False
         except _Hang:
             report.hangs.append((i, seed.name, ALARM_S))
         except AssertionError as exc:
@@ -310,6 +409,16 @@ def fuzz(all_seeds: list[Seed], cases: int, base: int, report: Report, tmp: Path
         took = time.perf_counter() - t0
         if HANG_S < took < ALARM_S:
             report.hangs.append((i, seed.name, round(took, 2)))
+        if took > report.slowest[2]:
+            report.slowest = (i, seed.name, took)
+        if cli_every and bundle is None and read is not None and i % cli_every == 0:
+            fault = check_cli(seed, data, tmp, read)
+            report.cli_runs += 1
+            report.cli_refusals += fault is None and not read
+            if fault is not None:
+                bucket = f"cli: {fault}"
+                report.crashes[bucket] += 1
+                report.first.setdefault(bucket, (i, seed.name, fault))
         report.cases += 1
         if only is None and report.cases % 5000 == 0:
             rate = report.cases / (time.perf_counter() - start)
@@ -347,11 +456,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="bundle-level cases (scripts/fuzz_bundle.py): config, tokenizer, extension, EPContext nodes",
     )
+    ap.add_argument("--pte", action="store_true", help="seeds: the ExecuTorch .pte fixtures alone")
+    ap.add_argument(
+        "--cli-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run every N-th case through `q9diff inspect` in a child: exit 0 where the opener read it,"
+        " else 2 with one stderr line naming the file, never a traceback",
+    )
     ap.add_argument("extra", nargs="*", type=Path, help="more seed files")
     args = ap.parse_args(argv)
     limit = args.mem_limit_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    all_seeds = [] if args.bundle else seeds(args.extra)
+    all_seeds = [] if args.bundle else seeds(args.extra, pte_only=args.pte)
     report = Report()
     with tempfile.TemporaryDirectory(prefix="q9diff-fuzz-") as tmp:
         bundle = None
@@ -373,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             found = report.crashes or report.region_faults or report.hangs
             print(f"case {args.replay} from {seed.name}: {'a finding (above)' if found else 'no finding'}")
             return 1 if found else 0
-        fuzz(all_seeds, args.cases, args.seed, report, Path(tmp), bundle=bundle)
+        fuzz(all_seeds, args.cases, args.seed, report, Path(tmp), bundle=bundle, cli_every=args.cli_every)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "command": "python scripts/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv),
@@ -406,6 +524,10 @@ def main(argv: list[str] | None = None) -> int:
             {"replay": f"--seed {args.seed} --replay {i}", "seed_file": s, "seconds": t}
             for i, s, t in report.hangs
         ],  # fmt: skip
+        "max_case_s": round(report.slowest[2], 3),
+        "slowest": f"--seed {args.seed} --replay {report.slowest[0]} ({report.slowest[1]})",
+        "cli_runs": report.cli_runs,
+        "cli_refusals": report.cli_refusals,
         "peak_rss_mib": round(peak_mib, 1),
     }
     if args.json:
@@ -415,8 +537,11 @@ def main(argv: list[str] | None = None) -> int:
               f"({result['cases_per_s']}/s); peak RSS {result['peak_rss_mib']} MiB")  # fmt: skip
         print(
             f"parsed {report.parsed}, FormatError {report.format_errors}, crashes {result['crashes']}, "
-            f"region-map faults {sum(report.region_faults.values())}, hangs over 2 s {len(report.hangs)}"
+            f"region-map faults {sum(report.region_faults.values())}, hangs over 2 s {len(report.hangs)}; "
+            f"slowest case {result['max_case_s']} s ({result['slowest']})"
         )
+        if report.cli_runs:
+            print(f"command line: {report.cli_runs} cases, {report.cli_refusals} refused in one line each")
         for b in result["crash_buckets"] + result["region_map_faults"]:
             print(
                 f"  {b['count']:6d}  {b.get('where') or b.get('what')}  ({b['replay']}): {b['message'][:120]}"
