@@ -20,6 +20,7 @@ Every case is reproducible from its seed and number:
     python scripts/fuzz.py --cases 100000 --seed 1            # run, report
     python scripts/fuzz.py --seed 1 --replay 4711 --save out/  # write case 4711's bytes, show its traceback
     python scripts/fuzz.py --pte --cases 500 --seed 1          # the .pte opener alone
+    python scripts/fuzz.py --pte --cases 5000 --cli-every 20   # and every 20th case through q9diff inspect
 
 Not part of the test suite (it takes minutes); tests/test_security.py runs a short round of it.
 """
