@@ -324,3 +324,24 @@ def test_a_short_round_of_the_saved_result_fuzzer_finds_nothing():
     assert report["cases"] == 120 and report["drawn"] > 20 and report["refused"] > 20
     assert report["faults"] == {}, report["examples"]
     assert done.returncode == 0
+
+
+def test_a_context_binary_with_a_sparse_2_gib_tail_is_read_in_bounded_memory(tmp_path):
+    """A zero tail after the last record is padding; deciding that read every page of a 2 GiB hole into
+    memory (2 GiB resident, 14 s). Compared a MiB at a time, the pages let go, as the .pte opener does."""
+    from test_hostile_bundle import q9
+
+    path = tmp_path / "tail.bin"
+    path.write_bytes((FIXTURES / "variants" / "soc_77.bin").read_bytes())
+    size = path.stat().st_size
+    os.truncate(path, size + (2 << 30))
+    run = q9("inspect", path, "--json")
+    assert run.returncode == 0, run.stderr
+    tail = json.loads(run.stdout)["regions"][-1]
+    assert tail == {"name": "trailer/padding", "offset": size, "size": 2 << 30}
+    assert run.rss_mib < 300, run.rss_mib
+    with open(path, "r+b") as f:  # one byte not zero, far in: unknown
+        f.seek(size + (2 << 30) - 5)
+        f.write(b"\1")
+    tail = json.loads(q9("inspect", path, "--json").stdout)["regions"][-1]
+    assert tail["name"] == "trailer/unknown"

@@ -24,7 +24,7 @@ from q9diff.format.model import (  # noqa: F401  (re-exported: the model of a Co
     Tensor,
 )
 from q9diff.format.pickle_walk import PickleWalker
-from q9diff.format.read import matches, offset_of, parse
+from q9diff.format.read import matches, offset_of, parse, zeros
 from q9diff.formats import context_binary as CB
 from q9diff.formats import flatbuffer_slots as S
 from q9diff.formats import pickles as P
@@ -198,8 +198,7 @@ class ContextBinary(MetadataReader, PickleWalker):
         return by_name, tuple(pickles)
 
     def _is_zero(self, start: int, end: int) -> bool:
-        step = 1 << 20
-        return all(not bytes(self._buf[s : min(s + step, end)]).strip(b"\0") for s in range(start, end, step))
+        return zeros(self._buf, start, end)  # a MiB at a time, a mapped file's pages let go
 
     def _fill(self, regions: list[Region], start: int, end: int, pre: str) -> list[Region]:
         """Sort, check and close the gaps: zero gaps become `padding`, others `unknown`."""

@@ -14,13 +14,12 @@ listed twice is refused), each payload header and compile spec read once however
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass, field
 
 from q9diff.errors import FormatError
 from q9diff.format import flatbuf
 from q9diff.format.model import Region
-from q9diff.format.read import parse
+from q9diff.format.read import parse, zeros
 from q9diff.formats import pte as P
 
 MAX_DELEGATES = 4096  # a model lowered in thousands of partitions is no .pte anyone runs
@@ -149,26 +148,7 @@ class PteFile:
         return out
 
     def _gap(self, name: str, start: int, end: int) -> Region:
-        return Region(name, start, end - start, "padding" if _zeros(self.data, start, end) else "unknown")
-
-
-def _zeros(data: memoryview, start: int, end: int) -> bool:
-    """Whether every byte of data[start:end] is zero, compared a MiB at a time with a MiB of zeros
-    (bytes.strip walks zeros byte by byte: a 2 GiB sparse trailer took 13 s). Where the bytes are a mapped
-    file, each MiB's pages are let go once compared, so a trailer of any size costs a MiB of memory, not
-    its own size (the same trailer held 2 GiB resident)."""
-    step = 1 << 20
-    zero = bytes(min(step, max(end - start, 0)))
-    owner = data.obj
-    release = isinstance(owner, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
-    for s in range(start, end, step):
-        e = min(s + step, end)
-        if bytes(data[s:e]) != zero[: e - s]:
-            return False
-        if release:  # a read-only shared mapping: the pages come back from the file if read again
-            page = s - s % mmap.PAGESIZE
-            owner.madvise(mmap.MADV_DONTNEED, page, e - page)
-    return True
+        return Region(name, start, end - start, "padding" if zeros(self.data, start, end) else "unknown")
 
 
 def read(buf, path: str) -> PteFile:
