@@ -49,7 +49,9 @@ def test_terminal_leads_with_it_and_prints_no_attribution():
     r = q9diff("diff", str(QNN_225), str(LITERT))
     lines = r.stdout.splitlines()
     assert " ".join(lines[:4]).startswith(f"{FIRST} (simple vs qnn_partition_0)")
-    assert "Settings that differ: soc_model 0 → 69, optimization_level 2 → 3, sdk_version" in " ".join(lines)
+    said = " ".join(lines)  # ranked: what decides correctness, then loading, then speed (issue 38)
+    assert "Settings that differ: soc_model 0 → 69 (correctness), sdk_version v2.25" in said
+    assert "(loading), optimization_level 2 → 3 (speed)" in said
     assert "Root cause" not in r.stdout and "where the changed bytes went" not in r.stdout
     assert "byte attribution: not meaningful: builds of different models" in " ".join(r.stdout.split())
     assert "graph_structure (model)" in r.stdout
