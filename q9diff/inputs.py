@@ -114,9 +114,11 @@ def toolchain_of(candidate: Path) -> dict:
     form a fix leads with (q9diff.present.fixes). An ExecuTorch .pte, an ONNX Runtime EPContext model, a
     folder (or the folder of a file) holding a backend extension config, a q9diff recipe's backend; else
     the qairt Python API, the seed's own toolchain."""
+    from q9diff.format.openers import kind
+
     p = Path(candidate)
     name = p.name.rsplit("#", 1)[0]
-    if name.endswith(".pte"):
+    if kind(p.with_name(name)) == ".pte":
         return {"form": "executorch", "why": "the candidate is a .pte"}
     if name.endswith(".onnx"):
         return {"form": "ort", "why": "the candidate is an EPContext model"}

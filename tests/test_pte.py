@@ -664,3 +664,16 @@ def test_a_short_round_of_the_pte_fuzzer_finds_nothing():
     assert report["cli_runs"] == 12 and report["cli_refusals"] > 0
     assert (report["crash_buckets"], report["region_map_faults"], report["hangs_over_2s"]) == ([], [], [])
     assert done.returncode == 0
+
+
+def test_a_pte_is_known_by_its_bytes_not_its_name(tmp_path):
+    """A .pte renamed model.bin is read as the program it is (its FlatBuffer identifier "ET" and two
+    digits at offset 4), not refused as a context binary with a bad header."""
+    renamed = tmp_path / "model.bin"
+    renamed.write_bytes((PTE / "fp16_sm8650.pte").read_bytes())
+    done = q9("inspect", renamed, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["container"]["regions"][0]["name"] == "pte/header"
+    diff = q9("diff", renamed, PTE / "fp16_qcs9100.pte")
+    assert diff.returncode == 1 and diff.stdout.startswith("Root cause: soc_model 57 → 77"), diff.stdout
+    assert "Fix, in ExecuTorch (the candidate is a .pte" in diff.stdout

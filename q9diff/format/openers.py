@@ -22,6 +22,28 @@ from q9diff.format.read import parse
 
 # The suffixes of the files that carry contexts (the rest are context binaries themselves).
 CONTAINERS = (".onnx", ".tflite", ".pte")
+# FlatBuffer file identifiers at offset 4: a .pte or a .tflite is known by its bytes whatever its name
+# (a model renamed model.bin is still read as what it is). ExecuTorch's is "ET" and two digits.
+_IDENTIFIERS = {b"TFL3": ".tflite"}
+
+
+def kind(path: str | os.PathLike) -> str | None:
+    """The container kind of the file at `path` (".onnx", ".tflite" or ".pte"), None for a context
+    binary: its suffix where it names one, else its FlatBuffer file identifier."""
+    p = Path(path)
+    if p.suffix in CONTAINERS:
+        return p.suffix
+    try:  # a FIFO or a device is never opened here (a FIFO's open would wait for a writer)
+        if not stat.S_ISREG(os.stat(p).st_mode):
+            return None
+        with open(p, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return None
+    ident = head[4:8]
+    if ident[:2] == b"ET" and ident[2:].isdigit():
+        return ".pte"
+    return _IDENTIFIERS.get(ident)
 
 
 def _regular_file(path: Path) -> None:
@@ -66,8 +88,9 @@ def _index(p: Path) -> _Index:
 @lru_cache(maxsize=4)
 def _cached_index(path: str, *_stat: int) -> _Index:
     p = Path(path)
-    pte = _pte(p) if p.suffix == ".pte" else None
-    found = _epcontext(p) if p.suffix == ".onnx" else pte.entries() if pte is not None else _tflite(p)
+    k = kind(p)
+    pte = _pte(p) if k == ".pte" else None
+    found = _epcontext(p) if k == ".onnx" else pte.entries() if pte is not None else _tflite(p)
     entries: list[tuple[str, object]] = []
     aliases: dict[str, int] = {}
     first: dict[object, int] = {}  # a context file or bytecode range -> its entry
@@ -88,7 +111,7 @@ def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
     own name for a plain binary)."""
     p = Path(path)
     _regular_file(p)
-    if p.suffix not in CONTAINERS:
+    if kind(p) is None:
         return [(p.name, ContextBinary.open(p))]
     index = _index(p)
     return [(name, index.build(i)) for i, (name, _) in enumerate(index.entries)]
@@ -101,7 +124,7 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
     if not p.exists() and "#" in p.name:
         p, name = p.with_name(p.name.rsplit("#", 1)[0]), p.name.rsplit("#", 1)[1]
     _regular_file(p)
-    if p.suffix not in CONTAINERS:
+    if kind(p) is None:
         if name not in (None, p.name):
             raise FormatError(str(p), None, f"a context named {name!r} (it holds {[p.name]})")
         return ContextBinary.open(p)
@@ -122,7 +145,7 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
 
 def part_paths(path: Path) -> list[Path]:
     """`FILE#NAME` for every context of a container holding several, else []."""
-    if not path.is_file() or path.suffix not in CONTAINERS:
+    if not path.is_file() or kind(path) is None:
         return []
     _regular_file(path)
     names = [n for n, _ in _index(path).entries]
@@ -136,7 +159,7 @@ def container(path: str | os.PathLike):
     p = Path(path)
     if not p.exists() and "#" in p.name:
         p = p.with_name(p.name.rsplit("#", 1)[0])
-    if p.suffix != ".pte":
+    if not p.is_file() or kind(p) != ".pte":
         return None
     _regular_file(p)
     return _index(p).container
