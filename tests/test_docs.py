@@ -34,13 +34,16 @@ BIN = Path(sys.executable).parent
 NEEDS = {
     "corpus": (
         lambda: REAL.is_dir(),
-        f"the real corpus {REAL} is absent (other projects' files; docs/formats.md says where they come from)",
+        f"the real corpus {REAL} is absent: other projects' files, see docs/formats.md",
     ),
     "ort": (
         lambda: importlib.util.find_spec("onnxruntime_qnn") is not None,
         "onnxruntime-qnn is not installed: pip install -e '.[ort]' (Linux x86_64, Python 3.11)",
     ),
-    "chromium": (lambda: shutil.which("chromium") is not None, "Debian chromium not installed (.ci/run installs it)"),
+    "chromium": (
+        lambda: shutil.which("chromium") is not None,
+        "Debian chromium not installed (.ci/run installs it)",
+    ),
 }
 FENCE = re.compile(r"^```console\n(.*?)^```", re.S | re.M)
 MARK = re.compile(r"<!--\s*needs:\s*([\w ,-]+?)\s*-->\n\Z")
@@ -157,14 +160,21 @@ def test_console_block_runs_as_shown(block: Block, tmp_path: Path):
         if command.status is None:
             assert done.returncode != 2, f"an error where the docs show none\n{context}"
         else:
-            assert done.returncode == command.status, f"exit {done.returncode}, shown {command.status}\n{context}"
+            assert done.returncode == command.status, (
+                f"exit {done.returncode}, shown {command.status}\n{context}"
+            )
         shown = "\n".join(command.shown)
         assert matches(command.shown, actual), f"the output is not the one shown:\n{shown}\n{context}"
 
 
 def test_the_convention_can_fail():
     """The matcher rejects what differs: a changed line, a missing line, a longer output, a wrong prefix."""
-    out = ["Root causes over the set: soc_model 0 → 77", "causes", "  soc_model (root): 0 → 77", "next: q9diff"]
+    out = [
+        "Root causes over the set: soc_model 0 → 77",
+        "causes",
+        "  soc_model (root): 0 → 77",
+        "next: q9diff",
+    ]
     assert matches(("Root causes ...", "...", "next: q9diff"), out)
     assert matches(("Root causes over the set: soc_model 0 → 77", "..."), out)
     assert not matches(("Root causes over the set: soc_model 0 → 57", "..."), out)
