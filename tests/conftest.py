@@ -52,3 +52,31 @@ def q9diff_cli(*args: str, cwd: Path | None = None, timeout: float = 900):
         cwd=cwd,
         env=dict(os.environ),
     )
+
+
+# Why tests were skipped, one line per reason at the end of a run (issue 39, item 5): a contributor on a
+# fresh clone sees what the corpus, chromium or an extra would add, and where to get it. A reason that
+# names the real corpus (tests word it differently) is counted under one line.
+REAL = ROOT.parent / "shared" / "real"
+CORPUS_REASON = f"the real corpus {REAL} is absent: other projects' files, see docs/formats.md"
+
+
+def skip_reason(report) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    reason = reason.removeprefix("Skipped: ").strip()
+    if "shared/real" in reason or "shared\\real" in reason or "third-party" in reason:
+        return CORPUS_REASON
+    return reason
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    import collections
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    counts = collections.Counter(skip_reason(r) for r in skipped)
+    terminalreporter.write_line("skipped tests, by reason:")
+    for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        terminalreporter.write_line(f"  skipped {n}: {reason}")

@@ -1,5 +1,5 @@
 """`q9diff doctor` on copies of the qwen-mini Genie bundles with one defect planted each, on the local
-bundle against the reference (the README's story), and on real Genie configs from ../shared/real."""
+bundle against the reference (the story of docs/bundle.md), and on real Genie configs from ../shared/real."""
 
 from __future__ import annotations
 

@@ -267,7 +267,7 @@ def test_a_listed_graphs_object_that_reveals_another_error_is_refused_saying_bot
 
 
 def test_the_readme_example_a_qualcomm_wrapper_and_its_extension_file(tmp_path, fixtures_dir):
-    """The README's example: ai-engine-direct-helper's v73 wrapper, run from its folder with --dry-run."""
+    """The example of docs/wrong-output.md: ai-engine-direct-helper's v73 wrapper, with --dry-run."""
     from test_cli import q9diff
 
     for name in ("config_local.json", "extensions.conf"):

@@ -34,6 +34,10 @@ def print_match(found) -> None:
         if aliases:
             console.print(text("  the same value is also named " + ", ".join(aliases)))
         _causes(code.causes)
+    for t in found.terms:
+        console.print(text((t.term, "bold"), (f"  (also: {', '.join(t.also)})" if t.also else "")))
+        console.print(text(f"  {t.says}"))
+        console.print(text("  more: ", (t.see, "green")))
 
 
 def _versions(v: tuple[str, ...]) -> str:
