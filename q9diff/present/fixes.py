@@ -43,6 +43,14 @@ def lines(s: dict, form: str) -> list[str]:
     raise ValueError(form)
 
 
+def missing(s: dict, form: str) -> str:
+    """Why a form has no line for a setting: ExecuTorch takes the HTP arch from the chipset (its
+    QcomChipset's SoC table), so a dsp_arch fix there is the soc_model line's."""
+    if form == "executorch" and s["setting"] == "dsp_arch":
+        return "follows soc_model: ExecuTorch takes the arch from QcomChipset"
+    return f"no {LABELS[form]} setting"
+
+
 def graphs_line(suggestions: list[dict]) -> str | None:
     """`graphs = ("prompt_ar32_cl128_1_of_2", ...)`: the graph names the qairt loops name, once; None when
     no qairt line loops."""

@@ -141,7 +141,7 @@ def print_suggestions(
         for head, s in zip(heads, suggestions):
             found = fixes.lines(s, f)
             if not found:
-                console.print(text(f"{pad}{head:<{width}}  (no {fixes.LABELS[f]} setting)"), soft_wrap=True)
+                console.print(text(f"{pad}{head:<{width}}  ({fixes.missing(s, f)})"), soft_wrap=True)
             for line in found:
                 caveat = fixes.note(s, f) if notes else None
                 line = line + (f"  # {caveat}" if caveat else "")
