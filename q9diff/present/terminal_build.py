@@ -95,7 +95,13 @@ def print_steps(result, candidate: Path, reference: Path, builds: Path) -> None:
     cols = ("#", "settings added", "size", "Δ vs ref", "%", "changed", "moved", "new", "same as")
     for col in cols:
         left = col in ("settings added", "same as")
-        t.add_column(col, justify="left" if left else "right", no_wrap=col != "settings added")
+        wraps = col == "settings added"  # folded, never cut: `weights_packing=True` was shown `Tr…` at 80
+        t.add_column(
+            col,
+            justify="left" if left else "right",
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ellipsis",
+        )
     for i, st in enumerate(result):
         delta = st.delta_vs_reference
         t.add_row(
