@@ -30,7 +30,7 @@ def explain(
       0  known
       2  not a code or message q9diff knows (one line)"""
     from q9diff.explain import explain as lookup
-    from q9diff.explain import glossary_size
+    from q9diff.explain import glossary_size, terms
 
     text = sys.stdin.read(MAX_STDIN) if query == ["-"] else " ".join(query)
     found = lookup(text)
@@ -38,9 +38,9 @@ def explain(
         n_codes, n_messages = glossary_size()
         shown = " ".join(text.split())[:80]
         raise CommandError(
-            f"{shown!r}: not an error number, C name or log line q9diff knows ({n_codes} QNN and Genie codes,"
-            f" {n_messages} messages); q9diff explain 5000 or q9diff explain 'Using newer context binary on"
-            " old SDK' show the form"
+            f"{shown!r}: not an error number, C name, log line or term q9diff knows ({n_codes} QNN and Genie"
+            f" codes, {n_messages} messages, {len(terms())} terms); q9diff explain 5000, q9diff explain"
+            " 'Using newer context binary on old SDK' or q9diff explain VTCM show the form"
         )
     if as_json:
         print_json({"schema": "q9diff.explain/1", **found.to_json()})
