@@ -447,16 +447,16 @@ def test_suggest_for_a_pte_leads_with_the_executorch_form(tmp_path):
     call = "generate_qnn_executorch_compiler_spec(soc_model=QcomChipset.QCS9100"
     done = run("suggest", PTE / "fp16_sm8650.pte", PTE / "fp16_qcs9100.pte")
     assert done.returncode == 1, done.stderr
-    lines = done.stdout.splitlines()
-    at = lines.index("soc_model = 77")
-    assert lines[at + 1].split()[0] == "ExecuTorch:" and call in lines[at + 1], lines[at : at + 3]
+    lines = done.stdout.splitlines()  # every toolchain's form, the candidate's own (ExecuTorch) first
+    assert lines[0] == "  ExecuTorch:" and lines[1] == "    soc_model = 77", lines[:3]
+    assert lines[2].strip().startswith(call), lines[:3]
     data = json.loads(run("suggest", PTE / "fp16_sm8650.pte", "--target", "QCS9100", "--json").stdout)
     assert data["toolchain"]["form"] == "executorch"
     soc = next(s for s in data["suggestions"] if s["setting"] == "soc_model")
     assert call in soc["targets"]["executorch"]
     # the same binary as a plain .bin: no ExecuTorch line first
     plain = run("suggest", _binary_of("fp16_sm8650", tmp_path), PTE / "fp16_qcs9100.pte")
-    assert plain.returncode == 1 and "ExecuTorch" not in plain.stdout.splitlines()[1], plain.stdout
+    assert plain.returncode == 1 and plain.stdout.splitlines()[0] == "  qairt:", plain.stdout
 
 
 def test_reports_of_pte_inputs_are_valid_against_the_shipped_schemas(tmp_path):

@@ -38,7 +38,7 @@ def test_steps_from_local_to_reference(tmp_path, monkeypatch):
         pct = s["delta_vs_reference_percent"]
         assert pct == round(100 * s["delta_vs_reference"] / ref_size, 4)
         row = next(ln.split() for ln in table if ln.startswith(f"{i} "))
-        shown = row[row.index(f"{s['delta_vs_reference']:+d}") + 1]
+        shown = row[row.index(f"{s['delta_vs_reference']:+,d}") + 1]
         assert shown.endswith("%") and abs(float(shown[:-1]) - pct) <= 0.05 + abs(pct) / 20, (row, pct)
     assert steps[0]["added"] == [] and steps[0]["identical_to"] == "candidate"
     assert steps[-1]["identical_to"] == "reference" and steps[-1]["changed_vs_reference"] == 0

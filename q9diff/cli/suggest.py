@@ -112,7 +112,9 @@ def suggest(
             view.print_models_only(models)
         if toolchain not in (None, "all") and toolchain not in LABELS:
             raise CommandError(f"--toolchain {toolchain}: expected one of {', '.join([*LABELS, 'all'])}")
-        print_suggestions(suggestions, None if toolchain in (None, "all") else toolchain, notes=True)
+        form = None if toolchain in (None, "all") else toolchain
+        lead = report["toolchain"]["form"]  # every form, the candidate's own first
+        print_suggestions(suggestions, form, notes=True, lead=lead)
     if not apply:
         _done(report, as_json, 0 if identical else 1)
     from dataclasses import replace
