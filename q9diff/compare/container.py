@@ -80,7 +80,7 @@ def container_json(path: str | os.PathLike) -> dict | None:
         delegates.append(row)
     return {
         "kind": "executorch",
-        "path": pte.path,
+        "path": base,  # as the user gave it (the walk is cached by the resolved path)
         "size": pte.size,
         "program_size": pte.program_size,
         "segment_base_offset": pte.segment_base,

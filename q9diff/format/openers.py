@@ -69,13 +69,15 @@ class _Index:
     aliases: dict[str, int]  # every node name -> its entry
     container: object = None  # a .pte's walk (q9diff.format.pte.PteFile): its regions, delegates, notes
 
-    def build(self, i: int) -> ContextBinary:
+    def build(self, i: int, given: Path | None = None) -> ContextBinary:
+        """The i-th context, named after the path as the user gave it (`given`), not as resolved."""
+        shown = self.path if given is None else given
         name, source = self.entries[i]
         if isinstance(source, Path):
             return ContextBinary.open(source)
         if isinstance(source, tuple):
-            return ContextBinary(_mapped(self.path)[source[0] : source[0] + source[1]], f"{self.path}#{name}")
-        return ContextBinary(source, f"{self.path}#{name}")
+            return ContextBinary(_mapped(self.path)[source[0] : source[0] + source[1]], f"{shown}#{name}")
+        return ContextBinary(source, f"{shown}#{name}")
 
 
 def _index(p: Path) -> _Index:
@@ -114,7 +116,7 @@ def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
     if kind(p) is None:
         return [(p.name, ContextBinary.open(p))]
     index = _index(p)
-    return [(name, index.build(i)) for i, (name, _) in enumerate(index.entries)]
+    return [(name, index.build(i, p)) for i, (name, _) in enumerate(index.entries)]
 
 
 def open_one(path: str | os.PathLike) -> ContextBinary:
@@ -135,12 +137,12 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
             raise FormatError(
                 str(p), None, f"a context named {name!r} (it holds {names}){_other(index, name)}"
             )
-        return index.build(index.aliases[name])
+        return index.build(index.aliases[name], p)
     if len(names) != 1:
         raise FormatError(
             str(p), None, f"one context binary (it holds {len(names)}: {', '.join(names)}; diff it as a set)"
         )
-    return index.build(0)
+    return index.build(0, p)
 
 
 def part_paths(path: Path) -> list[Path]:
@@ -169,7 +171,10 @@ def notes(path: str | os.PathLike) -> list[str]:
     """What a container's opener says beside its contexts (a .pte's delegates of other backends, listed
     and skipped), each line naming the file."""
     pte = container(path)
-    return [] if pte is None else [f"{pte.path}: {n}" for n in pte.notes]
+    given = Path(path)
+    if not given.exists() and "#" in given.name:
+        given = given.with_name(given.name.rsplit("#", 1)[0])
+    return [] if pte is None else [f"{given}: {n}" for n in pte.notes]
 
 
 def _other(index: _Index, name: str) -> str:

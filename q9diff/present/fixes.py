@@ -45,9 +45,9 @@ def lines(s: dict, form: str) -> list[str]:
 
 def missing(s: dict, form: str) -> str:
     """Why a form has no line for a setting: ExecuTorch takes the HTP arch from the chipset (its
-    QcomChipset's SoC table), so a dsp_arch fix there is the soc_model line's."""
+    QcomChipset's SoC table), so a dsp_arch fix there is a chipset of that arch."""
     if form == "executorch" and s["setting"] == "dsp_arch":
-        return "follows soc_model: ExecuTorch takes the arch from QcomChipset"
+        return f"ExecuTorch takes the arch from the QcomChipset: a v{s['value']} SoC's"
     return f"no {LABELS[form]} setting"
 
 
