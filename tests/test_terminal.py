@@ -125,3 +125,18 @@ def test_parts_that_need_different_fixes_get_each_its_own(tmp_path):
     assert not any(ln.startswith("Fix (the same for every part)") for ln in lines)
     assert sum(ln.startswith("Fix for part_2_of_2.bin") for ln in lines) == 1
     assert sum(ln.startswith("  optimization_level = 1  ") for ln in lines) == 1
+
+
+def test_a_wrapped_item_hangs_under_its_item_and_fix_lines_never_wrap():
+    """At 80 columns doctor's findings wrap under their item (two spaces deeper), never at column 0, so
+    the next item's name stands out; its fix lines stay whole to paste (issue 38 item 2)."""
+    r = q9diff("doctor", str(LOCAL), str(REFERENCE), env=COLS)
+    lines = r.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("  build.soc_model (hypothesis 9)"))
+    assert lines[at + 1] == "    part_1_of_2_token.bin, part_2_of_2_prompt.bin, part_2_of_2_token.bin"
+    assert lines[at + 2].startswith("    soc_model 0: built for no SoC")
+    assert lines[at + 3].startswith("      on the device")
+    errors, warnings = lines.index("Errors"), lines.index("Warnings")
+    assert all(ln.startswith("  ") for ln in lines[errors + 1 : warnings])  # nothing back at column 0
+    fixes = [ln for ln in lines if ln.startswith("    fix: ")]
+    assert len(fixes) == 3 and any(len(ln) > 80 for ln in fixes)  # whole, however long

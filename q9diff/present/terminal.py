@@ -71,21 +71,28 @@ def _width(console) -> int | None:
 
 def wrapped(line, width: int | None) -> list:
     """A rich Text cut into lines of at most `width` (styles kept), at spaces outside a number and its
-    unit, each line without trailing spaces; one line when `width` is None."""
+    unit, each line without trailing spaces; one line when `width` is None. An indented line's
+    continuations hang two spaces deeper than it, so an item's wrapped text stays under the item."""
     import textwrap
 
+    from rich.text import Text
+
     plain = _UNBROKEN.sub(_joined, line.plain)  # textwrap breaks at ASCII whitespace only
+    indent = len(plain) - len(plain.lstrip(" "))
+    hang = " " * (indent + 2) if indent and indent + 2 < (width or 0) // 2 else ""
     cuts = []
     if width is not None and len(plain) > width:
         pos = 0
-        for piece in textwrap.wrap(plain, width, break_long_words=False, break_on_hyphens=False,
-                                   drop_whitespace=False):  # fmt: skip
-            pos += len(piece)
+        pieces = textwrap.wrap(plain, width, break_long_words=False, break_on_hyphens=False,
+                               drop_whitespace=False, subsequent_indent=hang)  # fmt: skip
+        for i, piece in enumerate(pieces):
+            pos += len(piece) - (len(hang) if i else 0)
             cut = pos
             while cut < len(plain) and plain[cut] == " ":  # a break's spaces end a line (then trimmed)
                 cut += 1
             cuts.append(cut)
-    return [_trimmed(part) for part in (line.divide(cuts[:-1]) if cuts else [line])]
+    parts = [_trimmed(part) for part in (line.divide(cuts[:-1]) if cuts else [line])]
+    return parts[:1] + [Text(hang) + part for part in parts[1:]]
 
 
 def _trimmed(part):
