@@ -22,9 +22,9 @@ def read_errors() -> tuple[type[Exception], ...]:
 
 def exists(path: Path) -> None:
     """The path exists, or names one context of a file that does (`FILE#NAME`, as sets list them)."""
-    if path.exists():
-        return
-    if "#" in path.name and path.with_name(path.name.rsplit("#", 1)[0]).is_file():
+    from q9diff.format.openers import split_name
+
+    if path.exists() or split_name(path)[0].is_file():
         return
     raise InputError(f"{path}: no such file or directory")
 
@@ -114,13 +114,13 @@ def toolchain_of(candidate: Path) -> dict:
     form a fix leads with (q9diff.present.fixes). An ExecuTorch .pte, an ONNX Runtime EPContext model, a
     folder (or the folder of a file) holding a backend extension config, a q9diff recipe's backend; else
     the qairt Python API, the seed's own toolchain."""
-    from q9diff.format.openers import kind
+    from q9diff.format.openers import kind, split_name
 
     p = Path(candidate)
-    name = p.name.rsplit("#", 1)[0]
-    if kind(p.with_name(name)) == ".pte":
+    k = kind(split_name(p)[0])
+    if k == ".pte":
         return {"form": "executorch", "why": "the candidate is a .pte"}
-    if name.endswith(".onnx"):
+    if k == ".onnx":
         return {"form": "ort", "why": "the candidate is an EPContext model"}
     folder = p if p.is_dir() else p.parent
     if (folder / EXTENSION_FILE).is_file():

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from q9diff.format.openers import part_paths
+from q9diff.format.openers import part_paths, split_name
 from q9diff.genie import config as genie_config
 from q9diff.genie.layout import file_split
 
@@ -43,7 +43,8 @@ def _config_parts(path: Path) -> list[Path]:
 
 def _one_of_container(path: Path) -> bool:
     """`FILE#NAME`, as inspect and set diffs list the contexts of an EPContext model or a .tflite."""
-    return not path.exists() and "#" in path.name and path.with_name(path.name.rsplit("#", 1)[0]).is_file()
+    file, name = split_name(path)
+    return name is not None and file.is_file()
 
 
 # The first kind that recognises a path is what it is.

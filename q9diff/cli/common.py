@@ -195,13 +195,12 @@ def report_path(
     for given in files:
         if target == given.resolve():
             raise CommandError(f"{flag} {out} would overwrite {given}, an input: choose another file")
+    from q9diff.format.openers import split_name
+
     for given in inputs:
         if given is None:
             continue
-        src = given
-        if not given.exists() and "#" in given.name:  # FILE#NODE: a context inside FILE
-            src = given.with_name(given.name.rsplit("#", 1)[0])
-        src = src.resolve()
+        src = split_name(given)[0].resolve()  # FILE#NODE: a context inside FILE
         folder = src.parent if src.suffix == ".json" else src
         if target == src or (folder.is_dir() and folder in target.parents and target.exists()):
             what = given if target == src else target

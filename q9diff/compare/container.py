@@ -62,12 +62,12 @@ def _chipset(soc_model: int) -> str:
 def container_json(path: str | os.PathLike) -> dict | None:
     """A .pte's container as JSON: its sizes, every region, every delegate with its compile spec and
     where that disagrees with the binary, and the opener's notes; None for any other file."""
-    from q9diff.format.openers import container, open_one
+    from q9diff.format.openers import container, open_one, split_name
 
     pte = container(path)
     if pte is None:
         return None
-    base = str(path).rsplit("#", 1)[0] if not os.path.exists(path) else str(path)
+    base = str(split_name(path)[0])
     names = _names(pte)
     delegates = []
     opened: dict[tuple[int, int], object] = {}

@@ -46,6 +46,16 @@ def kind(path: str | os.PathLike) -> str | None:
     return _IDENTIFIERS.get(ident)
 
 
+def split_name(path: str | os.PathLike) -> tuple[Path, str | None]:
+    """`FILE#NAME` as (FILE, NAME), the way sets list a container's contexts; any other path as (path,
+    None). A file whose own name holds a `#` is that file."""
+    p = Path(path)
+    if not p.exists() and "#" in p.name:
+        file, name = p.name.rsplit("#", 1)
+        return p.with_name(file), name
+    return p, None
+
+
 def _regular_file(path: Path) -> None:
     try:
         mode = os.stat(path).st_mode
@@ -121,10 +131,7 @@ def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
 
 def open_one(path: str | os.PathLike) -> ContextBinary:
     """The context at `FILE` or `FILE#NAME`; a container with several contexts needs its #NAME."""
-    p = Path(path)
-    name = None
-    if not p.exists() and "#" in p.name:
-        p, name = p.with_name(p.name.rsplit("#", 1)[0]), p.name.rsplit("#", 1)[1]
+    p, name = split_name(path)
     _regular_file(p)
     if kind(p) is None:
         if name not in (None, p.name):
@@ -158,9 +165,7 @@ def container(path: str | os.PathLike):
     """The walk of the .pte at `path` (or of `FILE.pte#NAME`'s file), read once per file as the contexts
     are (q9diff.format.pte.PteFile: its regions, delegates and compile specs, its notes); None for any
     other file."""
-    p = Path(path)
-    if not p.exists() and "#" in p.name:
-        p = p.with_name(p.name.rsplit("#", 1)[0])
+    p = split_name(path)[0]
     if not p.is_file() or kind(p) != ".pte":
         return None
     _regular_file(p)
@@ -171,10 +176,7 @@ def notes(path: str | os.PathLike) -> list[str]:
     """What a container's opener says beside its contexts (a .pte's delegates of other backends, listed
     and skipped), each line naming the file."""
     pte = container(path)
-    given = Path(path)
-    if not given.exists() and "#" in given.name:
-        given = given.with_name(given.name.rsplit("#", 1)[0])
-    return [] if pte is None else [f"{given}: {n}" for n in pte.notes]
+    return [] if pte is None else [f"{split_name(path)[0]}: {n}" for n in pte.notes]
 
 
 def _other(index: _Index, name: str) -> str:

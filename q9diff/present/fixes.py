@@ -68,15 +68,6 @@ def note(s: dict, form: str) -> str | None:
     return None
 
 
-def lead_line(s: dict, form: str | None) -> str | None:
-    """The ExecuTorch line a fix leads with when the candidate is a .pte (`form` "executorch"), said also
-    where its compile spec has no such argument; None for another form, whose lines are shown as ever."""
-    if form != "executorch":
-        return None
-    found = lines(s, "executorch")
-    return found[0] if found else "no compile-spec argument of executorch 1.5.1 sets it"
-
-
 def chosen(data: dict, asked: str | None = None) -> str:
     """The form to lead with: the one asked for (--toolchain), else the diff's `toolchain`, else qairt."""
     if asked and asked in LABELS:
