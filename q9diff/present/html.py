@@ -344,11 +344,6 @@ def _tolerances(res) -> dict[str, float]:
     return {"reference": BINARY_TOLERANCE.min_cosine, "cpu": CPU_TOLERANCE.min_cosine}
 
 
-def _lowest_vs_cpu(llm, side: str):
-    cosines = [d.vs_cpu[side].cosine for d in llm.steps if d.vs_cpu.get(side) is not None]
-    return min(cosines) if cosines else None
-
-
 def _drift_figure(res):
     """Per-step logit drift (teacher-forced, so every side saw the same tokens), with token divergence.
     The verdict is the tokens (verify/verdict.py), so no cosine tolerance is drawn: the line is the
@@ -385,13 +380,16 @@ def _drift_figure(res):
             fig.add_trace(line.update(showlegend=row == 1), row=row, col=1)
     # An LLM's verdict rests on the tokens, not on a cosine tolerance: the line drawn is how far the
     # reference itself drifts from the CPU, so a candidate point under it is read against the reference.
-    floor = _lowest_vs_cpu(llm, "reference")
+    from q9diff.verify.verdict import ALIKE, lowest_vs_cpu
+
+    lowest = lowest_vs_cpu(llm)
+    floor = lowest.get("reference")
     if floor is not None:
-        mine = _lowest_vs_cpu(llm, "candidate")
+        mine = lowest.get("candidate")
         alike = (
             ""
             if mine is None
-            else (" (candidate alike)" if abs(mine - floor) < 1e-3 else f" (candidate {mine:.4f})")
+            else (" (candidate alike)" if abs(mine - floor) < ALIKE else f" (candidate {mine:.4f})")
         )
         fig.add_hline(
             y=floor,

@@ -106,24 +106,34 @@ def judge(res) -> Verdict:
     return Verdict(res.passed, runner, headline, tuple(caveats), RUNNER_REACH[runner], generic, command)
 
 
+ALIKE = 1e-3  # two builds' lowest cosines vs the CPU this close drift alike (the verdict and the chart)
+
+
+def lowest_vs_cpu(llm) -> dict[str, float]:
+    """Each side's lowest cosine against the CPU over the steps (the drift the chart draws); a side
+    never compared with the CPU is absent."""
+    worst: dict[str, float] = {}
+    for step in llm.steps:
+        for side, m in step.vs_cpu.items():
+            if m is not None:
+                worst[side] = min(worst.get(side, 1.0), m.cosine)
+    return worst
+
+
 def _tokens_rule(llm, judge_label: str) -> str:
     """What an LLM PASS rests on, said with the numbers the drift chart draws: the candidate's greedy
     tokens are the judge's at every step (the rule), and how far each build's logits drift from the CPU
     reference (which the chart shows beside it, and which is no tolerance of this verdict)."""
     n = len(next(iter(llm.tokens.values()), ()))
     rule = f"the candidate's greedy tokens are {JUDGES[judge_label]}'s at every one of {n} steps"
-    worst = {}
-    for step in llm.steps:
-        for side, m in step.vs_cpu.items():
-            if m is not None:
-                worst[side] = min(worst.get(side, 1.0), m.cosine)
+    worst = lowest_vs_cpu(llm)
     if not worst:
         return rule + "."
     drift = ", ".join(f"{side} {c:.4f}" for side, c in sorted(worst.items()))
     alike = ""
     if "candidate" in worst and "reference" in worst:
         gap = abs(worst["candidate"] - worst["reference"])
-        alike = " alike" if gap < 1e-3 else f" (apart by {gap:.4f})"
+        alike = " alike" if gap < ALIKE else f" (apart by {gap:.4f})"
     return f"{rule}; both builds drift from the CPU reference{alike} (lowest cosine vs CPU: {drift})."
 
 
