@@ -46,6 +46,36 @@ class _Drawn:
         return self.to_html()
 
 
+class _Judged(_Drawn):
+    """What a diff and a target judgement share, read from their JSON (`data`): the causes, the fix and
+    whether the build loads where named; `_subject` is the path judged."""
+
+    data: dict
+
+    @property
+    def _subject(self) -> Path:
+        raise NotImplementedError
+
+    @property
+    def causes(self) -> list[dict]:
+        """The settings that differ (role `root`) and their effects, with both values and the evidence."""
+        return _saved(self.data["causes"])
+
+    @property
+    def suggestions(self) -> list[dict]:
+        """The fix: each setting and value, with its line for every tool (qairt, the extension config...)."""
+        return _saved(self.data["suggestions"])
+
+    @property
+    def load(self) -> LoadReport | None:
+        """Will the build load on the target or runtime named, when one was."""
+        load = self.data.get("load")
+        return None if load is None else LoadReport(self._subject, load)
+
+    def to_json(self) -> dict:
+        return _saved(self.data)
+
+
 @dataclass(frozen=True, eq=False)
 class Build:
     """What a path holds (q9diff.open): its kind as q9diff tells it (`context binary`, `folder of parts`,
@@ -96,7 +126,7 @@ class Build:
 
 
 @dataclass(frozen=True, eq=False)
-class DiffReport(_Drawn):
+class DiffReport(_Judged):
     """Why `candidate` differs from `reference` (q9diff.diff): `q9diff.diff/1` for two files,
     `q9diff.setdiff/1` for two sets. `notes`: what the command line says on stderr (the counterpart part
     chosen, a reference that looks like the broken build, one built for another device)."""
@@ -117,23 +147,8 @@ class DiffReport(_Drawn):
         return self.data["identical"]
 
     @property
-    def causes(self) -> list[dict]:
-        """The settings that differ (role `root`) and their effects, with both values and the evidence."""
-        return _saved(self.data["causes"])
-
-    @property
-    def suggestions(self) -> list[dict]:
-        """The fix: each setting and value, with its line for every tool (qairt, the extension config...)."""
-        return _saved(self.data["suggestions"])
-
-    @property
-    def load(self) -> LoadReport | None:
-        """Will the candidate load on the target or runtime named, when one was."""
-        load = self.data.get("load")
-        return None if load is None else LoadReport(self.candidate, load)
-
-    def to_json(self) -> dict:
-        return _saved(self.data)
+    def _subject(self) -> Path:
+        return self.candidate
 
     def show(self, verbose: bool = False) -> None:
         """The terminal view, as `q9diff CANDIDATE REFERENCE` (-v: `verbose`) prints it."""
@@ -148,7 +163,7 @@ class DiffReport(_Drawn):
 
 
 @dataclass(frozen=True, eq=False)
-class TargetReport(_Drawn):
+class TargetReport(_Judged):
     """A build judged against a device with no reference (q9diff.target): `q9diff.target/1`, with
     `load` (will each part load on the device, and on the runtime named)."""
 
@@ -161,20 +176,8 @@ class TargetReport(_Drawn):
         return self.data["matches"]
 
     @property
-    def causes(self) -> list[dict]:
-        return _saved(self.data["causes"])
-
-    @property
-    def suggestions(self) -> list[dict]:
-        return _saved(self.data["suggestions"])
-
-    @property
-    def load(self) -> LoadReport | None:
-        load = self.data.get("load")
-        return None if load is None else LoadReport(self.path, load)
-
-    def to_json(self) -> dict:
-        return _saved(self.data)
+    def _subject(self) -> Path:
+        return self.path
 
     def show(self, verbose: bool = False) -> None:
         """The terminal view, as `q9diff PATH --target DEVICE` prints it (`verbose`: as with -v)."""
