@@ -175,6 +175,23 @@ def plain_name(
 MAX_JSON_BYTES = 64 << 20  # a config or recipe is kilobytes, a tokenizer.json megabytes; this is neither
 
 
+@contextmanager
+def open_regular(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused):
+    """The open file at `path` and its stat, or `error` with one line naming the file: opened without
+    blocking (a FIFO opens at once, then fstat refuses it, as it refuses a folder or a device), so no
+    byte is read from anything but a regular file."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
+        yield f, st
+
+
 def read_text(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
               limit: int = MAX_JSON_BYTES) -> str:  # fmt: skip
     """The UTF-8 text of `path`, or `error` with one line naming the file and what was expected there.
@@ -183,14 +200,7 @@ def read_text(path: str | os.PathLike, expected: str, error: type[Exception] = P
     configs given: the size is checked on the open file before a byte is read, so a 600 MB sparse file is
     refused at once, and a FIFO or device (which would block or never end) is not read at all."""
     p = Path(path)
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once, then fstat refuses it
-    except OSError as exc:
-        raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
+    with open_regular(p, expected, error) as (f, st):
         data = f.read(limit + 1) if st.st_size <= limit else b""
     if st.st_size > limit or len(data) > limit:
         size = max(st.st_size, len(data))

@@ -15,7 +15,6 @@ import json
 import mmap
 import os
 import re
-import stat
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -130,14 +129,9 @@ def parse(text: str) -> Runtime:
 
 def from_library(path: Path) -> Runtime:
     """The QAIRT version a runtime library carries (`AISW_VERSION: x.y.z`, or its build id)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise UnknownRuntime(f"{path}: expected a runtime library, cannot read it ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise UnknownRuntime(f"{path}: expected a runtime library, got a folder, FIFO or device")
+    from q9diff.guard import open_regular
+
+    with open_regular(path, "a runtime library", UnknownRuntime) as (f, st):
         if st.st_size > MAX_LIBRARY or st.st_size == 0:
             raise UnknownRuntime(f"{path}: expected a runtime library, got a {st.st_size} byte file")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
