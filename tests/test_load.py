@@ -234,3 +234,16 @@ def test_doctor_and_diff_say_it_with_load_check_ids(tmp_path):
     )
     md = q9diff_cli("report", str(saved), "--markdown", "-")
     assert md.returncode == 1 and "### Will it load on QCS9100 and QAIRT 2.48: will not load" in md.stdout
+
+
+def test_a_runtime_named_by_a_file_that_is_no_library_is_refused_not_read_for_a_version(tmp_path):
+    """A text that quotes a QAIRT build id (this README does) is not a runtime: --runtime PATH reads a
+    version only from an ELF shared object, else one line and exit 2."""
+    notes = tmp_path / "libQnnHtp.so"
+    notes.write_text("built with v2.51.0.260929181845 and AISW_VERSION: 2.51.0\n")
+    r = q9diff_cli("doctor", str(FIXTURES / "qwen-mini" / "reference"), "--runtime", str(notes))
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert (
+        r.stderr.strip()
+        == f"q9diff: error: {notes}: expected a runtime library (an ELF shared object) at offset 0x0"
+    )

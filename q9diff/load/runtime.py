@@ -135,6 +135,10 @@ def from_library(path: Path) -> Runtime:
         if st.st_size > MAX_LIBRARY or st.st_size == 0:
             raise UnknownRuntime(f"{path}: expected a runtime library, got a {st.st_size} byte file")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if data[:4] != b"\x7fELF":  # a text that quotes a build id is no library to read it from
+                raise UnknownRuntime(
+                    f"{path}: expected a runtime library (an ELF shared object) at offset 0x0"
+                )
             m = AISW.search(data) or _BUILD.search(data)
             found = None if m is None else tuple(int(g) for g in m.groups())
     if found is None:
