@@ -133,9 +133,8 @@ def variants() -> list[Variant]:
     for version, soc, arch in OLD_GENERIC:
         name = f"{'generic' if soc == 0 else f'soc_{soc}'}_{arch}_qairt_{version}"
         settings = replace(BASE, soc_model=soc, dsp_arch=arch)
-        out.append(
-            Variant(name, settings, ("mlp.onnx",), f"soc_model {soc}, dsp_arch {arch}, QAIRT {version}", version)
-        )
+        note = f"soc_model {soc}, dsp_arch {arch}, QAIRT {version}"
+        out.append(Variant(name, settings, ("mlp.onnx",), note, version))
     for mb in (2, 4, 8):
         out.append(Variant(f"vtcm_{mb}mb", replace(BASE, vtcm_mb=mb), ("mlp.onnx",), f"vtcm_mb {mb}"))
     for level in (1, 2, 3):

@@ -75,9 +75,12 @@ SETTINGS = {
 OTHER_COMBOS = (("mlp", "plain"), ("decoder", "plain"))
 PROBE_ARCHES = (73, 75)
 PROBES = {"vtcm_2": {"vtcm_mb": 2}, "vtcm_8": {"vtcm_mb": 8}, "O_1": {"optimization_level": 1},
-          "O_3": {"optimization_level": 3}}  # fmt: skip
-PROBE_SETTING = {"vtcm_2": "vtcm_size", "vtcm_8": "vtcm_size", "O_1": "optimization_level",
-                 "O_3": "optimization_level"}  # fmt: skip
+          "O_3": {"optimization_level": 3}, "vtcm_2_O3": {"vtcm_mb": 2, "optimization_level": 3},
+          "vtcm_8_O3": {"vtcm_mb": 8, "optimization_level": 3}}  # fmt: skip
+# probe -> (the setting it moves, the build it is compared with: "plain" or another probe)
+PROBE_SETTING = {"vtcm_2": ("vtcm_size", "plain"), "vtcm_8": ("vtcm_size", "plain"),
+                 "O_1": ("optimization_level", "plain"), "O_3": ("optimization_level", "plain"),
+                 "vtcm_2_O3": ("vtcm_size", "O_3"), "vtcm_8_O3": ("vtcm_size", "O_3")}  # fmt: skip
 GRAPH_FIELDS = ("vtcm_size", "optimization_level", "num_hvx_threads", "htp_dlbc")
 
 
@@ -364,9 +367,10 @@ def _follows(mine: dict) -> dict:
     for k, b in mine.items():
         p = _key_parts(k)
         if p["settings"] in PROBES:
-            base = mine.get("|".join([p["qairt"], p["arch"], p["model"], "plain", p["build"]]))
+            setting, against = PROBE_SETTING[p["settings"]]
+            base = mine.get("|".join([p["qairt"], p["arch"], p["model"], against, p["build"]]))
             if base:
-                out[PROBE_SETTING[p["settings"]]] |= _options_apart(base, b)
+                out[setting] |= _options_apart(base, b)
     return {k: sorted(v) for k, v in out.items()}
 
 

@@ -129,13 +129,12 @@ def requested(
     apart = [(k, options.get(k)) for k, v in sig.options if options.get(k) != v]
     wrote = ", ".join(f"{k}={v}" for k, v in sig.options)
     if not apart:
-        why = (f"options {wrote}: what every measured soc_model 0 build for v{sig.arch} writes on QAIRT"
-               f" {qairt} ({sig.models} models and settings) and no explicit soc_model {soc_model} build"
-               " does; the compiler stood in its SoC")  # fmt: skip
+        why = (f"options {wrote}, as every soc_model 0 build for v{sig.arch} on QAIRT {qairt} and no explicit"
+               f" soc_model {soc_model} one (measured): the compiler stood in its SoC")  # fmt: skip
         return Requested(0, True, (why,), "measured")
     said = ", ".join(f"{k}={got}" for k, got in apart)
-    why = (f"options {said}: an explicit build (a soc_model 0 build for v{sig.arch} writes {wrote} on QAIRT"
-           f" {qairt}, measured)")  # fmt: skip
+    why = (f"options {said}: an explicit build (every soc_model 0 build for v{sig.arch} on QAIRT {qairt}"
+           f" writes {wrote}, measured)")  # fmt: skip
     return Requested(soc_model, False, (why,), "measured")
 
 
