@@ -68,6 +68,8 @@ def test_single_setting_pair_names_exactly_that_root(a, b, changed):
         expected.discard("dsp_arch")  # soc_model 0 + arch: the binary records the same arch
     if "soc_model" in expected and res.a.soc_model == res.b.soc_model:
         expected.discard("soc_model")
+    if "soc_model" in expected and res.a.dsp_arch != res.b.dsp_arch:
+        expected.add("dsp_arch")  # QAIRT 2.47-2.50's generic v79 build records v68 (generic_measured.json)
     if not expected:
         assert not res.identical or roots == set()
         return

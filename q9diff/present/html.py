@@ -13,7 +13,7 @@ import html
 
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
-from q9diff.present import charts, embed
+from q9diff.present import charts, embed, verdict
 from q9diff.present.verdict import (
     headline,
     models_line,
@@ -22,9 +22,6 @@ from q9diff.present.verdict import (
     root_line,
     sides,
     warnings,
-)
-from q9diff.present.verdict import (
-    label as cause_label,
 )
 from q9diff.units import human
 from q9diff.units import sizes as size_change
@@ -93,7 +90,7 @@ def _cause_value(c: dict, side: str) -> str:
 
 def causes_table(causes: list[dict]) -> str:
     rows = "".join(
-        f"<tr><td>{esc(cause_label(c))}</td><td>{esc(role(c))}</td><td>{_cause_value(c, 'a')}</td>"
+        f"<tr><td>{esc(verdict.label(c))}</td><td>{esc(role(c))}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
         f"<td class='n'>{'' if c.get('bytes') is None else size_span(c['bytes'])}</td>"
         f"<td class='ev'>{esc('; '.join(c['evidence']))}</td></tr>"

@@ -1,0 +1,120 @@
+"""What explains a difference beyond the rule table: the recorded socModel where what was asked is unknown,
+the model itself (weights' content and source-level ops, never the compiler's own ops), and every compiler
+option that differs, a setting's or named with no known cause. `res` is the q9diff.compare.diff.DiffResult
+being built."""
+
+from __future__ import annotations
+
+from q9diff.compare.attribution import bucket_of
+from q9diff.compare.cause import Cause
+from q9diff.compare.rules import ROOT_SETTINGS
+from q9diff.format import generic
+from q9diff.format.binary import ContextBinary
+
+
+def _one(values):
+    """A per-graph value as one value when all graphs agree, else the tuple."""
+    vals = tuple(values)
+    return vals[0] if len(set(vals)) == 1 else vals
+
+
+def soc_recorded(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) -> bool:
+    """Where what one side asked is unknown (a QAIRT whose generic builds were not measured) but the two
+    record different SoCs, compare on the recorded socModel of that side: the builds differ in the SoC the
+    compiler modelled either way. True when the observations were replaced."""
+    ra = oa["soc_model"] if oa["soc_model"] is not None else a.soc_model
+    rb = ob["soc_model"] if ob["soc_model"] is not None else b.soc_model
+    if None not in (oa["soc_model"], ob["soc_model"]) or ra is None or rb is None or ra == rb:
+        return False
+    oa["soc_model"], ob["soc_model"] = ra, rb
+    return True
+
+
+def new_weights_bytes(rows: list[dict]) -> int:
+    """Bytes of weights whose content differs: new bytes and size change, not bytes only moved."""
+    return sum(max(r["new_bytes"], abs(r["delta"])) for r in rows if bucket_of(r["kind"]) == "weights")
+
+
+def compiler_kinds(*builds: ContextBinary) -> frozenset[str]:
+    """Op kinds (generic.op_base) measured to come and go with settings for one model on these builds' QAIRT
+    (besides those named as the compiler's own, `@DmaCheckpointSet`, `*InputSlice`: source_ops)."""
+    measured = [m for m in map(generic.of_build, (cb.build_id for cb in builds)) if m is not None]
+    return frozenset().union(*(m.op_kinds for m in measured))
+
+
+def source_ops(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) -> list[str]:
+    """Op kinds present on one side only that the compiler was not seen to add for settings: what the
+    source model put there (generic.op_base names, sorted)."""
+    own = compiler_kinds(a, b)
+    ka = {generic.op_base(k) for g in oa["op_kinds"] for k in g}
+    kb = {generic.op_base(k) for g in ob["op_kinds"] for k in g}
+    return sorted(k for k in ka ^ kb if k[:1] not in ("@", "*") and k not in own)
+
+
+def model_itself(res, a: ContextBinary, b: ContextBinary, oa: dict, ob: dict, roots: set[str]) -> None:
+    """No setting that reshapes the graph body differs, yet the weights' content or the source-level ops do:
+    the model itself differs (a root cause listed first, carrying the weights' bytes). Ops only the compiler
+    adds (its own, or seen to come and go with settings) are the schedule, never the model: with no setting
+    to explain them, the schedule is said to differ for a cause not known."""
+    if roots & set(ROOT_SETTINGS) or "graph_structure" in roots:
+        return
+    weights, ops = new_weights_bytes(res.regions), source_ops(a, b, oa, ob)
+    if weights or ops:
+        said = ", ".join(ops[:6]) + (f" and {len(ops) - 6} more" if len(ops) > 6 else "")
+        evidence = [f"{weights} bytes of weights differ in content"] if weights else []
+        evidence += [f"op kinds on one side only: {said}"] if ops else []
+        ops_a, ops_b = sum(map(len, oa["op_kinds"])), sum(map(len, ob["op_kinds"]))
+        res.causes.insert(0, Cause("graph_structure", "root", ops_a, ops_b, weights, tuple(evidence)))
+        return
+    for i, c in enumerate(res.causes):
+        if c.name == "schedule":
+            why = ("no setting q9diff reads differs and every op kind that moved is the compiler's own:"
+                   " the compiler scheduled otherwise, cause not known")  # fmt: skip
+            res.causes[i] = Cause(c.name, "unexplained", c.a, c.b, c.bytes, (*c.evidence, why), c.size_delta)
+
+
+# Options that are a setting under the compiler's own name: the option says what was asked.
+MIRRORS = {"O": "optimization_level", "hvx_threads": "hvx_threads", "enable_dlbc": "dlbc",
+           "compress_weights": "weights_packing", "native_hmx_a16w4": "native_hmx_a16w4", "arch": "dsp_arch",
+           "min_arch": "dsp_arch", "soc_type": "soc_model", "vtcm_size": "vtcm_size",
+           "vtcm_mb": "vtcm_size"}  # fmt: skip
+# A root cause -> the measured setting whose options it moves (generic_measured.json `follows`).
+FOLLOWS = {"soc_model": "soc_model", "dsp_arch": "soc_model", "vtcm_size": "vtcm_size",
+           "optimization_level": "optimization_level", "graph_structure": "model"}  # fmt: skip
+
+
+def option_changes(a: ContextBinary, b: ContextBinary) -> dict[str, tuple]:
+    """Every compiler option that differs between graphs at the same position: key -> (a's, b's) value,
+    each a value or, where graphs disagree, a list per graph."""
+    apart: dict[str, tuple[list, list]] = {}
+    for i in range(min(len(a.graphs), len(b.graphs))):
+        oa, ob = a.options(i), b.options(i)
+        for k in sorted(set(oa) | set(ob)):
+            if oa.get(k) != ob.get(k):
+                va, vb = apart.setdefault(k, ([], []))
+                va.append(oa.get(k)), vb.append(ob.get(k))
+    return {k: (_one(va), _one(vb)) for k, (va, vb) in apart.items()}
+
+
+def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]) -> None:
+    """Every compiler option that differs is a setting's (its mirror, or measured to follow a root cause on
+    these builds' QAIRT), or is listed by name as a difference whose cause is not known."""
+    if "sdk_version" in roots or res.different_models:
+        return  # two compilers' or two models' options: every option may differ
+    measured = [m for m in (generic.of_build(a.build_id), generic.of_build(b.build_id)) if m]
+    moved = set()
+    for root in roots:
+        moved |= {k for k, s in MIRRORS.items() if s == root}
+        setting = FOLLOWS.get(root)
+        for m in measured if setting else ():
+            moved |= m.follows.get(setting, frozenset())
+    where = (f"measured on QAIRT {', '.join(sorted({m.qairt for m in measured}))}" if measured else
+             f"which options follow which setting is measured on QAIRT {generic.measured_range()}"
+             " only")  # fmt: skip
+    for key, (va, vb) in option_changes(a, b).items():
+        if key in moved:
+            continue
+        why = (
+            f"compiler option {key}: {va} → {vb}, cause not known (no setting q9diff reads moves it; {where})"
+        )
+        res.causes.append(Cause("compiler_option", "unexplained", va, vb, None, (why,), option=key))
