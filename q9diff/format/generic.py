@@ -120,9 +120,8 @@ def requested(
         return Requested(None, None, (why,), "not measured")
     sig = data.signatures.get((soc_model, dsp_arch))
     if sig is None:
-        stand_ins = ", ".join(f"{s} on v{a}" for s, a in sorted(data.signatures)) or "0 only"
-        why = (f"QAIRT {qairt}'s generic builds record socModel {stand_ins} (measured); {soc_model} on"
-               f" v{dsp_arch} is none of them: asked")  # fmt: skip
+        why = (f"socModel {soc_model} on v{dsp_arch} is no generic build's stand-in on QAIRT {qairt}"
+               " (measured): it was asked")  # fmt: skip
         return Requested(soc_model, False, (why,), "measured")
     if not sig.options:
         why = (f"on QAIRT {qairt} a generic v{sig.arch} build and an explicit soc_model {soc_model} build"
