@@ -1,11 +1,17 @@
-"""What an error number or a pasted log line of QNN, Genie or ONNX Runtime's QNN EP means, which causes
-produce it, and which q9diff command tells which one applies: `q9diff explain`.
+"""What an error number, a C name, a word of q9diff's reports or a pasted log of QNN, Genie, FastRPC,
+ONNX Runtime's QNN EP or ExecuTorch's QNN backend means: `q9diff explain`.
 
-The knowledge is data, `codes.json` beside this file (its sources in SOURCES.md): every error value of
-Qualcomm's public QNN and Genie headers with its C name and API (facts; the meanings and causes are our
-own sentences), and the log lines measured in Qualcomm's runtime libraries or quoted from public threads,
-each with a pattern that finds it in a pasted line. Every cause says how it is known: measured here,
-documented by Qualcomm, or reported in a public thread.
+The knowledge is data beside this file: `catalogue.json`, every message format string Qualcomm's libraries
+and the frameworks' QNN layers can print, each with the libraries and versions that hold it (built from the
+libraries by scripts/build_explain_catalogue.py); `codes.json`, every QNN and Genie error value with its C
+name and API, the meanings of FastRPC's error numbers, the messages whose meaning and causes q9diff knows,
+and the causes, each marked measured here, documented, or reported in public threads; `libraries.json`,
+what each shared library a log names is and where it is looked for; `terms.json`, the words q9diff's
+reports use. Sources in SOURCES.md.
+
+A log is read line by line (lines.py, log.py): every line is explained, recognised as context, or said
+to be unknown; then one verdict (verdict.py) names the decisive line, the layer that failed, the causes
+ranked for the lines at hand and the command that tells which applies.
 """
 
 from __future__ import annotations
@@ -16,51 +22,18 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-CODES_PATH = Path(__file__).with_name("codes.json")
+from q9diff.explain import catalogue
+from q9diff.explain.codes import Cause, Code, by_name, by_value, codes, fastrpc_value, primary
+from q9diff.explain.lines import tools_of
+from q9diff.explain.log import CONTEXT, EXPLAINED, UNKNOWN, Finding, find
+from q9diff.explain.verdict import Verdict, judge
+
+__all__ = ["Cause", "Code", "Explanation", "Term", "explain", "load", "primary", "sizes", "term", "terms"]
+
 TERMS_PATH = Path(__file__).with_name("terms.json")  # the words q9diff's reports use, in a few words each
-MAX_LINE = 4096  # a pasted log line is read this far: the patterns are searched, never run on megabytes
-MAX_LINES = 2000
-
-
-@dataclass(frozen=True)
-class Cause:
-    cause: str
-    evidence: str  # measured, documented or reported
-    source: str
-    check: str | None  # the q9diff command that tells whether this cause applies, None where none can
-
-
-@dataclass(frozen=True)
-class Code:
-    """One error value as one header names it (a value can carry several names: 1002 is the MEM_ALLOC
-    of eight APIs, 30010 two QNN System tables)."""
-
-    value: int
-    name: str
-    api: str
-    source: str
-    meaning: str
-    causes: tuple[Cause, ...]
-    alias_of: str | None
-    runtimes: tuple[str, ...]  # QAIRT versions whose libQnnHtp error table names it (measured)
-
-    @property
-    def hex(self) -> str:
-        return f"0x{self.value:x}" if self.value >= 0 else ""
-
-
-@dataclass(frozen=True)
-class Message:
-    """A log line a runtime prints, with the pattern that finds it in a pasted line."""
-
-    text: str
-    pattern: re.Pattern
-    library: str
-    versions: tuple[str, ...]  # QAIRT versions whose library holds the text; () where only logs show it
-    meaning: str
-    codes: tuple[int, ...]
-    causes: tuple[Cause, ...]
-    source: str
+MAX_LINES = 200_000
+_NUMBER = re.compile(r"(-?\d{1,10}|0x[0-9a-f]{1,8})")
+_NAME = re.compile(r"(?:QNN|GENIE|AEE)_[A-Z0-9_]{2,80}")
 
 
 @dataclass(frozen=True)
@@ -74,86 +47,120 @@ class Term:
 
 
 @dataclass(frozen=True)
-class Match:
-    """What one query explains: the messages found in it and the codes it names (as a number, a hex
-    value or a C name, alone or inside a pasted line), or the term it is."""
+class Explanation:
+    """What a query is: a code, a C name or a term (`codes`, `terms`), or a log (`findings`, one per
+    line, and the `verdict` over them)."""
 
     query: str
-    messages: tuple[Message, ...]
     codes: tuple[Code, ...]
     terms: tuple[Term, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    verdict: Verdict | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.messages or self.codes or self.terms)
+        return bool(self.codes or self.terms or any(f.status == EXPLAINED for f in self.findings))
+
+    @property
+    def is_log(self) -> bool:
+        return self.verdict is not None
+
+    @property
+    def messages(self) -> tuple[Finding, ...]:
+        """The findings that are messages q9diff knows (catalogued or curated), once per message."""
+        seen, out = set(), []
+        for f in self.findings:
+            if f.hit is not None and f.hit.entry.text not in seen:
+                seen.add(f.hit.entry.text)
+                out.append(f)
+        return tuple(out)
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(f.status == s for f in self.findings) for s in (EXPLAINED, CONTEXT, UNKNOWN)}
 
     def to_json(self) -> dict:
-        def cause(c: Cause) -> dict:
-            return {"cause": c.cause, "evidence": c.evidence, "source": c.source, "check": c.check}
-
+        """The q9diff.explain/1 document (without its schema id)."""
         return {
-            "query": self.query,
-            "messages": [
-                {
-                    "text": m.text,
-                    "library": m.library,
-                    "versions": list(m.versions),
-                    "meaning": m.meaning,
-                    "codes": list(m.codes),
-                    "causes": [cause(c) for c in m.causes],
-                    "source": m.source,
-                }
-                for m in self.messages
-            ],  # fmt: skip
-            "codes": [
-                {
-                    "value": c.value,
-                    "hex": c.hex,
-                    "name": c.name,
-                    "api": c.api,
-                    "source": c.source,
-                    "meaning": c.meaning,
-                    "alias_of": c.alias_of,
-                    "causes": [cause(x) for x in c.causes],
-                }
-                for c in self.codes
-            ],  # fmt: skip
+            "query": self.query if len(self.query) <= 4096 else self.query[:4096],
+            "messages": [_message_json(f) for f in self.messages],
+            "codes": [_code_json(c) for c in self.codes],
             "terms": [{"term": t.term, "says": t.says, "see": t.see} for t in self.terms],
+            "verdict": self.verdict.to_json() if self.verdict else None,
+            "lines": runs(self.findings),
         }
 
 
-def _causes(rows) -> tuple[Cause, ...]:
-    return tuple(Cause(r["cause"], r["evidence"], r["source"], r.get("check")) for r in rows)
+def _cause_json(c: Cause) -> dict:
+    return {"cause": c.cause, "evidence": c.evidence, "source": c.source, "check": c.check}
 
 
-@cache
-def table() -> tuple[tuple[Code, ...], tuple[Message, ...]]:
-    """Every code (QNN and Genie) and message, read once from codes.json."""
-    data = json.loads(CODES_PATH.read_text(encoding="utf-8"))
-    codes = tuple(
-        Code(r["value"], r["name"], r["api"], r["source"], r["meaning"], _causes(r["causes"]),
-             r.get("alias_of"), tuple(r.get("runtimes", ())))
-        for r in (*data["codes"], *data["genie"])
-    )  # fmt: skip
-    messages = tuple(
-        Message(r["text"], re.compile(r["match"]), r["library"], tuple(r["versions"]), r["meaning"],
-                tuple(r["codes"]), _causes(r["causes"]), r["source"])
-        for r in data["messages"]
-    )  # fmt: skip
-    return codes, messages
+def _code_json(c: Code) -> dict:
+    causes = [_cause_json(x) for x in c.causes]
+    return {"value": c.value, "hex": c.hex, "name": c.name, "api": c.api, "source": c.source,
+            "meaning": c.meaning, "alias_of": c.alias_of, "causes": causes}  # fmt: skip
 
 
-# A code in a pasted line: "err 5000", "0x1388", "Error code: 6031", "error: 1002", "status -1".
-_NUMBER = re.compile(r"^\s*(-?\d{1,6}|0x[0-9a-fA-F]{1,8})\s*$")
-_IN_LINE = re.compile(
-    r"(?:\berr(?:or)?(?:\s+code)?\s*[:=]?\s*|\bstatus\s*[:=]?\s*|\bcode\s*[:=]\s*)(-?\d{1,6}|0x[0-9a-fA-F]{1,8})\b"
-    r"|\b(0x[0-9a-fA-F]{3,8})\b",
-    re.I,
-)
-_NAME = re.compile(r"\b(?:QNN|GENIE)_[A-Z0-9_]+\b")
+def _message_json(f: Finding) -> dict:
+    e, known = f.hit.entry, f.curated
+    first = e.places[0]
+    return {
+        "text": e.text,
+        "library": known.library if known and known.library else first.library,
+        "versions": list(first.versions),
+        "libraries": [
+            {"library": p.library, "level": p.level, "versions": list(p.versions)} for p in e.places
+        ],
+        "layer": f.layer,
+        "meaning": known.meaning if known else "",
+        "codes": list(known.codes) if known else [],
+        "causes": [_cause_json(c) for c in (known.causes if known else ())],
+        "source": known.source if known else "catalogue.json",
+    }
 
 
-def _number(text: str) -> int:
-    return int(text, 16) if text.lower().startswith("0x") else int(text)
+def _line_json(f: Finding) -> dict:
+    """One line's entry: what it is; the message, the values of its fields, the codes, the libraries that
+    could not be opened and the signals only where there are any."""
+    row = {"first": f.line.number, "last": f.line.number, "status": f.status, "level": f.level, "how": f.how,
+           "layer": f.layer}  # fmt: skip
+    if f.hit is not None:
+        row |= {"message": f.hit.entry.text, "complete": f.hit.complete, "values": list(f.hit.values)}
+    if f.codes:
+        row |= {"codes": [{"value": c.value, "name": c.name, "api": c.api} for c in f.codes],
+                "own_number": f.own_number}  # fmt: skip
+    if f.missing:
+        row["missing"] = [
+            {"name": m.name, "on_dsp": m.on_dsp, "reason": m.reason,
+             "ships": m.library.ships if m.library else None,
+             "variable": m.library.variable if m.library else None}
+            for m in f.missing
+        ]  # fmt: skip
+    if f.signals:
+        row["signals"] = list(f.signals)
+    if f.line.cut:
+        row["cut"] = True
+    return row
+
+
+def runs(findings) -> list[dict]:
+    """Each explained line on its own; a run of context lines, or of unknown lines alike (same level and
+    layer), as one entry from its first line to its last: every line is in exactly one entry."""
+    out: list[dict] = []
+    for f in findings:
+        row = _line_json(f)
+        prev = out[-1] if out else None
+        same = (
+            prev is not None
+            and f.status != EXPLAINED
+            and prev["status"] == f.status
+            and (f.status == CONTEXT or (prev["level"], prev["layer"]) == (row["level"], row["layer"]))
+        )
+        if same and prev["last"] == f.line.number - 1:
+            prev["last"] = f.line.number
+            if f.status == CONTEXT and f.how not in prev["how"].split("; "):
+                prev["how"] += "; " + f.how
+            continue
+        out.append(row)
+    return out
 
 
 @cache
@@ -169,63 +176,57 @@ def term(word: str) -> Term | None:
     return next((t for t in terms() if key in {t.term.casefold(), *(a.casefold() for a in t.also)}), None)
 
 
-def explain(query: str) -> Match:
-    """What `query` means: an error number (5000, 0x1388, -1 for Genie), a C name
-    (QNN_CONTEXT_ERROR_INVALID_ARGUMENT), or pasted log lines, each searched for the known messages and
-    the codes it names (a line's own code where it gives one, else the codes its message is known to
-    end with). Nothing known: an empty Match."""
-    named = term(query) if len(query) < 64 else None
-    if named is not None:
-        return Match(query, (), (), (named,))
-    codes, messages = table()
-    found_m: dict[int, Message] = {}
-    values: list[int] = []
-    names: list[str] = []
-    for line in query.splitlines()[:MAX_LINES] or [""]:
-        line = line[:MAX_LINE]
-        bare = _NUMBER.match(line)
-        if bare:
-            values.append(_number(bare.group(1)))
-            continue
-        hits = [i for i, m in enumerate(messages) if _said(m, line)]
-        found_m.update((i, messages[i]) for i in hits)
-        own = [_number(a or b) for a, b in _IN_LINE.findall(line)]
-        values += own or [v for i in hits for v in messages[i].codes]
-        names += _NAME.findall(line)
-    chosen = [c for v in dict.fromkeys(values) for c in codes if c.value == v]
-    chosen += [c for n in dict.fromkeys(names) for c in codes if c.name == n]
-    return Match(query, tuple(m for _, m in sorted(found_m.items())), tuple(dict.fromkeys(chosen)))
+def code_query(text: str) -> tuple[Code, ...]:
+    """The codes a query of one number or C name means: QNN's and Genie's for a number (5000, 0x1388,
+    -1), FastRPC's for 0x8000xxxx (or AEE_ names); () when `text` is neither."""
+    t = text.strip()
+    if _NAME.fullmatch(t):
+        return by_name(t)
+    if not _NUMBER.fullmatch(t.lower()):
+        return ()
+    n = int(t, 16) if t.lower().startswith("0x") else int(t)
+    rpc = fastrpc_value(n)
+    if rpc is not None:
+        return by_value(rpc, "fastrpc")
+    return (*by_value(n, "qnn"), *by_value(n, "genie"))
 
 
-PLACEHOLDERS = re.compile(r"%[-+ #0-9.]*[a-z]+|\{[^}]*\}|…|\.\.\.")
+def explain(query: str) -> Explanation:
+    """What `query` means: a term, an error number or C name, or pasted log lines (each accounted for,
+    then one verdict). Nothing known: a falsy Explanation."""
+    single = query.strip()
+    if "\n" not in single and len(single) < 64:
+        named = term(single)
+        if named is not None:
+            return Explanation(query, (), (named,))
+        found = code_query(single)
+        if found:
+            return Explanation(query, found)
+    raw = query.split("\n")[:MAX_LINES]
+    if raw and raw[-1] == "":
+        raw = raw[:-1]
+    tools = tools_of(frozenset(catalogue.WORD.findall(catalogue.normal(query))))
+    whole = sum(bool(r.strip()) for r in raw) == 1
+    seen: dict = {}
+    findings = [find(i + 1, r.rstrip("\r"), tools, whole, seen) for i, r in enumerate(raw)]
+    named = [c for f in findings for c in f.codes]
+    for f in findings:
+        named += [c for n in _NAME.findall(f.line.shown) for c in by_name(n)]
+    return Explanation(query, tuple(dict.fromkeys(named)), (), tuple(findings), judge(findings))
 
 
-def _said(m: Message, line: str) -> bool:
-    """The message is in the line: its pattern matches (in any case), or the line is a piece of at least
-    three words of its text (a user pastes "Unsupported HTP arch")."""
-    if m.pattern.search(line) or re.search(m.pattern.pattern, line, re.I):
-        return True
-    piece = " ".join(line.split()).lower()
-    if len(piece.split()) < 3:
-        return False
-    return any(piece in part.lower() for part in PLACEHOLDERS.split(m.text) if len(part) >= len(piece))
+def load() -> None:
+    """Read every table now (the catalogue, its index, the codes, the curated messages), so that a
+    caller timing or freezing memory (gc.freeze) sees them loaded."""
+    from q9diff.explain.log import curated
+
+    catalogue.index()
+    codes()
+    curated()
+    terms()
 
 
-def primary(codes: tuple[Code, ...]) -> list[tuple[Code, list[str]]]:
-    """Each value once: the entry that defines it, with the other names tables give the same value."""
-    out: dict[tuple[int, str], tuple[Code, list[str]]] = {}
-    for c in codes:
-        key = (c.value, "genie" if c.api == "genie" else "qnn")
-        if key not in out:
-            out[key] = (c, [])
-        elif out[key][0].alias_of is not None and c.alias_of is None:
-            out[key] = (c, [out[key][0].name, *out[key][1]])
-        else:
-            out[key][1].append(c.name)
-    return list(out.values())
-
-
-def glossary_size() -> tuple[int, int]:
-    """How many codes and messages are known (for the line that says a query is not among them)."""
-    codes, messages = table()
-    return len(codes), len(messages)
+def sizes() -> tuple[int, int, int]:
+    """How many codes, catalogued messages and terms are known (for the line that says a query is
+    not among them)."""
+    return len(codes()), len(catalogue.rows()), len(terms())
