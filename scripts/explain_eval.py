@@ -32,7 +32,7 @@ def _id(ranked) -> str:
 
 def judge(case: dict) -> tuple[bool, str]:
     """(right, why not) for one case."""
-    from q9diff.explain import explain
+    from q9diff.explain.query import explain
 
     found = explain("\n".join(case["log"]))
     expect = case["expect"]

@@ -12,8 +12,10 @@ import sys
 import pytest
 from conftest import q9diff_cli
 
-from q9diff.explain import catalogue, explain, primary
+from q9diff.explain import catalogue
+from q9diff.explain.codes import CODES_PATH, primary
 from q9diff.explain.log import curated
+from q9diff.explain.query import explain
 
 ASKED = {  # the numbers users paste (issue 35), with the C name each has in Qualcomm's headers
     5000: "QNN_CONTEXT_ERROR_INVALID_ARGUMENT",
@@ -183,3 +185,12 @@ def test_the_curated_messages_are_the_catalogues_or_say_whose_logs_show_them():
         sample = catalogue.FIELD.sub("7", c.text)
         f = explain(sample).findings[0]
         assert f.status == "explained" and f.hit is not None, c.text
+
+
+def test_every_source_a_cause_or_message_names_is_listed():
+    data = json.loads(CODES_PATH.read_text(encoding="utf-8"))
+    listed = {s["id"] for s in data["sources"]}
+    named = {s for c in data["causes"].values() for s in c["source"].split(" / ")}
+    named |= {s for m in data["messages"] for s in m["source"].split(" / ")}
+    assert named - listed == set()
+    assert all(c["evidence"] in ("measured", "documented", "reported") for c in data["causes"].values())

@@ -49,8 +49,8 @@ def explain(
       2  nothing q9diff knows, or input that is not text (one line)"""
     import gc
 
-    from q9diff.explain import explain as lookup
-    from q9diff.explain import load, sizes
+    from q9diff.explain.query import explain as lookup
+    from q9diff.explain.query import load, sizes
 
     load()
     gc.freeze()  # the tables live as long as the command: a collector pass over them per line read is waste

@@ -326,16 +326,17 @@ def find(line: str, tokens: set[str], shown: str | None = None) -> list[Hit]:
     (`Hit.rank`)."""
     filed = index()
     hits = []
+    letters = sum(len(t) for t in tokens)
     for t in tokens:
         for i, second in filed.get(t, ()):
             if second and second not in tokens:
                 continue
-            h = match(entry(i), line, shown)
-            if h is not None:
+            e = entry(i)
+            if e.letters < MIN_LETTERS and 2 * e.letters < letters:
+                continue  # "%s started" is not every line that says started
+            h = match(e, line, shown)
+            if h is not None and (h.letters >= MIN_LETTERS or 2 * h.letters >= letters):
                 hits.append(h)
-    if any(h.letters < MIN_LETTERS for h in hits):  # "%s started" is not every line that says started
-        letters = sum(len(t) for t in tokens)
-        hits = [h for h in hits if h.letters >= MIN_LETTERS or 2 * h.letters >= letters]
     hits.sort(key=lambda h: h.rank)
     return hits
 

@@ -58,50 +58,30 @@ TOOLS = {
 }
 _TOOL_OF = {w: tool for tool, words in TOOLS.items() for w in words}
 # The layer a line's own words name, where no message of the catalogue says it.
-_LAYER_PREFIXES = (
-    (
-        (
-            "adsprpc",
-            "fastrpc",
-            "remote_handle",
-            "apps_std",
-            "mod_table",
-            "rpcmem",
-            "dspqueue",
-            "cdsprpc",
-            "listener_android",
-            "apps_mem",
-        ),
-        "FastRPC transport",
-    ),  # fmt: skip
-    (("graph_prepare", "tcm_migration", "graph_auxdata", "prepare_"), "compiler and graph finalize"),
-    (("qnndsp", "qnnhtp", "htp"), "HTP backend"),
-    (("dlopen", "dlerror", "loadlibrary"), "library loading"),
+# The layer a line's own words name, where no message of the catalogue says it (the first listed wins).
+_LAYER_WORDS = (
+    ("FastRPC transport", r"adsprpc|fastrpc|remote_handle|apps_std|mod_table|rpcmem|dspqueue|cdsprpc"
+                          r"|listener_android|apps_mem"),
+    ("compiler and graph finalize", r"graph_prepare|tcm_migration|graph_auxdata|prepare_"),
+    ("HTP backend", r"qnndsp|qnnhtp|htp"),
+    ("library loading", r"dlopen|dlerror|loadlibrary"),
+)  # fmt: skip
+_LAYER = re.compile("|".join(f"\\b(?P<g{i}>{words})" for i, (_, words) in enumerate(_LAYER_WORDS)))
+_CONTEXT_START = re.compile(
+    r"^(?:(?P<banner>[\W_]{0,400}$)|(?P<logcat>-{3,} ?beginning of )|(?P<time>[\d:.\-/ tz\[\]]{4,60}$)"
+    r"|(?P<prompt>[$#>] |>>> |\.\.\. |[\w.@-]{1,60}:[/~][^ ]{0,200} ?[#$] )"
+    r"|(?P<command>(?:adb|export|cd|set|source|python3?|pip3?|cmake|make|ninja|echo|ls|cat|chmod|mkdir|sudo)"
+    r"(?: |$)|\./[\w.-]{1,100}(?: |$))"
+    r"|(?P<frame>at [\w$.<>]{1,200}\(|#\d{1,3} pc [0-9a-f]{4,16} |file \"[^\"]{1,300}\", line \d{1,7}"
+    r"|traceback \(most)|(?P<fence>```))"
 )
-_CONTEXT_FORMS = (
-    (re.compile(r"^[\W_]{0,400}$"), "a banner or separator"),
-    (re.compile(r"^-{3,} ?beginning of "), "logcat's buffer banner"),
-    (re.compile(r"^[\d:.\-/ tz\[\]]{4,60}$"), "a timestamp"),
-    (re.compile(r"\d{1,3}(\.\d{1,2})?% ?(\||\[|$)|\d{1,3}%\|"), "progress"),
-    (re.compile(r"\b\d{1,6} files? pushed\b|\bfiles? pushed\b|\d mb/s \("), "adb's transfer report"),
-    (re.compile(r"^([$#>] |>>> |\.\.\. )"), "a shell prompt or command"),
-    (re.compile(r"^[\w.@-]{1,60}:[/~][^ ]{0,200} ?[#$] "), "a shell prompt or command"),
-    (
-        re.compile(
-            r"^(adb|export|cd|set|source|python3?|pip3?|cmake|make|ninja|echo|ls|cat|chmod|mkdir|sudo)( |$)"
-        ),
-        "a shell command",
-    ),
-    (re.compile(r"^\./[\w.-]{1,100}( |$)"), "a shell command"),
-    (
-        re.compile(
-            r"^(at [\w$.<>]{1,200}\(|#\d{1,3} pc [0-9a-f]{4,16} "
-            r"|file \"[^\"]{1,300}\", line \d{1,7}|traceback \(most)"
-        ),
-        "a stack frame",
-    ),
-    (re.compile(r"^```"), "a code fence"),
-)
+_CONTEXT_KINDS = {
+    "banner": "a banner or separator", "logcat": "logcat's buffer banner", "time": "a timestamp",
+    "prompt": "a shell prompt or command", "command": "a shell command", "frame": "a stack frame",
+    "fence": "a code fence",
+}  # fmt: skip
+_PROGRESS = re.compile(r"\d{1,3}(\.\d{1,2})?% ?(\||\[|$)|\d{1,3}%\|")
+_PUSHED = re.compile(r"\b\d{1,6} files? pushed\b|\bfiles? pushed\b|\d mb/s \(")
 # A number written in a line as an error number: after err, error, status, code, returned ... (one
 # separator at most, bounded blanks), or a FastRPC 0x8000xxxx anywhere.
 _CODE = re.compile(
@@ -152,6 +132,9 @@ class Library:
     note_evidence: str = ""
 
 
+_MISSING_WORDS = re.compile("|".join(re.escape(p) for p in _MISSING))
+
+
 @dataclass(frozen=True)
 class Missing:
     """A library a line says could not be opened (or found), and what we know of it."""
@@ -162,82 +145,84 @@ class Missing:
     reason: str  # what the line says after the name (the loader's reason), '' where it says none
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Line:
     number: int  # 1-based, in paste order
-    text: str  # as pasted, cut at MAX_LINE
-    cut: bool  # longer than MAX_LINE
+    cut: bool  # longer than MAX_LINE (only the first MAX_LINE characters are read)
     shown: str  # blanks collapsed, case kept
     body: str  # blanks collapsed, lower case
-    tokens: frozenset[str]
     level: str  # E W I V D, '' where the line writes none
     tools: frozenset[str]
     layer: str  # the layer the line's own words name, '' for none
     context: str  # what kind of context line it is, '' when it is not one
 
 
-# When each level form can match at all (a cheap test first: most lines have one form, or none).
-_LEVEL_GUARDS = (
-    lambda h: "<" in h,
-    lambda h: "[" in h,
-    lambda h: ":onnxruntime:" in h,
-    lambda h: h[:1].isdigit(),
-    lambda h: h[:1].isdigit(),
-    lambda h: h[1:2] == "/",
-    lambda h: h[1:2] == " ",
-    lambda h: h[1:2].isdigit(),
-    lambda h: h[:1] in ("e", "f", "w"),
-)
-
-
 def level_of(body: str) -> str:
+    """The level the line writes, in the first of its forms (`_LEVEL_FORMS`) that can match (a cheap test
+    of its mark first: most lines have one form, or none)."""
     head = body[:200]
-    for guard, form in zip(_LEVEL_GUARDS, _LEVEL_FORMS):
-        if guard(head):
+    c0, c1 = head[:1], head[1:2]
+    guards = (
+        "<" in head,
+        "[" in head,
+        "[" in head and ":onnxruntime:" in head,
+        c0.isdigit(),
+        c0.isdigit(),
+        c1 == "/",
+        c1 == " ",
+        c1.isdigit(),
+        c0 in ("e", "f", "w"),
+    )
+    for guard, form in zip(guards, _LEVEL_FORMS):
+        if guard:
             m = form.search(head)
             if m:
                 return _LEVELS[m.group(1)]
     return ""
 
 
+_NONE: frozenset[str] = frozenset()
+
+
 def tools_of(tokens: frozenset[str]) -> frozenset[str]:
-    return frozenset(_TOOL_OF[t] for t in tokens if t in _TOOL_OF)
+    """The tools the words name (one shared empty set for the many lines that name none)."""
+    found = tokens & _TOOL_OF.keys()
+    return frozenset(_TOOL_OF[t] for t in found) if found else _NONE
 
 
-def layer_of(tokens: frozenset[str]) -> str:
-    for prefixes, layer in _LAYER_PREFIXES:
-        if any(t.startswith(prefixes) for t in tokens):
-            return layer
-    return ""
+def layer_of(body: str) -> str:
+    """The layer the words of `body` name: the first of _LAYER_WORDS any word starts with."""
+    found = {m.lastgroup for m in _LAYER.finditer(body[:MAX_LINE])}
+    return next((layer for i, (layer, _) in enumerate(_LAYER_WORDS) if f"g{i}" in found), "")
 
 
 def context_of(body: str, level: str) -> str:
     """What kind of context line `body` is ('' when it is not one): a separator, a timestamp, progress,
     a shell prompt or command, a stack frame; or a line whose level says it is information only."""
-    for form, what in _CONTEXT_FORMS:
-        if (
-            what == "progress"
-            and "%" not in body
-            or what == "adb's transfer report"
-            and "pushed" not in body
-            and "mb/s" not in body
-        ):
-            continue
-        if form.search(body):
-            return what
+    m = _CONTEXT_START.match(body)
+    if m:
+        return _CONTEXT_KINDS[m.lastgroup]
+    if "%" in body and _PROGRESS.search(body):
+        return "progress"
+    if ("pushed" in body or "mb/s" in body) and _PUSHED.search(body):
+        return "adb's transfer report"
     if level in ("I", "V", "D"):
         return "an information line (its level is not an error's or a warning's)"
     return ""
 
 
-def read(number: int, raw: str) -> Line:
-    text = raw[:MAX_LINE]
-    shown = collapse(text)
-    body = normal(shown)
+def read(
+    number: int, raw: str, shown: str | None = None, body: str | None = None
+) -> tuple[Line, frozenset[str]]:
+    """Line `number` taken apart, and the words it holds (what messages are looked up by); `shown` and
+    `body` where the caller has them already."""
+    shown = collapse(raw[:MAX_LINE]) if shown is None else shown
+    body = normal(shown) if body is None else body
     tokens = frozenset(WORD.findall(body))
     level = level_of(body)
-    return Line(number, text, len(raw) > MAX_LINE, shown, body, tokens, level, tools_of(tokens),
-                layer_of(tokens), context_of(body, level))  # fmt: skip
+    line = Line(number, len(raw) > MAX_LINE, shown, body, level, tools_of(tokens), layer_of(body),
+                context_of(body, level))  # fmt: skip
+    return line, tokens
 
 
 # ---------- libraries named in a line ----------
@@ -303,7 +288,7 @@ def missing(line: Line) -> list[Missing]:
     precedes (dlopen's 'library "X" not found', glibc's 'X: cannot open shared object file', FastRPC's
     'dynamic loading failed for file:///X?...', 'Cannot Open QNN library X, with error: Y ...')."""
     body = line.body
-    if not any(p in body for p in _MISSING):
+    if not _MISSING_WORDS.search(body):
         return []
     names = library_names(body)
     if not names:
@@ -341,12 +326,12 @@ def numbers(line: Line) -> list[int]:
     for m in _CODE.finditer(line.body):
         s = m.group(1)
         out.append(int(s, 16) if s.startswith("0x") else int(s))
-    for m in _API.finditer(line.body):
+    for m in _API.finditer(line.body) if "qnn" in line.body or "genie" in line.body else ():
         s = m.group(1)
         v = int(s, 16) if s.startswith("0x") else int(s)
         if v not in out:
             out.append(v)
-    for m in _RPC.finditer(line.body):
+    for m in _RPC.finditer(line.body) if "0x8000" in line.body or "-21474" in line.body else ():
         v = int(m.group(1), 16) if m.group(1) else int(m.group(2))
         if v not in out:
             out.append(v)
@@ -355,7 +340,10 @@ def numbers(line: Line) -> list[int]:
 
 def names(line: Line) -> list[str]:
     """The C names of error values written in the line (QNN_..., GENIE_..., AEE_...), in upper case."""
-    return [n.upper() for n in _NAME.findall(line.body)]
+    body = line.body
+    if "qnn_" not in body and "genie_" not in body and "aee_" not in body:
+        return []
+    return [n.upper() for n in _NAME.findall(body)]
 
 
 def signals(line: Line) -> set[str]:
@@ -369,7 +357,7 @@ def signals(line: Line) -> set[str]:
         out |= {"op", "compile"}
     if any(w in body for w in _COMPILE) or line.layer == "compiler and graph finalize":
         out.add("compile")
-    if "routerx86" in body or "x86_64" in body:
+    if "x86" in body and ("routerx86" in body or "x86_64" in body):
         out.add("emulator")
     return out
 
@@ -378,6 +366,8 @@ def adsp_path_with_colons(line: Line) -> str | None:
     """An ADSP_LIBRARY_PATH (or DSP_LIBRARY_PATH) value the line shows separated by ':' and not ';', or
     a path FastRPC tried that holds such a list; None when the line shows neither."""
     body = line.body
+    if "library_path" not in body and "apps_std_fopen" not in body:
+        return None
     for key in ("adsp_library_path", "dsp_library_path"):
         at = body.find(key)
         if at >= 0:

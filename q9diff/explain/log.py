@@ -22,9 +22,10 @@ from q9diff.explain.lines import signals as line_signals
 
 EXPLAINED, CONTEXT, UNKNOWN = "explained", "context", "unknown"
 # Words that make a line read as a failure when its level does not say.
-_FAILURE = ("error", "fail", "cannot", "can't", "unable", "not found", "invalid", "unsupported", "mismatch",
-            "denied", "no such", "could not", "couldn't", "exception", "abort", "fault", "crash", "panic",
-            "killed")  # fmt: skip
+_FAILURE = re.compile(
+    "error|fail|cannot|can't|unable|not found|invalid|unsupported|mismatch|denied|no such|could not"
+    "|couldn't|exception|abort|fault|crash|panic|killed"
+)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Curated:
     pieces: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """What one line is."""
 
@@ -56,26 +57,9 @@ class Finding:
     missing: tuple[Missing, ...]
     signals: tuple[str, ...]
     layer: str
-    note: str = ""
-
-    @property
-    def failure(self) -> bool:
-        """An error line: its level says so, or (no level written) its words read as a failure or it
-        writes an error number of its own."""
-        level = self.level
-        if level:
-            return level == "E"
-        if self.own_number and any(c.value != 0 for c in self.codes):
-            return True
-        return any(w in self.line.body for w in _FAILURE)
-
-    @property
-    def level(self) -> str:
-        if self.line.level:
-            return self.line.level
-        if self.hit is not None:
-            return self.hit.entry.level
-        return ""
+    note: str
+    level: str  # the line's level, else its message's ('' for none)
+    failure: bool  # an error line: see `failing`
 
 
 @cache
@@ -114,10 +98,10 @@ def _logged() -> dict[str, tuple[tuple[Curated, catalogue.Entry], ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def _curated_hit(line: Line) -> tuple[Curated, catalogue.Hit] | None:
+def _curated_hit(line: Line, tokens: frozenset[str]) -> tuple[Curated, catalogue.Hit] | None:
     """A curated message no catalogued library prints, found in the line."""
     table = _logged()
-    for word in line.tokens & table.keys():
+    for word in tokens & table.keys():
         for c, e in table[word]:
             hit = catalogue.match(e, line.body, line.shown)
             if hit is not None:
@@ -143,28 +127,27 @@ def find(
     line is all that was asked (a piece of a message is then looked for too). `seen`: what lines read
     so far were, by their text after a timestamp and process ids (a log repeats its lines; equal text
     is an equal finding, read once)."""
-    text = raw[:MAX_LINE]
-    shown = collapse(text)
+    shown = collapse(raw[:MAX_LINE])
     body = normal(shown)
     key = body[_HEAD.match(body).end() :]
     done = seen.get(key) if seen is not None else None
     if done is not None:
         old = done.line
-        cut = len(raw) > MAX_LINE
-        line = Line(number, text, cut, shown, body, old.tokens, old.level, old.tools, old.layer, old.context)
-        return Finding(line, done.status, done.how, done.hit, done.curated, done.codes, done.own_number,
-                       done.missing, done.signals, done.layer, done.note)  # fmt: skip
-    done = _find(read(number, raw), tools, whole_query)
+        line = Line(number, len(raw) > MAX_LINE, shown, body, old.level, old.tools, old.layer, old.context)
+        d = done
+        return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
+                       d.layer, d.note, d.level, d.failure)  # fmt: skip
+    done = _find(*read(number, raw, shown, body), tools, whole_query)
     if seen is not None:
         seen[key] = done
     return done
 
 
-def _find(line: Line, tools: frozenset[str], whole_query: bool) -> Finding:
-    hits = [h for h in catalogue.find(line.body, set(line.tokens), line.shown) if _allowed(h, tools)]
+def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query: bool) -> Finding:
+    hits = [h for h in catalogue.find(line.body, tokens, line.shown) if _allowed(h, tools)]
     best = hits[0] if hits else None
     about = known(best.entry) if best else None
-    third = _curated_hit(line)
+    third = _curated_hit(line, tokens)
     if third is not None and (best is None or third[1].score >= best.score):
         about, best = third
     if best is None and whole_query:
@@ -200,10 +183,28 @@ def _find(line: Line, tools: frozenset[str], whole_query: bool) -> Finding:
     note = f"ADSP_LIBRARY_PATH as written here: {colon_path}" if colon_path else ""
     if how:
         found = tuple(sorted(signals))
-        return Finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, layer, note)
+        return _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, layer, note)
     if line.context:
-        return Finding(line, CONTEXT, line.context, None, None, (), False, (), (), "")
-    return Finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer)
+        return _finding(line, CONTEXT, line.context, None, None, (), False, (), (), "", "")
+    return _finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer, "")
+
+
+def _finding(
+    line: Line, status: str, how: str, hit, curated, codes, own, lost, signals, layer, note
+) -> Finding:
+    level = line.level or (hit.entry.level if hit is not None else "")
+    return Finding(line, status, how, hit, curated, codes, own, lost, signals, layer, note, level,
+                   failing(line, level, codes, own))  # fmt: skip
+
+
+def failing(line: Line, level: str, codes, own: bool) -> bool:
+    """An error line: its level says so, or (no level written) its words read as a failure or it writes
+    an error number of its own."""
+    if level:
+        return level == "E"
+    if own and any(c.value != 0 for c in codes):
+        return True
+    return _FAILURE.search(line.body) is not None
 
 
 def _layer(line: Line, hit: catalogue.Hit | None, lost: list[Missing]) -> str:

@@ -44,7 +44,9 @@ class Verdict:
     layer: str
     summary: str
     causes: tuple[Ranked, ...]
-    undecided: str  # what tells the leading causes apart, when no line does ('' when one does)
+    undecided: (
+        str  # what tells the leading causes apart, one line a cause, when no line does ('' when one does)
+    )
     checks: tuple[str, ...]
     unknown_errors: tuple[int, ...]  # error lines q9diff does not know
 
@@ -168,12 +170,15 @@ def judge(findings: list[Finding]) -> Verdict:
     undecided = ""
     if len(top) >= 2 and not top[0].pointed and not top[1].pointed:
         tied = [r for r in top if not r.pointed][:3]
-        parts = [f"{r.cause.cause.split(' (')[0].rstrip('.')}: {r.cause.tells}" if r.cause.tells else
-                 r.cause.cause.split(" (")[0].rstrip(".") for r in tied]  # fmt: skip
-        undecided = "No line of this log tells these causes apart; what would: " + " | ".join(parts)
+        undecided = "\n".join(f"{_short(r.cause)}: {r.cause.tells}" for r in tied if r.cause.tells)
     checks = tuple(dict.fromkeys(r.cause.check for r in top if r.cause.check))
     layer = decisive.layer if decisive else ""
     return Verdict(decisive, layer or "unknown", _summary(decisive), top, undecided, checks, unknown)
+
+
+def _short(c: Cause) -> str:
+    """A cause's first clause, for the list of what tells causes apart."""
+    return c.cause.split(" (")[0].split(": ")[0].rstrip(".")
 
 
 def _summary(f: Finding | None) -> str:

@@ -23,7 +23,7 @@ def _causes(causes, heading: str = "  known causes:") -> None:
 
 def print_codes(found) -> None:
     """Each code once (with the other names its value has), what it means, its causes."""
-    from q9diff.explain import primary
+    from q9diff.explain.codes import primary
 
     for code, aliases in primary(found.codes):
         console.print(text((f"{code.shown} {code.name}", "bold"), f"  ({_api(code)}, {code.source})"))
@@ -96,7 +96,9 @@ def print_verdict(v) -> None:
         if r.cause.check:
             console.print(text("     tells which: ", (r.cause.check, "green")))
     if v.undecided:
-        console.print(text(f"  {v.undecided}"))
+        console.print(text("  no line of this log tells these apart; what would:"))
+        for row in v.undecided.split("\n"):
+            console.print(text(f"  - {row}"))
     if v.unknown_errors:
         n = ", ".join(str(x) for x in v.unknown_errors[:10])
         more = f" and {len(v.unknown_errors) - 10} more" if len(v.unknown_errors) > 10 else ""
@@ -158,16 +160,34 @@ def print_log(found) -> None:
     c = found.counts()
     out = [f"Lines ({c['explained']} explained, {c['context']} context, {c['unknown']} unknown):"]
     run: list = []
+    alike: list = []  # unknown lines of one level and layer in a row
     seen: dict = {}
     for f in found.findings:
         if f.status == "context":
+            out += _alike(alike)
+            alike = []
             run.append(f)
             continue
         out += _run(run)
         run = []
-        out += line_text(f, seen)
-    out += _run(run)
+        if f.status == "unknown" and alike and (f.level, f.layer) == (alike[0].level, alike[0].layer):
+            alike.append(f)
+            continue
+        out += _alike(alike)
+        alike = [f] if f.status == "unknown" else []
+        if f.status != "unknown":
+            out += line_text(f, seen)
+    out += _run(run) + _alike(alike)
     console.file.write("\n".join(printable(x) for x in out) + "\n")
+
+
+def _alike(run: list) -> list[str]:
+    """Unknown lines of one kind in a row: the first three shown, the rest counted."""
+    out = [x for f in run[:3] for x in line_text(f, {})]
+    if len(run) > 3:
+        first, last = run[3].line.number, run[-1].line.number
+        out.append(f"{PAD}and {len(run) - 3} more unknown lines like these ({first}-{last})")
+    return out
 
 
 def _run(run: list) -> list[str]:
