@@ -81,12 +81,18 @@ class Entry:
         return tuple(p.library for p in self.places)
 
 
-def layer_of(libraries: tuple[str, ...]) -> str:
+# Words of a backend message about loading a context binary.
+_CONTEXT_LOAD = ("context binary", "from binary", "context blob", "deserializ", "pickle", "blob version",
+                 "binary version", "createfrombinary")  # fmt: skip
+
+
+def layer_of(libraries: tuple[str, ...], text: str = "") -> str:
     """What failed when this message is printed: the layer of the library that prints it. A message
     the host-side backend prints too is the backend's (its Skel twin runs the same check on the
     DSP); one only the Skel, only a Stub or only FastRPC prints is theirs; a message only the x86
     backend holds (compiler and backend in one library) is the compiler's in its form
-    `file.cc:LINE::ERROR:`, else either's."""
+    `file.cc:LINE::ERROR:`, else either's. A backend message about a context binary (its blob, its
+    deserialization, a create from binary) is the context load's."""
     libs = set(libraries)
     host = {"QnnHtp.dll", "libQnnHtp.so", "libHtpPrepare.so", "QnnHtpPrepare.dll"}
     for suffix, layer in LAYERS:
@@ -95,6 +101,10 @@ def layer_of(libraries: tuple[str, ...]) -> str:
             continue
         if suffix in ("Skel.so", "Stub.dll") and libs & host:
             continue
+        if layer in ("HTP backend", "HTP on the DSP (Skel)") and any(
+            w in text.lower() for w in _CONTEXT_LOAD
+        ):
+            return "context load"
         if layer == "HTP backend" and "QnnHtp.dll" not in libs and "libHtpPrepare.so" in libs:
             return "HTP backend or compiler"
         return layer
@@ -147,7 +157,7 @@ def make_entry(text: str, place: dict) -> Entry:
     libs = tuple(p.library for p in places)
     level = min((p.level for p in places), key=SEVERITY.get, default="")
     return Entry(
-        text, tuple(places), pieces, fields, lead, letters, segs, level, layer_of(libs), tools_of(libs)
+        text, tuple(places), pieces, fields, lead, letters, segs, level, layer_of(libs, text), tools_of(libs)
     )
 
 
