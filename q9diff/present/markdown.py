@@ -14,7 +14,14 @@ import re
 
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
-from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.present.verdict import (
+    models_line,
+    reference_looks_wrong,
+    root_line,
+    sides,
+    soc_note,
+    warnings,
+)
 from q9diff.units import change, human, value
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
