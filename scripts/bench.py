@@ -18,6 +18,10 @@ reused from its cache folder ($Q9DIFF_CACHE/bench, else ~/.cache/q9diff/bench). 
   over all parts, and the resident file pages at any moment against two parts' size;
 - (g) `verify fixtures/qwen-mini/local fixtures/qwen-mini/reference` with the rebuild cache warm, and
   where its time goes (worker start-up with the graph loads, graph executions, the CPU reference).
+- (h) `explain -` on a 1 MiB paste, against `python -I -c pass`, goal 2 s: a log made of the real logs of
+  tests/data/explain_eval.json among information lines, and a hostile one (lines of "err" and blanks, the
+  input that once took 150 s); and, as a note without a goal, the worst case for its cost per line: 1 MiB of
+  7-byte lines (145,000 lines, each read and accounted for). `--explain` measures (h) alone.
 
 Memory is sampled every few ms while q9diff runs, in a run of its own (not a timed one): the peak
 anonymous memory (RssAnon of /proc/PID/status, goal <= 256 MiB) and the peak resident pages of its
@@ -236,6 +240,51 @@ def case_verify(repeat: int) -> list[Row | str]:
     return [row, verify_breakdown(argv[3:], env)]
 
 
+def explain_pastes(folder: Path) -> list[tuple[str, Path]]:
+    """(label, file) of the two 1 MiB pastes of case (h)."""
+    cases = json.loads((ROOT / "tests" / "data" / "explain_eval.json").read_text(encoding="utf-8"))["cases"]
+    real = [line for c in cases for line in c["log"]]
+    info = ["01-05 15:23:12.072 29837 29837 I QnnDsp  :  <I> QnnGraph_execute done. status 0x0",
+            "[INFO] [Qnn ExecuTorch]: Running level=3 optimization.",
+            "     0.0ms [  INFO ] QnnDsp <I> QnnDevice_create started"]  # fmt: skip
+    logs = {"real logs among information lines": [], "hostile: err and blanks": []}
+    size, i = 0, 0
+    while size < MiB - 5000:
+        line = real[i % len(real)] if i % 3 == 0 else info[i % len(info)]
+        logs["real logs among information lines"].append(line)
+        size, i = size + len(line) + 1, i + 1
+    logs["hostile: err and blanks"] = ["err" + " " * 4000] * (MiB // 4005)
+    out = []
+    for n, (label, lines) in enumerate(logs.items()):
+        path = folder / f"paste{n}.log"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        out.append((label, path))
+    return out
+
+
+def case_explain(repeat: int) -> list[Row | str]:
+    py = [sys.executable, "-I", "-c", "pass"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path in explain_pastes(Path(tmp)):
+            argv = [*CLI, "explain", "-"]
+
+            def q9(argv=argv, path=path):
+                with open(path, "rb") as f:
+                    return run(argv, stdin=f)[0]
+
+            q, p = paired(repeat, q9, lambda: run(py)[0])
+            rows.append(
+                Row(f"(h) explain - of 1 MiB, {label}", q, "python -I -c pass", p, 2.0 / p, absolute=2.0)
+            )
+        short = Path(tmp) / "short.log"
+        short.write_text("".join(f"e{i:05x}\n" for i in range(MiB // 7)), encoding="utf-8")  # distinct lines
+        with open(short, "rb") as f:
+            t = run([*CLI, "explain", "-"], stdin=f)[0]
+        rows.append(f"    (h) note: explain - of 1 MiB of 7-byte lines ({MiB // 7} lines): {t:.2f} s")
+    return rows
+
+
 def verify_breakdown(args: list[str], env: dict) -> str:
     """Where verify's time goes: one warm run in a child that times each kind of call (summed over the
     threads the sides run in: the emulator children work at once, so the sums exceed the wall time)."""
@@ -339,6 +388,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="exit 1 when any figure is over its goal")
     ap.add_argument("--no-seed", action="store_true", help="leave out (f), the seed's 6-part set")
     ap.add_argument("--no-verify", action="store_true", help="leave out (g), verify of qwen-mini")
+    ap.add_argument("--explain", action="store_true", help="measure (h) alone, explain of a 1 MiB paste")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure, the median is shown (>= 3)")
     args = ap.parse_args()
     repeat = max(args.repeat, 3)
@@ -350,7 +400,9 @@ def main() -> None:
     compileall.compile_dir(ROOT / "q9diff", quiet=1)
     compileall.compile_dir(ROOT / "formats", quiet=1)  # the byte layouts, q9diff.formats once installed
     rows: list[Row | str] = []
-    if args.files:
+    if args.explain:
+        rows += case_explain(repeat)
+    elif args.files:
         a, b = args.files
         rows.append(case_diff(f"diff --json {a.name} {b.name}", a, b, repeat))
     else:
@@ -366,6 +418,7 @@ def main() -> None:
             rows += case_seed(bench_pairs.build_seed(), repeat)
         if not args.no_verify:
             rows += case_verify(repeat)
+        rows += case_explain(repeat)
     print(f"load average at the end: {load()}")
     print(table(rows))
     if args.check and not all(r.ok for r in rows if isinstance(r, Row)):

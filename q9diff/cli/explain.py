@@ -1,4 +1,5 @@
-"""`q9diff explain CODE|MESSAGE`: what a QNN or Genie error number or a pasted log line means."""
+"""`q9diff explain CODE|MESSAGE|TERM|-`: what an error number, a pasted log line or a whole pasted log of
+QNN, Genie, FastRPC or a framework's QNN layer means."""
 
 from __future__ import annotations
 
@@ -8,44 +9,78 @@ import typer
 
 from q9diff.cli.common import Command, CommandError, app, flag, print_json
 
-MAX_STDIN = 1 << 20  # a pasted log: the first MiB is read
+MAX_STDIN = 1 << 20  # a pasted log: at most 1 MiB (more is refused, never cut silently)
 
 
-@app.command(cls=Command, short_help="What a QNN or Genie error number or log line means.")
+def _text(data: bytes, what: str) -> str:
+    """The pasted bytes as text: refused (one line) when they are binary or over the limit; bytes that
+    are not UTF-8 are read as U+FFFD (a log can hold another encoding)."""
+    if len(data) > MAX_STDIN:
+        raise CommandError(
+            f"{what}: more than {MAX_STDIN >> 20} MiB of log; paste the lines around the failure"
+            " (e.g. grep -n -C 40 -i error LOG | q9diff explain -)"
+        )
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise CommandError(f"{what}: not text (a NUL byte at offset {nul}); paste the log's text")
+    return data.decode("utf-8", errors="replace")
+
+
+@app.command(cls=Command, short_help="What an error number, log line or pasted log means.")
 def explain(
     query: list[str] = typer.Argument(
         ...,
-        metavar="CODE|MESSAGE",
-        help="an error number (5000, 0x1388, -1), a C name (QNN_CONTEXT_ERROR_...), a log line in quotes, "
-        "or - to read pasted lines from stdin",
+        metavar="CODE|MESSAGE|TERM",
+        help="an error number (5000, 0x1388, -1, 0x80000406), a C name (QNN_CONTEXT_ERROR_..., AEE_...), a "
+        "log line in quotes, a word of q9diff's reports, or - to read a whole log from stdin",
     ),
     as_json: bool = flag("--json", "print the q9diff.explain/1 JSON"),
 ) -> None:
-    """Say what an error number or a pasted log line of QNN, Genie or ONNX Runtime's QNN EP means, which
-    causes produce it (each: measured here, documented by Qualcomm, or reported in a public thread) and
-    which q9diff command tells which one applies.
+    """Say what an error number, a C name, a pasted log line or a whole log (`-`, from stdin) of QNN,
+    Genie, FastRPC, ONNX Runtime's QNN EP or ExecuTorch's QNN backend means. A log is read line by line:
+    every line is explained, recognised as context, or said to be unknown; the verdict first names the
+    decisive line, the layer that failed, the likeliest causes (each measured here, documented, or
+    reported in public threads; the lines that point to one first) and the q9diff command that tells
+    which applies.
 
     \b
     Exit status:
-      0  known
-      2  not a code or message q9diff knows (one line)"""
-    from q9diff.explain import explain as lookup
-    from q9diff.explain import glossary_size, terms
+      0  known (for a log: at least one line explained)
+      2  nothing q9diff knows, or input that is not text (one line)"""
+    import gc
 
-    text = sys.stdin.read(MAX_STDIN) if query == ["-"] else " ".join(query)
+    from q9diff.explain.query import explain as lookup
+    from q9diff.explain.query import load, sizes
+
+    load()
+    gc.freeze()  # the tables live as long as the command: a collector pass over them per line read is waste
+
+    if query == ["-"]:
+        text = _text(sys.stdin.buffer.read(MAX_STDIN + 1), "stdin")
+    else:
+        text = _text(" ".join(query).encode("utf-8", errors="surrogateescape"), "the query")
     found = lookup(text)
     if not found:
-        n_codes, n_messages = glossary_size()
+        n_codes, n_messages, n_terms = sizes()
+        counts = found.counts()
+        lines = sum(counts.values())
         shown = " ".join(text.split())[:80]
+        what = (
+            f"{lines} lines, none known"
+            if lines > 1
+            else f"{shown!r}: not an error number, C name, log line or term q9diff knows"
+        )
+        layer = found.verdict.layer if found.verdict and found.verdict.layer != "unknown" else ""
+        hint = f"; their words name the {layer} layer" if layer else ""
         raise CommandError(
-            f"{shown!r}: not an error number, C name, log line or term q9diff knows ({n_codes} QNN and Genie"
-            f" codes, {n_messages} messages, {len(terms())} terms); q9diff explain 5000, q9diff explain"
-            " 'Using newer context binary on old SDK' or q9diff explain VTCM show the form"
+            f"{what}{hint} ({n_codes} codes, {n_messages} catalogued messages, {n_terms} terms);"
+            " q9diff explain 5000, q9diff explain 'Using newer context binary on old SDK' or q9diff explain"
+            " VTCM show the form"
         )
     if as_json:
         print_json({"schema": "q9diff.explain/1", **found.to_json()})
         raise typer.Exit(0)
-    from q9diff.present.terminal_explain import print_match
+    from q9diff.present.terminal_explain import print_explanation
 
-    print_match(found)
+    print_explanation(found)
     raise typer.Exit(0)

@@ -149,41 +149,132 @@ def explain_properties() -> dict:
         {
             "cause": string("The cause."),
             "evidence": words(("measured", "documented", "reported"), "How it is known."),
-            "source": string("Where: a measurement, a header, a public thread."),
+            "source": string("Where: a measurement, a header, a library, public threads (owner-repo#N)."),
             "check": maybe(string("The q9diff command that tells whether it applies; null when none can.")),
         },
     )
     causes = array(cause, "The known causes.")
-    message = obj(
-        "A log line a runtime prints, found in the query.",
+    place = obj(
+        "A library that holds the message, with its level there and the versions that hold it.",
         {
-            "text": string("The line as the library prints it."),
-            "library": string("The library that prints it."),
-            "versions": strings("QAIRT versions whose library holds the text; empty: only logs show it."),
-            "meaning": string("What it means."),
-            "codes": array({"type": "integer"}, "Error numbers it ends with."),
+            "library": string("The library."),
+            "level": string("E, W, I, V or D as the library writes it; empty where it writes none."),
+            "versions": strings("The QAIRT versions (2.47-2.51), ExecuTorch version or FastRPC commit."),
+        },
+    )
+    message = obj(
+        "A message found in the query: in Qualcomm's or a framework's library (catalogue.json), or seen in "
+        "logs of a runtime not catalogued.",
+        {
+            "text": string("The message's format string."),
+            "library": string("The first library that prints it (or the runtime whose logs show it)."),
+            "versions": strings("The versions of that library that hold it; empty: only logs show it."),
+            "libraries": array(place, "Every catalogued library that holds it."),
+            "layer": string("What failed when it is printed (library loading, FastRPC transport, ...)."),
+            "meaning": string("What it means; empty where q9diff knows only that a library prints it."),
+            "codes": array({"type": "integer"}, "Error numbers it usually ends with."),
             "causes": causes,
-            "source": string("Where the line is known from."),
+            "source": string("Where what q9diff says of it comes from."),
         },
     )
     code = obj(
-        "An error value as one header names it.",
+        "An error value as one table names it.",
         {
-            "value": integer("The error number."),
-            "hex": string("The value in hex (0x...); empty for a negative value."),
+            "value": integer("The error number (FastRPC: the offset; the DSP prints 0x80000400 + it)."),
+            "hex": string("The value in hex as logs write it (0x...); empty for a negative value."),
             "name": string("Its C name."),
-            "api": string("The API whose header names it (context, graph, ... or genie)."),
+            "api": string("The QNN API whose header names it (context, graph, ...), genie, or fastrpc."),
             "source": string("The header."),
             "meaning": string("What it means."),
             "alias_of": maybe(string("The name it is another name of, where it is one.")),
             "causes": causes,
         },
     )
+    ranked = obj(
+        "A cause of the verdict, best first.",
+        {
+            "cause": string("The cause."),
+            "evidence": words(("measured", "documented", "reported"), "How it is known."),
+            "source": string("Where it is known from."),
+            "check": maybe(string("The q9diff command that tells whether it applies; null when none can.")),
+            "lines": array({"type": "integer"}, "The lines that point to it or name a code it goes with."),
+            "pointed_to": boolean("A line of the log points to it (not only a code it usually goes with)."),
+        },
+    )
+    verdict = obj(
+        "The combined verdict over a pasted log.",
+        {
+            "line": maybe(integer("The decisive line (1-based); null when no line reads as an error.")),
+            "layer": string("The layer that failed: the decisive line's."),
+            "summary": string("The decisive line in a sentence."),
+            "causes": array(ranked, "The likeliest causes, the ones the lines point to first."),
+            "undecided": string(
+                "What tells the leading causes apart when no line does; empty when one does."
+            ),
+            "checks": strings("The q9diff commands that tell which cause applies."),
+            "unknown_error_lines": array({"type": "integer"}, "Error lines q9diff does not know."),
+        },
+    )
+    line = obj(
+        "One line, or a run of context lines or of like unknown lines: every line is in one entry.",
+        {
+            "first": integer("The entry's first line (1-based)."),
+            "last": integer("Its last line."),
+            "status": words(("explained", "context", "unknown"), "What the lines are."),
+            "level": string("E, W, I, V or D, as the line or its message writes it; empty for none."),
+            "how": string("What recognised it (the catalogue, a library that could not be opened, ...)."),
+            "layer": string("The layer it comes from (for an unknown line, the one its own words name)."),
+            "message": string("The catalogued or known message it is."),
+            "complete": boolean("Every piece of the message is in the line (else another version's form)."),
+            "values": strings("The text each field of the message stood for."),
+            "codes": array(
+                obj(
+                    "A code the line names.",
+                    {
+                        "value": integer("The value."),
+                        "name": string("Its C name."),
+                        "api": string("Its table."),
+                    },
+                ),
+                "The codes the line names (or its message usually ends with).",
+            ),  # fmt: skip
+            "own_number": boolean("The codes are the number the line writes, not the message's usual one."),
+            "missing": array(
+                obj(
+                    "A library the line says could not be opened.",
+                    {
+                        "name": string("The library as the line names it."),
+                        "on_dsp": boolean("FastRPC was loading it onto the DSP (a Skel)."),
+                        "reason": string("The loader's reason as the line gives it; empty for none."),
+                        "ships": maybe(string("What ships it; null for a library q9diff does not list.")),
+                        "variable": maybe(string("The variable that governs where it is looked for.")),
+                    },
+                ),
+                "The libraries that could not be opened.",
+            ),
+            "signals": strings("What the line points to (library, skel, arch, version, vtcm, memory, ...)."),
+            "cut": boolean("The line was longer than 4096 characters; the rest was not read."),
+        },
+        optional=("message", "complete", "values", "codes", "own_number", "missing", "signals", "cut"),
+    )
     return {
         "schema": const("q9diff.explain/1", "The schema id of this object."),
-        "query": string("What was asked."),
-        "messages": array(message, "The log lines found in the query."),
+        "query": string("What was asked (its first 4096 characters)."),
+        "messages": array(message, "The messages found in the query, once each."),
         "codes": array(code, "The error values the query names (as a number, hex or C name)."),
+        "terms": array(
+            obj(
+                "A word of q9diff's reports.",
+                {
+                    "term": string("The word."),
+                    "says": string("What it means."),
+                    "see": string("Where to read more."),
+                },
+            ),
+            "The glossary term the query is.",
+        ),  # fmt: skip
+        "verdict": maybe(verdict | {"description": "The verdict over a pasted log; null: a code or term."}),
+        "lines": array(line, "Every line of a pasted log, in order; empty for a code or term."),
     }
 
 

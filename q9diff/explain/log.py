@@ -1,0 +1,271 @@
+"""Every line of a pasted log accounted for: explained (a message of the catalogue or of the curated
+knowledge, a library a loader could not open, an error number), context (a timestamp, a banner, progress,
+a prompt, an information line), or unknown (with the layer its own words name, when they name one).
+
+Generic findings come before specific ones: a line naming a library that could not be opened is that,
+whatever message it is also part of; a number written in the line is the line's code, whatever code the
+message usually ends with.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from q9diff.explain import catalogue
+from q9diff.explain.catalogue import collapse, normal
+from q9diff.explain.codes import CODES_PATH, Cause, Code, by_name, by_value, causes, fastrpc_value
+from q9diff.explain.lines import MAX_LINE, Line, Missing, adsp_path_with_colons, missing, names, numbers, read
+from q9diff.explain.lines import signals as line_signals
+
+EXPLAINED, CONTEXT, UNKNOWN = "explained", "context", "unknown"
+# Words that make a line read as a failure when its level does not say.
+_FAILURE = re.compile(
+    "error|fail|cannot|can't|unable|not found|invalid|unsupported|mismatch|denied|no such|could not"
+    "|couldn't|exception|abort|fault|crash|panic|killed"
+)
+
+
+@dataclass(frozen=True)
+class Curated:
+    """What q9diff knows of a message beyond its text: its meaning, the codes it usually ends with, the
+    causes behind it and what it signals (codes.json's `messages`)."""
+
+    text: str
+    library: str  # for a message no catalogued library prints (a third-party runtime's), its printer
+    meaning: str
+    codes: tuple[int, ...]
+    causes: tuple[Cause, ...]
+    signals: tuple[str, ...]
+    source: str
+    pieces: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What one line is."""
+
+    line: Line
+    status: str  # explained, context or unknown
+    how: str  # what recognised it: the catalogue, a loader's failure, an error number, a context kind
+    hit: catalogue.Hit | None
+    curated: Curated | None
+    codes: tuple[Code, ...]  # the codes the line names (its own number first) or its message ends with
+    own_number: bool  # the codes are the number written in the line, not the message's usual ones
+    missing: tuple[Missing, ...]
+    signals: tuple[str, ...]
+    layer: str
+    note: str
+    level: str  # the line's level, else its message's ('' for none)
+    failure: bool  # an error line: see `failing`
+
+
+@cache
+def curated() -> tuple[Curated, ...]:
+    data = json.loads(CODES_PATH.read_text(encoding="utf-8"))
+    table = causes()
+    return tuple(
+        Curated(r["text"], r.get("library", ""), r["meaning"], tuple(r.get("codes", ())),
+                tuple(table[c] for c in r.get("causes", ())), tuple(r.get("signals", ())), r["source"],
+                catalogue.pieces_of(r["text"])[0])
+        for r in data["messages"]
+    )  # fmt: skip
+
+
+@cache
+def _curated_by_pieces() -> dict[tuple[str, ...], Curated]:
+    """Curated messages by their literal pieces (a library's %u and the curated %d are one message)."""
+    return {c.pieces: c for c in curated()}
+
+
+def known(entry: catalogue.Entry) -> Curated | None:
+    """What q9diff knows of a catalogued message beyond its text, if anything."""
+    return _curated_by_pieces().get(entry.pieces)
+
+
+@cache
+def _logged() -> dict[str, tuple[tuple[Curated, catalogue.Entry], ...]]:
+    """The curated messages no catalogued library holds (a third-party runtime's, an older QAIRT's), as
+    entries filed under their longest safe word."""
+    out: dict[str, list] = {}
+    for c in curated():
+        if c.library:
+            e = catalogue.make_entry(c.text, {c.library: "- "})
+            words = catalogue.safe_words(e.pieces, e.starts_with_field) or {""}
+            out.setdefault(max(words, key=len), []).append((c, e))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _curated_hit(line: Line, tokens: frozenset[str]) -> tuple[Curated, catalogue.Hit] | None:
+    """A curated message no catalogued library prints, found in the line."""
+    table = _logged()
+    for word in tokens & table.keys():
+        for c, e in table[word]:
+            hit = catalogue.match(e, line.body, line.shown)
+            if hit is not None:
+                return c, hit
+    return None
+
+
+def _allowed(hit: catalogue.Hit, tools: frozenset[str]) -> bool:
+    """A message printed only by one tool's own library (Genie's, ONNX Runtime's, ExecuTorch's) is not
+    used to explain a log that names other tools and not that one."""
+    owners = hit.entry.tools
+    return not owners or not tools or bool(owners & tools)
+
+
+# A line's head that varies between otherwise equal lines: a timestamp, process and thread ids.
+_HEAD = re.compile(r"^[\d:.\-/ tz\[\]]{0,48}")
+
+
+def find(
+    number: int, raw: str, tools: frozenset[str], whole_query: bool, seen: dict | None = None
+) -> Finding:
+    """What line `number` (its text `raw`) is, in a log whose lines name `tools`. `whole_query`: the
+    line is all that was asked (a piece of a message is then looked for too). `seen`: what lines read
+    so far were, by their text after a timestamp and process ids (a log repeats its lines; equal text
+    is an equal finding, read once)."""
+    shown = collapse(raw[:MAX_LINE])
+    body = normal(shown)
+    key = body[_HEAD.match(body).end() :]
+    done = seen.get(key) if seen is not None else None
+    if done is not None:
+        old = done.line
+        line = Line(number, len(raw) > MAX_LINE, shown, body, old.level, old.tools, old.layer, old.context)
+        d = done
+        return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
+                       d.layer, d.note, d.level, d.failure)  # fmt: skip
+    done = _find(*read(number, raw, shown, body), tools, whole_query)
+    if seen is not None:
+        seen[key] = done
+    return done
+
+
+def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query: bool) -> Finding:
+    hits = [h for h in catalogue.find(line.body, tokens, line.shown) if _allowed(h, tools)]
+    best = hits[0] if hits else None
+    about = known(best.entry) if best else None
+    third = _curated_hit(line, tokens)
+    if third is not None and (best is None or third[1].score >= best.score):
+        about, best = third
+    if best is None and whole_query:
+        entries = [e for e in catalogue.fragment(line.body) if not e.tools or not tools or e.tools & tools]
+        if entries:
+            best = catalogue.Hit(entries[0], (), (), False, entries[0].letters)
+            about = known(entries[0])
+    lost = missing(line)
+    codes, own = _codes(line, best, about)
+    signals = set(about.signals if about else ()) | line_signals(line)
+    for m in lost:
+        signals.add("library")
+        if m.library is not None and m.library.kind in ("skel", "stub"):
+            signals.add(m.library.kind)
+        elif m.on_dsp:
+            signals.add("skel")
+    colon_path = adsp_path_with_colons(line)
+    if colon_path:
+        signals.add("adsp_separator")
+    layer = _layer(line, best, lost)
+    if lost:
+        how = "a library that could not be opened"
+    elif best is not None:
+        how = "the catalogue" if best.complete else "the catalogue (another version's form of the message)"
+        if about is not None and about.library:
+            how = "a message seen in logs of " + about.library
+    elif codes:
+        how = "an error number"
+    elif colon_path:
+        how = "ADSP_LIBRARY_PATH"
+    else:
+        how = ""
+    note = f"ADSP_LIBRARY_PATH as written here: {colon_path}" if colon_path else ""
+    if how:
+        found = tuple(sorted(signals))
+        return _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, layer, note)
+    if line.context:
+        return _finding(line, CONTEXT, line.context, None, None, (), False, (), (), "", "")
+    return _finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer, "")
+
+
+def _finding(
+    line: Line, status: str, how: str, hit, curated, codes, own, lost, signals, layer, note
+) -> Finding:
+    level = line.level or (hit.entry.level if hit is not None else "")
+    return Finding(line, status, how, hit, curated, codes, own, lost, signals, layer, note, level,
+                   failing(line, level, codes, own))  # fmt: skip
+
+
+def failing(line: Line, level: str, codes, own: bool) -> bool:
+    """An error line: its level says so, or (no level written) its words read as a failure or it writes
+    an error number of its own."""
+    if level:
+        return level == "E"
+    if own and any(c.value != 0 for c in codes):
+        return True
+    return _FAILURE.search(line.body) is not None
+
+
+def _layer(line: Line, hit: catalogue.Hit | None, lost: list[Missing]) -> str:
+    if lost:
+        return "FastRPC transport" if any(m.on_dsp for m in lost) else "library loading"
+    if hit is not None:
+        return hit.entry.layer if hit.entry.places[0].versions else line.layer or "framework"
+    return line.layer
+
+
+def _codes(line: Line, hit: catalogue.Hit | None, known: Curated | None) -> tuple[tuple[Code, ...], bool]:
+    """The codes a line names: the numbers written in it as error numbers (its message's numeric fields
+    that hold a known code, and any 'err N', 'status 0x..', FastRPC 0x8000xxxx) win over the codes its
+    message usually ends with."""
+    written: list[int] = list(numbers(line))
+    if hit is not None:
+        for n in code_fields(hit):
+            if n not in written:
+                written.append(n)
+    found: list[Code] = []
+    for n in written:
+        found += _codes_of(n, line)
+    for name in names(line):
+        found += by_name(name)
+    if found:
+        return tuple(dict.fromkeys(found)), True
+    usual = [c for v in (known.codes if known else ()) for c in by_value(v, "genie" if v < 0 else "qnn")]
+    return tuple(dict.fromkeys(usual)), False
+
+
+_ERRORISH = ("err", "error", "status", "code", "result", "ret", "failed", "failure", "returned", "0x")
+
+
+def code_fields(hit: catalogue.Hit) -> list[int]:
+    """The numbers a message's fields hold that are error numbers: a field right after an error word
+    (err, error, status, code, failed ... and an optional ':', '=' or '0x'), or the one numeric field of a
+    message that reports a failure."""
+    entry = hit.entry
+    numeric = [k for k, n in enumerate(hit.numbers) if n is not None]
+    failing = any(
+        w in entry.text.lower() for w in ("fail", "error", "unable", "cannot", "can't", "could not")
+    )
+    out = []
+    for k in numeric:
+        before = entry.pieces[k].rstrip(" :=(,").rstrip()
+        word = before.rsplit(" ", 1)[-1] if before else ""
+        if word.endswith(_ERRORISH) or (len(numeric) == 1 and failing):
+            out.append(hit.numbers[k])
+    return out
+
+
+def _codes_of(n: int, line: Line) -> tuple[Code, ...]:
+    """The codes number `n` in `line` stands for: FastRPC's for 0x8000xxxx (or a small number in a
+    FastRPC line), Genie's for -14..4 in a Genie line, QNN's otherwise (1000 and up)."""
+    rpc = fastrpc_value(n)
+    if rpc is not None:
+        return by_value(rpc, "fastrpc")
+    if line.layer == "FastRPC transport" and 0 < n < 0x400:
+        return by_value(n, "fastrpc")
+    if -14 <= n <= 4 and "Genie" in line.tools:
+        return by_value(n, "genie")
+    if n >= 1000:
+        return by_value(n, "qnn")
+    return ()

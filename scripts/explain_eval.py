@@ -1,0 +1,87 @@
+"""Score `q9diff explain` on real logs from public threads with a known resolution
+(tests/data/explain_eval.json): per case, whether the thread's cause leads the verdict, and per split
+(tuned: read while the rules were written; held-out: collected after, never tuned on) the count right.
+
+    python scripts/explain_eval.py [--split tuned|held-out] [-v]
+
+A case is right when: one of its expected causes is among the verdict's first `within` (2 unless the
+case says), the first cause is an expected or acceptable one (no wrong cause leads), the decisive line
+and the codes it names are the ones the case gives (where it gives them), and every pasted line is
+accounted for (explained, context or unknown; an unknown error line is listed in the verdict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "explain_eval.json"
+
+
+def cases(split: str | None = None) -> list[dict]:
+    data = json.loads(DATA.read_text(encoding="utf-8"))["cases"]
+    return [c for c in data if split is None or c["split"] == split]
+
+
+def _id(ranked) -> str:
+    return ranked.cause.id.lower()
+
+
+def judge(case: dict) -> tuple[bool, str]:
+    """(right, why not) for one case."""
+    from q9diff.explain.query import explain
+
+    found = explain("\n".join(case["log"]))
+    expect = case["expect"]
+    want = [c.lower() for c in expect["causes"]]
+    ok_first = want + [c.lower() for c in expect.get("acceptable", ())]
+    v = found.verdict
+    if v is None:
+        return False, "no verdict (read as a code or a term)"
+    ids = [_id(r) for r in v.causes]
+    problems = []
+    if len(found.findings) != len(case["log"]):
+        problems.append(f"{len(found.findings)} findings for {len(case['log'])} lines")
+    within = expect.get("within", 2)
+    if not any(i in want for i in ids[:within]):
+        problems.append(f"expected {want} in the first {within}, got {ids[:3]}")
+    if ids and ids[0] not in ok_first:
+        problems.append(f"a wrong cause leads: {ids[0]}")
+    if "decisive" in expect and (v.decisive is None or v.decisive.line.number != expect["decisive"]):
+        problems.append(
+            f"decisive line {v.decisive.line.number if v.decisive else None}, expected {expect['decisive']}"
+        )
+    if "codes" in expect:
+        named = {c.value for f in found.findings for c in f.codes if f.own_number}
+        missing = set(expect["codes"]) - named
+        if missing:
+            problems.append(f"codes {sorted(missing)} not read from the lines")
+    unknown_errors = {f.line.number for f in found.findings if f.status == "unknown" and f.failure}
+    if unknown_errors - set(v.unknown_errors):
+        problems.append("an unknown error line is not listed")
+    return not problems, "; ".join(problems)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--split", choices=("tuned", "held-out"))
+    ap.add_argument("-v", action="store_true", help="print every case")
+    args = ap.parse_args()
+    totals: dict[str, list[int]] = {}
+    for case in cases(args.split):
+        right, why = judge(case)
+        t = totals.setdefault(case["split"], [0, 0])
+        t[0] += right
+        t[1] += 1
+        if args.v or not right:
+            print(f"{'ok  ' if right else 'FAIL'} {case['split']:<8} {case['id']:<24} {why}")
+    for split, (r, n) in sorted(totals.items()):
+        print(f"{split}: {r}/{n} right")
+    sys.exit(0 if all(r == n for r, n in totals.values()) else 1)
+
+
+if __name__ == "__main__":
+    main()
