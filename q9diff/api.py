@@ -39,7 +39,8 @@ Progress = Callable[[str], None]
 
 
 def _path(p: PathLike | Build) -> Path:
-    return p.path if isinstance(p, Build) else Path(p)
+    """A path given to the API, checked to be one the system can look up (InputError naming it)."""
+    return p.path if isinstance(p, Build) else inputs.nameable(p)
 
 
 def as_device(name: str | Device) -> Device:
@@ -64,7 +65,7 @@ def open(path: PathLike) -> Build:  # q9diff.open, as the page names it (the bui
     context binary q9diff reads."""
     from q9diff.kinds import kind_of
 
-    p = Path(path)
+    p = _path(path)
     inputs.exists(p)
     kind = kind_of(p)
     if kind is None:  # there but no file or folder (a FIFO, a device): its opener says so when opened
@@ -123,7 +124,7 @@ def _fixing(candidate: Path, suggest: str) -> dict:
     """Which toolchain the fix leads with (the candidate's own files say: inputs.toolchain_of), and the
     command that makes it: `q9diff suggest ... --apply` the config found, where one is."""
     toolchain = inputs.toolchain_of(candidate)
-    folder = candidate if candidate.is_dir() else candidate.parent
+    folder = candidate if os.path.isdir(candidate) else candidate.parent
     config = folder / inputs.EXTENSION_FILE if toolchain["form"] == "ext" else None
     if config is None and (folder / "recipe.json").is_file():
         config = folder / "recipe.json"
