@@ -112,12 +112,23 @@ def diff(
         result = diff_pair(a, b)
         swapped = swap_advice(a, b, result.causes, "", ([result.a], [result.b]))
         data = to_json(result) | aimed
-    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}")
+    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}") | _outside(a, b, data)
     if swapped:  # the fix would make the good build like the broken one: said last, no fix given
         data |= {"reference_looks_wrong": swapped, "suggestions": []}
         for part in data.get("parts", []):
             part["suggestions"] = []
     return DiffReport(a, b, data, result, tuple(notes))
+
+
+def _outside(a: Path, b: Path, data: dict) -> dict:
+    """For containers: what the diff compared of them and whether the files differ outside it
+    (q9diff.compare.outside); `identical` then speaks for every byte."""
+    from q9diff.compare.outside import outside
+
+    o = outside(a, b, data["identical"])
+    if o is None:
+        return {}
+    return {"outside": o, "identical": data["identical"] and o["differs"] is not True}
 
 
 def _fixing(candidate: Path, suggest: str) -> dict:

@@ -221,6 +221,37 @@ def labels(path: str | os.PathLike) -> dict[object, str]:
     return {source: name for name, source in _index(p).entries if isinstance(source, (tuple, Path))}
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """What a diff of a container reads of it: its contexts' bytes (`compared`), where they lie in the
+    file (`ranges`: None where the container does not say, an EPContext model's embedded contexts), and
+    the file's size; the rest is the container's own (a program, other delegates, an ONNX graph)."""
+
+    kind: str  # ".pte", ".tflite", ".onnx", or "context" for FILE#LABEL
+    file: Path
+    size: int
+    compared: int
+    ranges: tuple[tuple[int, int], ...] | None
+
+
+def coverage(path: str | os.PathLike) -> Coverage | None:
+    """What a diff reads of the container (or the one context FILE#LABEL) at `path`; None for a plain
+    context binary, which a diff reads whole."""
+    p, name = split_name(path)
+    k = kind(p) if os.path.isfile(p) else None
+    if k is None:
+        return None
+    index = _index(p)
+    size = os.stat(p).st_size
+    chosen = range(len(index.entries)) if name is None else [index.aliases.get(name, 0)]
+    sources = [index.entries[i][1] for i in chosen]
+    compared = sum(index.size(i) for i in chosen if not isinstance(index.entries[i][1], Path))
+    within = [s for s in sources if not isinstance(s, Path)]
+    ranges = tuple(sorted(s for s in within if isinstance(s, tuple)))
+    known = all(isinstance(s, tuple) for s in within)
+    return Coverage(k if name is None else "context", p, size, compared, ranges if known else None)
+
+
 def notes(path: str | os.PathLike) -> list[str]:
     """What a container's opener says beside its contexts (a .pte's delegates of other backends, listed
     and skipped), each line naming the file."""

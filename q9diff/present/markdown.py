@@ -13,6 +13,7 @@ import json
 import re
 
 from q9diff.compare.models import NOT_MEANINGFUL
+from q9diff.compare.outside import words
 from q9diff.errors import printable
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import change, human, value
@@ -73,6 +74,9 @@ def _verdict(data: dict, over_set: bool = False) -> str:
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f"> **Arguments swapped?** {md(swapped)}; the known-good build comes second.\n\n"
+    o = data.get("outside")  # a diff of containers: what it compared (q9diff.compare.outside)
+    if o is not None and o["contexts_identical"] and o["differs"] is not False:
+        return out + f"**{md(words(o))}**\n"
     if data["identical"]:
         return out + "**Identical: no difference in any byte.**\n"
     lead = models_line(data.get("different_models", {}).get("evidence"))
@@ -85,7 +89,7 @@ def _verdict(data: dict, over_set: bool = False) -> str:
         if line
         else "No setting differs; only effects or data."
     )
-    return out + f"**{md(text)}**\n"
+    return out + f"**{md(text)}**\n" + (f"\n{md(words(o))}\n" if o is not None else "")
 
 
 def _value(c: dict, side: str) -> str:
