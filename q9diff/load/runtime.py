@@ -93,15 +93,15 @@ def backend_api_of(qairt: tuple[int, int, int | None]) -> tuple[tuple[int, int] 
     return None, f"not measured: no runtime or binary of QAIRT {major}.{minor} was read"
 
 
-_WRITTEN = re.compile(
-    r"^\s*(?:qairt|qnn|sdk|aisw)?[\s_-]*v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)?(?:_\d+)?\s*$", re.I
-)
+# Matched against the stripped text: no two neighbouring parts can take the same characters, so a failed
+# match is linear (`^\s*` before `[\s_-]*` backtracked in 10,000 leading spaces for 6 s).
+_WRITTEN = re.compile(r"(?:qairt|qnn|sdk|aisw)?[\s_-]*v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)?(?:_\d+)?", re.I)
 
 
 def parse(text: str) -> Runtime:
     """A runtime named as users write it, or a path: a library (its bytes carry the version) or a folder
     that ships one. UnknownRuntime (one line) when it is neither."""
-    m = _WRITTEN.match(text)
+    m = _WRITTEN.fullmatch(text.strip())
     if m and not os.path.exists(text):
         if any(g is not None and len(g) > MAX_DIGITS for g in m.groups()):
             raise UnknownRuntime(
