@@ -98,7 +98,7 @@ def diff(
     aimed |= {"load": load} if load else {}
     from q9diff.present.verdict import sides, swap_advice
 
-    if inputs.is_set(a):
+    if inputs.is_set(a) or inputs.is_set(b):  # two containers of one and of several contexts: sets
         from q9diff.compare.diff import set_to_json
 
         result = diff_parts(a, b, progress)

@@ -85,6 +85,13 @@ def check(path: Path) -> None:
         parts(path)
 
 
+def _container(path: Path) -> bool:
+    """A container file (.onnx, .tflite, .pte) given whole, however many contexts it holds."""
+    from q9diff.format.openers import kind
+
+    return os.path.isfile(path) and kind(path) is not None
+
+
 def parts_or_self(path: Path) -> list[Path]:
     """The parts of a set, or the one file itself."""
     return parts(path) if is_set(path) else [path]
@@ -110,8 +117,8 @@ def counterpart(candidate: Path, reference: Path) -> tuple[Path, Path, str | Non
     counterpart was chosen, the sentence that says so."""
     check(candidate)
     check(reference)
-    if is_set(candidate) == is_set(reference):
-        return candidate, reference, None
+    if is_set(candidate) == is_set(reference) or (_container(candidate) and _container(reference)):
+        return candidate, reference, None  # two containers: sets, whichever holds one context only
     file, folder = (candidate, reference) if is_set(reference) else (reference, candidate)
     match = [p for p in parts(folder) if p.name == file.name]
     if not match:

@@ -91,6 +91,24 @@ def test_epcontext_nodes_and_dispatch_ops_named_alike_are_as_many_contexts(tmp_p
     assert done.returncode == 1 and _parts(done) == [("a.tflite#p", True), ("a.tflite#p~2", False)]
 
 
+def test_containers_of_one_and_of_two_contexts_are_diffed_as_sets(tmp_path):
+    """Found by scripts/fuzz_surfaces.py: a .pte of one context against one of two was refused as "a file
+    and a set of parts"; two containers are two sets, the second context unpaired (split), and parts of a
+    container that have no counterpart are sized by its index, not stat'ed as files."""
+    q = W.parts().qnn
+    one = tmp_path / "one.pte"
+    one.write_bytes(W.write([W.Method("a", [W.Delegate(1)])], [b"", q["fp16_sm8650"]]))
+    two = two_methods(tmp_path / "two.pte", "a", "b", ("fp16_sm8650", "w8a8_sm8650"))
+    for args in ((one, two), (two, one)):
+        done = q9("diff", *args, "--json")
+        assert done.returncode == 1, done.stderr
+        data = json.loads(done.stdout)
+        assert [c["name"] for c in data["causes"]] == ["split"]
+        assert data["unpaired_a"] + data["unpaired_b"] == [f"{two}#b"]
+        assert data["unpaired_sizes"]["a"] + data["unpaired_sizes"]["b"] == [49152]
+    assert q9("suggest", one, two).returncode in (0, 1)
+
+
 def test_labels_are_unique_numbered_in_order_and_linear():
     assert unique(["forward", "forward", "forward~2", "forward"]) == ["forward", "forward~3", "forward~2",
                                                                       "forward~4"]  # fmt: skip

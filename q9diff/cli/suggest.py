@@ -77,7 +77,7 @@ def suggest(
         pairs = [(p["a"], None) for p in data["parts"]]
     elif device is not None and (findings := api.reference_findings(reference, device)):
         raise CommandError(f"{findings[0]}: the fix would build for another device")
-    elif inputs.is_set(candidate):
+    elif inputs.is_set(candidate) or inputs.is_set(reference):
         from q9diff.compare.diff import set_to_json
 
         with busy(f"comparing the parts of {candidate.name} and {reference.name}", as_json) as say:
