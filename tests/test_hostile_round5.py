@@ -96,6 +96,8 @@ def test_a_program_against_its_own_binary_says_what_was_not_compared(tmp_path):
     done = q9("diff", PTE / "fp16_sm8650.pte", own)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Identical contexts:") and "not compared" in done.stdout
+    named = q9("diff", f"{own}#own.bin", PTE / "fp16_sm8650.pte")  # a plain binary's FILE#FILE (the fuzzer's)
+    assert named.returncode == 0 and "Identical contexts:" in named.stdout, named.stderr
 
 
 # ---- 2. work bounded by the input ----------------------------------------------------------------------

@@ -58,8 +58,10 @@ def _what(ca, cb) -> str:
 
 
 def _side(path: Path, c) -> dict:
-    if c is None:  # a plain context binary: every byte compared
-        size = os.stat(path).st_size
+    if c is None:  # a plain context binary (FILE, or FILE#FILE): every byte compared
+        from q9diff.format.openers import size_of
+
+        size = size_of(path)
         return {"path": str(path), "size": size, "compared_bytes": size}
     return {"path": str(c.file), "size": c.size, "compared_bytes": c.compared}
 
