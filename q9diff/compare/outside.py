@@ -106,6 +106,15 @@ def _merged(ranges) -> list[tuple[int, int]]:
     return out
 
 
+def headline(o: dict | None, identical: bool) -> str | None:
+    """The verdict a presenter leads with when nothing compared differs: "Identical" where no byte of the
+    files differs, else what was compared and what is known of the rest; None when something compared
+    differs (the causes lead)."""
+    if o is not None and o["contexts_identical"]:
+        return words(o)
+    return "Identical: no difference in any byte." if identical else None
+
+
 def words(o: dict) -> str:
     """The sentence every presenter says: what was compared and what is known of the rest."""
     a, b = o["a"], o["b"]

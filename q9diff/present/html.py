@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 
 from q9diff.compare.models import NOT_MEANINGFUL
-from q9diff.compare.outside import words
+from q9diff.compare.outside import headline, words
 from q9diff.errors import printable
 from q9diff.present import charts, embed
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
@@ -60,11 +60,9 @@ def _verdict(data: dict) -> str:
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f'<p class="swap">Arguments swapped? {esc(swapped)}; the known-good build comes second.</p>'
-    o = data.get("outside")  # a diff of containers: what it compared (q9diff.compare.outside)
-    if o is not None and o["contexts_identical"] and o["differs"] is not False:
-        return out + f"<h2>{esc(words(o))}</h2>"
-    if identical:
-        return out + "<h2>Identical: no difference in any byte.</h2>"
+    o, head = data.get("outside"), headline(data.get("outside"), identical)  # containers: what was compared
+    if head:
+        return out + f"<h2>{esc(head)}</h2>"
     line, note = root_line(causes), soc_note(causes)
     lead = models_line(data.get("different_models", {}).get("evidence"))
     text = (

@@ -13,7 +13,7 @@ import json
 import re
 
 from q9diff.compare.models import NOT_MEANINGFUL
-from q9diff.compare.outside import words
+from q9diff.compare.outside import headline, words
 from q9diff.errors import printable
 from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
 from q9diff.units import change, human, value
@@ -74,11 +74,9 @@ def _verdict(data: dict, over_set: bool = False) -> str:
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f"> **Arguments swapped?** {md(swapped)}; the known-good build comes second.\n\n"
-    o = data.get("outside")  # a diff of containers: what it compared (q9diff.compare.outside)
-    if o is not None and o["contexts_identical"] and o["differs"] is not False:
-        return out + f"**{md(words(o))}**\n"
-    if data["identical"]:
-        return out + "**Identical: no difference in any byte.**\n"
+    o, head = data.get("outside"), headline(data.get("outside"), data["identical"])  # containers
+    if head:
+        return out + f"**{md(head)}**\n"
     lead = models_line(data.get("different_models", {}).get("evidence"))
     out += f"**{md(lead)}**\n\n" if lead else ""
     line, note = root_line(causes), soc_note(causes)
