@@ -39,7 +39,8 @@ Progress = Callable[[str], None]
 
 
 def _path(p: PathLike | Build) -> Path:
-    return p.path if isinstance(p, Build) else Path(p)
+    """A path given to the API, checked to be one the system can look up (InputError naming it)."""
+    return p.path if isinstance(p, Build) else inputs.nameable(p)
 
 
 def as_device(name: str | Device) -> Device:
@@ -64,7 +65,7 @@ def open(path: PathLike) -> Build:  # q9diff.open, as the page names it (the bui
     context binary q9diff reads."""
     from q9diff.kinds import kind_of
 
-    p = Path(path)
+    p = _path(path)
     inputs.exists(p)
     kind = kind_of(p)
     if kind is None:  # there but no file or folder (a FIFO, a device): its opener says so when opened
@@ -97,7 +98,7 @@ def diff(
     aimed |= {"load": load} if load else {}
     from q9diff.present.verdict import sides, swap_advice
 
-    if inputs.is_set(a):
+    if inputs.is_set(a) or inputs.is_set(b):  # two containers of one and of several contexts: sets
         from q9diff.compare.diff import set_to_json
 
         result = diff_parts(a, b, progress)
@@ -111,7 +112,7 @@ def diff(
         result = diff_pair(a, b)
         swapped = swap_advice(a, b, result.causes, "", ([result.a], [result.b]))
         data = to_json(result) | aimed
-    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}")
+    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}") | _outside(a, b, data)
     if swapped:  # the fix would make the good build like the broken one: said last, no fix given
         data |= {"reference_looks_wrong": swapped, "suggestions": []}
         for part in data.get("parts", []):
@@ -119,11 +120,22 @@ def diff(
     return DiffReport(a, b, data, result, tuple(notes))
 
 
+def _outside(a: Path, b: Path, data: dict) -> dict:
+    """For containers: what the diff compared of them and whether the files differ outside it
+    (q9diff.compare.outside); `identical` then speaks for every byte."""
+    from q9diff.compare.outside import outside
+
+    o = outside(a, b, data["identical"])
+    if o is None:
+        return {}
+    return {"outside": o, "identical": data["identical"] and o["differs"] is not True}
+
+
 def _fixing(candidate: Path, suggest: str) -> dict:
     """Which toolchain the fix leads with (the candidate's own files say: inputs.toolchain_of), and the
     command that makes it: `q9diff suggest ... --apply` the config found, where one is."""
     toolchain = inputs.toolchain_of(candidate)
-    folder = candidate if candidate.is_dir() else candidate.parent
+    folder = candidate if os.path.isdir(candidate) else candidate.parent
     config = folder / inputs.EXTENSION_FILE if toolchain["form"] == "ext" else None
     if config is None and (folder / "recipe.json").is_file():
         config = folder / "recipe.json"

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import re
 
-# C0/C1 control characters (ESC starts colours, cursor moves and OSC 8 links), the bidi marks,
-# embeddings, overrides and isolates that reorder what a terminal or a browser shows, and the line and
-# paragraph separators some terminals and renderers break lines at.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# C0/C1 control characters (ESC starts colours, cursor moves and OSC 8 links); every format character
+# (Unicode category Cf): the bidi marks that reorder what a terminal or a browser shows (U+061C ARABIC
+# LETTER MARK, U+200E/F, the embeddings and overrides U+202A-E, the isolates U+2066-9), the invisible ones
+# that make two names look alike (U+00AD, U+200B-D, U+2060-4, U+FEFF, the tags U+E0001, U+E0020-7F);
+# the line and paragraph separators (Zl, Zp) some terminals and renderers break lines at; and lone
+# surrogates (a name decoded with surrogateescape), which no terminal or page can encode.
+# tests/test_hostile_names.py holds this class to every Cf, Zl and Zp character of unicodedata.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 class Q9Error(Exception):

@@ -20,11 +20,29 @@ def read_errors() -> tuple[type[Exception], ...]:
     return (ValueError, IndexError, struct.error)
 
 
+def nameable(path: str | os.PathLike) -> Path:
+    """`path` as a Path, or InputError when it is no name the system can look up: a part of it over 255
+    bytes or the whole over 4096 (os.stat raises "File name too long"), a NUL, a lone surrogate."""
+    from q9diff.format.openers import split_name
+    from q9diff.guard import nameable as can_name
+
+    # FILE#NAME names a context of FILE, however long NAME is: only FILE is looked up
+    if not can_name(path) and not (can_name(split_name(path)[0]) and split_name(path)[1] is not None):
+        text = repr(str(path))
+        shown = text if len(text) <= 100 else text[:99] + "…"
+        raise InputError(
+            f"{shown}: not a path the system can look up (a part of it over 255 bytes, the whole over 4096,"
+            " or a NUL)"
+        )
+    return Path(path)
+
+
 def exists(path: Path) -> None:
     """The path exists, or names one context of a file that does (`FILE#NAME`, as sets list them)."""
     from q9diff.format.openers import split_name
 
-    if path.exists() or split_name(path)[0].is_file():
+    nameable(path)
+    if split_name(path)[1] is not None or os.path.lexists(path):
         return
     raise InputError(f"{path}: no such file or directory")
 
@@ -50,7 +68,7 @@ def parts(path: Path) -> list[Path]:
     if not found:
         from q9diff.genie.config import dialog_configs
 
-        configs = dialog_configs(path) if path.is_dir() else []
+        configs = dialog_configs(path) if os.path.isdir(path) else []
         if len(configs) > 1:
             names = ", ".join(p.name for p in configs)
             raise InputError(
@@ -65,6 +83,13 @@ def check(path: Path) -> None:
     exists(path)
     if is_set(path):
         parts(path)
+
+
+def _container(path: Path) -> bool:
+    """A container file (.onnx, .tflite, .pte) given whole, however many contexts it holds."""
+    from q9diff.format.openers import kind
+
+    return os.path.isfile(path) and kind(path) is not None
 
 
 def parts_or_self(path: Path) -> list[Path]:
@@ -92,8 +117,8 @@ def counterpart(candidate: Path, reference: Path) -> tuple[Path, Path, str | Non
     counterpart was chosen, the sentence that says so."""
     check(candidate)
     check(reference)
-    if is_set(candidate) == is_set(reference):
-        return candidate, reference, None
+    if is_set(candidate) == is_set(reference) or (_container(candidate) and _container(reference)):
+        return candidate, reference, None  # two containers: sets, whichever holds one context only
     file, folder = (candidate, reference) if is_set(reference) else (reference, candidate)
     match = [p for p in parts(folder) if p.name == file.name]
     if not match:
@@ -122,7 +147,7 @@ def toolchain_of(candidate: Path) -> dict:
         return {"form": "executorch", "why": "the candidate is a .pte"}
     if k == ".onnx":
         return {"form": "ort", "why": "the candidate is an EPContext model"}
-    folder = p if p.is_dir() else p.parent
+    folder = p if os.path.isdir(p) else p.parent
     if (folder / EXTENSION_FILE).is_file():
         return {"form": "ext", "why": "the one beside the candidate"}
     return {"form": "qairt", "why": "no config beside the candidate"}
@@ -135,7 +160,7 @@ def which_parts(path: Path) -> str | None:
     from q9diff.genie.config import genie_config_of
 
     p = Path(path)
-    if not p.is_dir():
+    if not os.path.isdir(p):
         return None
     config = genie_config_of(p)
     bins = sorted(p.glob("*.bin"))

@@ -9,6 +9,7 @@ and the CLI ask here; `doctor` reads whole bundles through q9diff.genie.bundle o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,23 +45,23 @@ def _config_parts(path: Path) -> list[Path]:
 def _one_of_container(path: Path) -> bool:
     """`FILE#NAME`, as inspect and set diffs list the contexts of an EPContext model or a .tflite."""
     file, name = split_name(path)
-    return name is not None and file.is_file()
+    return name is not None and os.path.isfile(file)
 
 
 # The first kind that recognises a path is what it is.
 KINDS: tuple[Kind, ...] = (
     Kind("one context of a container", False, _one_of_container, lambda p: [p]),
-    Kind("folder of parts", True, lambda p: p.is_dir() and any(p.glob("*.bin")), _folder_bins),
+    Kind("folder of parts", True, lambda p: os.path.isdir(p) and any(p.glob("*.bin")), _folder_bins),
     Kind(
         "Genie bundle",
         True,
-        lambda p: p.is_dir() and genie_config.genie_config_of(p) is not None,
+        lambda p: os.path.isdir(p) and genie_config.genie_config_of(p) is not None,
         _config_parts,
     ),
-    Kind("folder", True, Path.is_dir, lambda p: []),  # nothing to compare: said by the caller
-    Kind("Genie config", True, lambda p: p.is_file() and p.suffix == ".json", _config_parts),
+    Kind("folder", True, os.path.isdir, lambda p: []),  # nothing to compare: said by the caller
+    Kind("Genie config", True, lambda p: os.path.isfile(p) and p.suffix == ".json", _config_parts),
     Kind("container of contexts", True, lambda p: bool(part_paths(p)), part_paths),
-    Kind("context binary", False, Path.is_file, lambda p: [p]),
+    Kind("context binary", False, os.path.isfile, lambda p: [p]),
 )
 
 

@@ -343,13 +343,15 @@ def epcontext_model(path: Path, names: list[bytes | str], embed: int = 0) -> Pat
     return path
 
 
-def dispatch_tflite(path: Path, bytecode: bytes, ranges: list[tuple[int, int]], at: int = 1 << 19) -> Path:
+def dispatch_tflite(path: Path, bytecode: bytes, ranges: list[tuple[int, int]], at: int = 1 << 19,
+                    names: list[str] | None = None, options: bytes | None = None) -> Path:  # fmt: skip
     """A LiteRT model whose DISPATCH_OPs name (offset, size) ranges of `bytecode`, placed at `at`
-    (the public TFLite schema and LiteRT's dispatch options map, built with the flatbuffers package)."""
+    (the public TFLite schema and LiteRT's dispatch options map, built with the flatbuffers package);
+    each op named `graph_i`, or by `names`; `options`: every op's custom options as given instead."""
     flatbuffers = pytest.importorskip("flatbuffers")
     from flatbuffers import flexbuffers
 
-    def options(offset: int, size: int, name: str) -> bytes:
+    def flex(offset: int, size: int, name: str) -> bytes:
         fbb = flexbuffers.Builder()
         with fbb.Map():
             for key, value in (("bytecode_offset", offset), ("bytecode_size", size)):
@@ -374,8 +376,9 @@ def dispatch_tflite(path: Path, bytecode: bytes, ranges: list[tuple[int, int]], 
         return b.EndObject()
 
     code = table(2, [(1, b.CreateString("DISPATCH_OP"), True)])  # OperatorCode.custom_code
+    names = names or [f"graph_{i}" for i in range(len(ranges))]
     ops = [
-        table(6, [(5, b.CreateByteVector(options(at + off, size, f"graph_{i}")), True)])  # opcode_index 0
+        table(6, [(5, b.CreateByteVector(options or flex(at + off, size, names[i])), True)])  # opcode 0
         for i, (off, size) in enumerate(ranges)
     ]
     subgraph = table(4, [(3, vector(ops), True)])

@@ -57,12 +57,27 @@ class Command(_HelpFlag, TyperCommand):
 
     def invoke(self, ctx):
         try:
+            _nameable(self, ctx.params)
             return super().invoke(ctx)
         except OutputError:
             raise
         except Q9Error as exc:
             error_line(str(exc))
             raise typer.Exit(2) from None
+
+
+def _nameable(command, params: dict) -> None:
+    """Every path argument is a name the system can look up, before any work (q9diff.inputs.nameable):
+    a part over 255 bytes is one line, not an OSError from wherever it is first stat'ed."""
+    from typer.models import TyperPath
+
+    from q9diff.inputs import nameable
+
+    for param in command.params:
+        value = params.get(param.name) if isinstance(param.type, TyperPath) else None
+        for p in value if isinstance(value, (list, tuple)) else (value,):
+            if p is not None and str(p) != "-":
+                nameable(p)
 
 
 class Group(_HelpFlag, TyperGroup):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -59,7 +60,7 @@ def doctor(
     qairt = api.as_runtime(runtime) if runtime is not None else None
     # A config given under any name names files beside it: its whole folder is input, as a folder is.
     given = [bundle, reference]
-    given += [p.parent for p in given if p is not None and p.is_file()]
+    given += [p.parent for p in given if p is not None and os.path.isfile(p)]
     report_path(html_out, given)
     if md_out is not None and str(md_out) != "-":
         report_path(md_out, given, "--markdown")

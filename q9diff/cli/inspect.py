@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -38,13 +39,13 @@ def inspect(
     report_path(html_out, [file])
     try:
         # FILE#NAME: one context of a file that holds several (as `inspect FILE` and set diffs list them)
-        if file.is_dir():  # a folder of parts or a bundle: its parts, as diff reads them
+        if os.path.isdir(file):  # a folder of parts or a bundle: its parts, as diff reads them
             found = [(p.name, open_one(p)) for p in inputs.parts(file)]
             said = inputs.which_parts(file)
             if said:
                 note(said)
         else:
-            found = [(file.name, open_one(file))] if not file.exists() else contexts(file)
+            found = [(file.name, open_one(file))] if not os.path.lexists(file) else contexts(file)
         summaries = [inspect_summary(cb) for _, cb in found]
         box = container_json(file)  # an ExecuTorch .pte: its regions, delegates and compile specs
     except FormatError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -76,7 +77,7 @@ def suggest(
         pairs = [(p["a"], None) for p in data["parts"]]
     elif device is not None and (findings := api.reference_findings(reference, device)):
         raise CommandError(f"{findings[0]}: the fix would build for another device")
-    elif inputs.is_set(candidate):
+    elif inputs.is_set(candidate) or inputs.is_set(reference):
         from q9diff.compare.diff import set_to_json
 
         with busy(f"comparing the parts of {candidate.name} and {reference.name}", as_json) as say:
@@ -211,10 +212,10 @@ def _recompile_and_check(recipe_path: Path, out: Path, reference: Path, quiet: b
     from q9diff.format.openers import open_binary
 
     built = _rebuild(recipe_path, out, quiet)
-    if reference.is_dir() or len(built) != 1:
+    if os.path.isdir(reference) or len(built) != 1:
         from q9diff.api import diff_parts
 
-        folder = reference if reference.is_dir() else reference.parent
+        folder = reference if os.path.isdir(reference) else reference.parent
         with busy(f"comparing the parts of {out.name} and {folder.name}", quiet) as say:
             data = set_to_json(diff_parts(out, folder, say))
     else:  # one reference binary: compare the one rebuilt part with it, not with its whole folder

@@ -8,6 +8,7 @@ spec and the binary say a value, so a disagreement is two values read, never one
 
 from __future__ import annotations
 
+import json
 import os
 
 from q9diff.format.pte import CompileSpec, Delegate
@@ -62,21 +63,24 @@ def _chipset(soc_model: int) -> str:
 def container_json(path: str | os.PathLike) -> dict | None:
     """A .pte's container as JSON: its sizes, every region, every delegate with its compile spec and
     where that disagrees with the binary, and the opener's notes; None for any other file."""
-    from q9diff.format.openers import container, open_one, split_name
+    from q9diff.format.openers import container, labels, open_one, split_name
 
     pte = container(path)
     if pte is None:
         return None
     base = str(split_name(path)[0])
-    names = _names(pte)
+    names = labels(path)  # each binary's label, as FILE#LABEL addresses it
     delegates = []
     opened: dict[tuple[int, int], object] = {}
+    found: dict[tuple, list[str]] = {}  # once per distinct (compile spec, binary): 3,400 delegates name one
     for d in pte.delegates:
         row = _delegate_json(d, names.get(d.binary))
         if d.is_qnn:
             if d.binary not in opened:
                 opened[d.binary] = open_one(f"{base}#{d.number}")
-            row["compile_spec_findings"] = spec_findings(d.spec, opened[d.binary])
+            if (d.spec, d.binary) not in found:
+                found[d.spec, d.binary] = spec_findings(d.spec, opened[d.binary])
+            row["compile_spec_findings"] = list(found[d.spec, d.binary])
         delegates.append(row)
     return {
         "kind": "executorch",
@@ -92,14 +96,6 @@ def container_json(path: str | os.PathLike) -> dict | None:
         "delegates": delegates,
         "notes": list(pte.notes),
     }
-
-
-def _names(pte) -> dict[tuple[int, int], str]:
-    """Each context binary's name (its entry's: the first delegate that names it)."""
-    out: dict[tuple[int, int], str] = {}
-    for name, binary in pte.entries():
-        out.setdefault(binary, name)
-    return out
 
 
 def _delegate_json(d: Delegate, context: str | None) -> dict:
@@ -125,14 +121,21 @@ def _delegate_json(d: Delegate, context: str | None) -> dict:
     return row
 
 
-def findings_of(path: str | os.PathLike) -> list[tuple[str, str]]:
-    """(where, sentence) for every QNN delegate whose compile spec disagrees with its binary; [] for a
-    file that is no .pte. `where` names the method (as Python writes it: escaped) and the delegate."""
-    data = container_json(path)
-    if data is None:
-        return []
-    return [
-        (f"method {d['method']!r} delegate {d['position']}", f)
-        for d in data["delegates"]
-        for f in d.get("compile_spec_findings", [])
-    ]
+def alike(delegates: list[dict]) -> list[list[dict]]:
+    """The QNN delegates grouped by what their compile spec says about their binary: one group per
+    distinct (compile spec, binary), in file order, so each disagreement is said once, naming them all."""
+    groups: dict[str, list[dict]] = {}
+    for d in delegates:
+        key = json.dumps([d["compile_spec"], d["binary_offset"], d["binary_size"]], sort_keys=True)
+        groups.setdefault(key, []).append(d)
+    return list(groups.values())
+
+
+def where(group: list[dict], limit: int = 3) -> str:
+    """The delegates of a group, as a finding names them: `method 'forward' delegate 0`, or the first few
+    and how many more."""
+    from q9diff.format.pte import shown
+
+    named = [f"method {shown(d['method'])} delegate {d['position']}" for d in group[:limit]]
+    more = f" and {len(group) - limit:,d} more delegates" if len(group) > limit else ""
+    return ", ".join(named) + more

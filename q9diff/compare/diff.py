@@ -426,8 +426,11 @@ def set_to_json(sd: SetDiff) -> dict:
     split = [] if not sd.split_cause else [{**sd.split_cause.to_json(), "bytes": None}]
     causes = split + distinct_causes(parts)
     sugg = merged_suggestions([s for p in parts for s in p["suggestions"]])
-    a_total = sum(r.a.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_a)
-    b_total = sum(r.b.size for _, _, r in sd.pairs) + sum(p.stat().st_size for p in sd.unpaired_b)
+    from q9diff.format.openers import size_of  # a part may be FILE#LABEL, which is no file to stat
+
+    unpaired = {"a": [size_of(p) for p in sd.unpaired_a], "b": [size_of(p) for p in sd.unpaired_b]}
+    a_total = sum(r.a.size for _, _, r in sd.pairs) + sum(unpaired["a"])
+    b_total = sum(r.b.size for _, _, r in sd.pairs) + sum(unpaired["b"])
     return {
         "schema": "q9diff.setdiff/1",
         "identical": sd.identical,
@@ -438,10 +441,7 @@ def set_to_json(sd: SetDiff) -> dict:
         "unpaired_a": [str(p) for p in sd.unpaired_a],
         "unpaired_b": [str(p) for p in sd.unpaired_b],
         # The unpaired parts' sizes, so a saved result draws the set's table without the files.
-        "unpaired_sizes": {
-            "a": [p.stat().st_size for p in sd.unpaired_a],
-            "b": [p.stat().st_size for p in sd.unpaired_b],
-        },
+        "unpaired_sizes": unpaired,
         "causes": causes,
         "suggestions": sugg,
         "parts": parts,

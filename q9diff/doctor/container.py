@@ -16,28 +16,28 @@ FIX = (
 
 
 def check_compile_spec(ctx: Context) -> Iterator[Hit | Note]:
-    from q9diff.compare.container import container_json
+    """Each disagreement once per distinct (compile spec, binary), naming the delegates that share it."""
+    from q9diff.compare.container import alike, container_json, where
 
     b = ctx.bundle
     data = container_json(b.given) if b.single_file else None
     if data is None:
         return
     qnn = [d for d in data["delegates"] if d.get("context")]
+    groups = alike(qnn)
     found = False
-    for d in qnn:
-        for finding in d["compile_spec_findings"]:
+    for group in groups:
+        for finding in group[0]["compile_spec_findings"]:
             found = True
-            yield Hit(f"{b.name}: method {d['method']!r} delegate {d['position']}", finding, FIX)
-    unread = [d for d in qnn if d["compile_spec"] is None or d["compile_spec"]["problem"]]
-    for d in unread:
-        spec = d["compile_spec"]
+            yield Hit(f"{b.name}: {where(group)}", finding, FIX)
+    unread = [g for g in groups if g[0]["compile_spec"] is None or g[0]["compile_spec"]["problem"]]
+    for group in unread:
+        spec = group[0]["compile_spec"]
         why = (
             "it has no qnn_compile_spec" if spec is None else f"its compile spec is unread: {spec['problem']}"
         )
-        yield Note(
-            f"{b.name}: method {d['method']!r} delegate {d['position']}", f"not compared: {why}", False
-        )
-    if not found and len(unread) < len(qnn):
+        yield Note(f"{b.name}: {where(group)}", f"not compared: {why}", False)
+    if not found and len(unread) < len(groups):
         yield Note(
             b.name,
             "each QNN delegate's compile spec agrees with its binary on soc_model, htp_arch, VTCM,"

@@ -3,8 +3,9 @@ EPContext node, embedded or named), a LiteRT `.tflite` whose DISPATCH_OP nodes p
 ExecuTorch `.pte` whose QNN delegates' payloads hold them (q9diff.format.pte walks it).
 
 Each opener finds the bytes through its container's own structure and hands them to `ContextBinary`;
-a container with several contexts is a set, like a directory, and each context is addressed as
-`FILE#NAME` (the node's name).
+a container with several contexts is a set, like a directory. A context is its position in the container;
+it is addressed as `FILE#LABEL`, its name escaped and made unique (q9diff.format.labels), and `FILE#LABEL`
+is resolved by the container's index, never looked up in the file system.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from q9diff.errors import FormatError
 from q9diff.format import flatbuf
 from q9diff.format.binary import ContextBinary
+from q9diff.format.labels import label, listed, unique
 from q9diff.format.read import parse
 
 # The suffixes of the files that carry contexts (the rest are context binaries themselves).
@@ -38,7 +40,7 @@ def kind(path: str | os.PathLike) -> str | None:
             return None
         with open(p, "rb") as f:
             head = f.read(8)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in a path given from Python
         return None
     ident = head[4:8]
     if ident[:2] == b"ET" and ident[2:].isdigit():
@@ -48,12 +50,19 @@ def kind(path: str | os.PathLike) -> str | None:
 
 def split_name(path: str | os.PathLike) -> tuple[Path, str | None]:
     """`FILE#NAME` as (FILE, NAME), the way sets list a container's contexts; any other path as (path,
-    None). A file whose own name holds a `#` is that file."""
+    None). After a container, `#NAME` is a context's label, and `FILE#NAME` itself is never looked up (a
+    label is no file name: it may be longer than a file name can be); after another file, a file whose own
+    name holds the `#` is that file."""
     p = Path(path)
-    if not p.exists() and "#" in p.name:
-        file, name = p.name.rsplit("#", 1)
-        return p.with_name(file), name
-    return p, None
+    file, hash_, name = p.name.rpartition("#")
+    if not hash_ or not file:
+        return p, None
+    base = p.parent / file
+    if not os.path.isfile(base):
+        return p, None
+    if kind(base) is None and os.path.lexists(p):  # a file named with a `#` beside a plain binary
+        return p, None
+    return base, name
 
 
 def _regular_file(path: Path) -> None:
@@ -67,17 +76,24 @@ def _regular_file(path: Path) -> None:
 
 @dataclass(frozen=True)
 class _Index:
-    """Where a container's contexts are, read once per file: for each distinct context its name and
-    source (the bytes of an embedded EPContext node, the resolved path of a context file, or the
-    (offset, size) of DISPATCH_OP bytecode), and the names of the nodes that name one already listed.
+    """Where a container's contexts are, read once per file: for each distinct context, in file order, its
+    label (q9diff.format.labels: its name escaped and made unique) and source (the bytes of an embedded
+    EPContext node, the resolved path of a context file, or the (offset, size) of DISPATCH_OP bytecode or
+    a .pte's binary), and the names that address one as well (every node's own name where it names one
+    context only, a .pte delegate's number).
 
     Nodes naming the same context file, or DISPATCH_OPs naming the same bytecode, are one context (the
-    graphs of one binary; a hostile file repeats it 3000 times): it is listed, opened and compared once."""
+    graphs of one binary; a hostile file repeats it 3000 times): it is listed, opened and compared once.
+    Nodes of the same name naming different contexts are as many contexts, each with its own label."""
 
     path: Path
-    entries: tuple[tuple[str, object], ...]
-    aliases: dict[str, int]  # every node name -> its entry
+    entries: tuple[tuple[str, object], ...]  # (label, source)
+    aliases: dict[str, int]  # every label, and every name that means one context only -> its entry
     container: object = None  # a .pte's walk (q9diff.format.pte.PteFile): its regions, delegates, notes
+
+    @property
+    def labels(self) -> list[str]:
+        return [n for n, _ in self.entries]
 
     def build(self, i: int, given: Path | None = None) -> ContextBinary:
         """The i-th context, named after the path as the user gave it (`given`), not as resolved."""
@@ -88,6 +104,13 @@ class _Index:
         if isinstance(source, tuple):
             return ContextBinary(_mapped(self.path)[source[0] : source[0] + source[1]], f"{shown}#{name}")
         return ContextBinary(source, f"{shown}#{name}")
+
+    def size(self, i: int) -> int:
+        """The i-th context's size in bytes, without opening it."""
+        source = self.entries[i][1]
+        if isinstance(source, Path):
+            return os.stat(source).st_size
+        return source[1] if isinstance(source, tuple) else len(source)
 
 
 def _index(p: Path) -> _Index:
@@ -103,19 +126,24 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     k = kind(p)
     pte = _pte(p) if k == ".pte" else None
     found = _epcontext(p) if k == ".onnx" else pte.entries() if pte is not None else _tflite(p)
-    entries: list[tuple[str, object]] = []
-    aliases: dict[str, int] = {}
+    names: list[str] = []
+    sources: list[object] = []
+    meant: dict[str, set[int]] = {}  # each name -> the entries it names
     first: dict[object, int] = {}  # a context file or bytecode range -> its entry
     for name, source in found:
         key = source if isinstance(source, (Path, tuple)) else None
         if key is not None and key in first:
-            aliases.setdefault(name, first[key])
+            meant.setdefault(name, set()).add(first[key])
             continue
         if key is not None:
-            first[key] = len(entries)
-        aliases.setdefault(name, len(entries))
-        entries.append((name, source))
-    return _Index(p, tuple(entries), aliases, pte)
+            first[key] = len(sources)
+        meant.setdefault(name, set()).add(len(sources))
+        names.append(name)
+        sources.append(source)
+    labels = unique([label(n, f"~{i}") for i, n in enumerate(names)])
+    aliases = {n: next(iter(at)) for n, at in meant.items() if len(at) == 1}
+    aliases |= {x: i for i, x in enumerate(labels)}  # a label is its context's, whatever a name means
+    return _Index(p, tuple(zip(labels, sources)), aliases, pte)
 
 
 def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
@@ -138,27 +166,38 @@ def open_one(path: str | os.PathLike) -> ContextBinary:
             raise FormatError(str(p), None, f"a context named {name!r} (it holds {[p.name]})")
         return ContextBinary.open(p)
     index = _index(p)
-    names = [n for n, _ in index.entries]
+    names = index.labels
     if name is not None:
         if name not in index.aliases:
-            raise FormatError(
-                str(p), None, f"a context named {name!r} (it holds {names}){_other(index, name)}"
-            )
+            held = f"{len(names)}: {listed(names)}{_other(index, name)}"
+            raise FormatError(str(p), None, f"a context named {name!r} (it holds {held})")
         return index.build(index.aliases[name], p)
     if len(names) != 1:
         raise FormatError(
-            str(p), None, f"one context binary (it holds {len(names)}: {', '.join(names)}; diff it as a set)"
+            str(p), None, f"one context binary (it holds {len(names)}: {listed(names)}; diff it as a set)"
         )
     return index.build(0, p)
 
 
 def part_paths(path: Path) -> list[Path]:
-    """`FILE#NAME` for every context of a container holding several, else []."""
-    if not path.is_file() or kind(path) is None:
+    """`FILE#LABEL` for every context of a container holding several, else []: addresses the index
+    resolves (split_name, open_one), not names to look up in the file system."""
+    if not os.path.isfile(path) or kind(path) is None:
         return []
     _regular_file(path)
-    names = [n for n, _ in _index(path).entries]
-    return [path.with_name(f"{path.name}#{n}") for n in names] if len(names) > 1 else []
+    labels = _index(path).labels
+    return [Path(f"{path}#{x}") for x in labels] if len(labels) > 1 else []
+
+
+def size_of(path: str | os.PathLike) -> int:
+    """The size in bytes of the context at `FILE#LABEL`, or of the file at any other path."""
+    p, name = split_name(path)
+    if name is None or kind(p) is None:
+        return os.stat(p).st_size
+    index = _index(p)
+    if name not in index.aliases:
+        raise FormatError(str(p), None, f"a context named {name!r} (it holds {listed(index.labels)})")
+    return index.size(index.aliases[name])
 
 
 def container(path: str | os.PathLike):
@@ -166,10 +205,51 @@ def container(path: str | os.PathLike):
     are (q9diff.format.pte.PteFile: its regions, delegates and compile specs, its notes); None for any
     other file."""
     p = split_name(path)[0]
-    if not p.is_file() or kind(p) != ".pte":
+    if not os.path.isfile(p) or kind(p) != ".pte":
         return None
     _regular_file(p)
     return _index(p).container
+
+
+def labels(path: str | os.PathLike) -> dict[object, str]:
+    """Each context's label by its source (a .pte's or a .tflite's (offset, size) of the binary), for a
+    container's own views (q9diff.compare.container); {} for a file that is no container."""
+    p = split_name(path)[0]
+    if not os.path.isfile(p) or kind(p) is None:
+        return {}
+    _regular_file(p)
+    return {source: name for name, source in _index(p).entries if isinstance(source, (tuple, Path))}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a diff of a container reads of it: its contexts' bytes (`compared`), where they lie in the
+    file (`ranges`: None where the container does not say, an EPContext model's embedded contexts), and
+    the file's size; the rest is the container's own (a program, other delegates, an ONNX graph)."""
+
+    kind: str  # ".pte", ".tflite", ".onnx", or "context" for FILE#LABEL
+    file: Path
+    size: int
+    compared: int
+    ranges: tuple[tuple[int, int], ...] | None
+
+
+def coverage(path: str | os.PathLike) -> Coverage | None:
+    """What a diff reads of the container (or the one context FILE#LABEL) at `path`; None for a plain
+    context binary, which a diff reads whole."""
+    p, name = split_name(path)
+    k = kind(p) if os.path.isfile(p) else None
+    if k is None:
+        return None
+    index = _index(p)
+    size = os.stat(p).st_size
+    chosen = range(len(index.entries)) if name is None else [index.aliases.get(name, 0)]
+    sources = [index.entries[i][1] for i in chosen]
+    compared = sum(index.size(i) for i in chosen if not isinstance(index.entries[i][1], Path))
+    within = [s for s in sources if not isinstance(s, Path)]
+    ranges = tuple(sorted(s for s in within if isinstance(s, tuple)))
+    known = all(isinstance(s, tuple) for s in within)
+    return Coverage(k if name is None else "context", p, size, compared, ranges if known else None)
 
 
 def notes(path: str | os.PathLike) -> list[str]:
@@ -181,10 +261,12 @@ def notes(path: str | os.PathLike) -> list[str]:
 
 def _other(index: _Index, name: str) -> str:
     """Why a .pte's delegate named `name` is no context: it is another backend's."""
+    from q9diff.format.pte import cut, shown
+
     pte = index.container
     for d in pte.delegates if pte is not None else ():
         if not d.is_qnn and name in (str(d.number), d.method):
-            return f"; delegate {d.number} of method {d.method!r} is {d.backend}, not QNN"
+            return f"; delegate {d.number} of method {shown(d.method)} is {cut(d.backend)}, not QNN"
     return ""
 
 

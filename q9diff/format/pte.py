@@ -23,6 +23,7 @@ from q9diff.format.read import parse, zeros
 from q9diff.formats import pte as P
 
 MAX_DELEGATES = 4096  # a model lowered in thousands of partitions is no .pte anyone runs
+MAX_NOTES = 5  # notes of one kind said one by one; past it, one line counts the rest
 # What a region of the container holds: its header and Program FlatBuffer, a QNN payload's header
 # (structure); a QNN context binary (context); another backend's payload (delegate); a segment no delegate
 # names (data: constants, or bytes q9diff does not read); zeros between them (padding); other bytes no
@@ -86,19 +87,23 @@ class PteFile:
     def entries(self) -> list[tuple[str, tuple[int, int]]]:
         """(name, (offset, size)) for every QNN delegate, in file order: the first name of each binary is
         its entry's, the later ones (another method sharing it, the delegate numbers) address it too."""
-        qnn = [d for d in self.delegates if d.is_qnn]
-        per_method: dict[str, int] = {}
-        for d in qnn:
-            per_method[d.method] = per_method.get(d.method, 0) + 1
-        named = [(self.name_of(d, per_method[d.method]), d.binary) for d in qnn]
-        return named + [(str(d.number), d.binary) for d in qnn]
+        plan, plans = -1, []  # each delegate's method by its place in the program (names may repeat)
+        for d in self.delegates:
+            plan += d.position == 0
+            plans.append(plan)
+        qnn = [(p, d) for p, d in zip(plans, self.delegates) if d.is_qnn]
+        per_method: dict[int, int] = {}
+        for p, _ in qnn:
+            per_method[p] = per_method.get(p, 0) + 1
+        named = [(self.name_of(d, per_method[p]), d.binary) for p, d in qnn]
+        return named + [(str(d.number), d.binary) for _, d in qnn]
 
     @staticmethod
     def name_of(d: Delegate, in_method: int) -> str:
         """A delegate's name: its method's, `method:i` beside another QNN delegate of that method, its
-        number where the method's name cannot be one (empty, a control character, `/` or `#`)."""
-        plain = d.method and d.method.isprintable() and not set(d.method) & set("/#\\")
-        if not plain:
+        number where the method has no name. Methods of one name are as many contexts: the opener labels
+        each apart (q9diff.format.labels), escaping what no label holds."""
+        if not d.method:
             return str(d.number)
         return d.method if in_method == 1 else f"{d.method}:{d.position}"
 
@@ -185,6 +190,7 @@ def read(buf, path: str) -> PteFile:
         )
     program = flatbuf.root(buf, 0, h.program_size, path)
     pte = PteFile(path, memoryview(buf), size, h.program_size, h.segment_base_offset, h.segment_data_size, [])
+    off_grid: list[tuple[int, int]] = []  # (segment, offset) of each segment off executorch's alignment
     for i, s in enumerate(program.get(P.PROGRAM["segments"])):
         off, n = s.get(P.DATA_SEGMENT["offset"], 0), s.get(P.DATA_SEGMENT["size"], 0)
         if off + n > h.segment_data_size:
@@ -195,10 +201,15 @@ def read(buf, path: str) -> PteFile:
                 f" (got {n} bytes at {off})",
             )
         if n and off % P.SEGMENT_ALIGNMENT:
-            pte.notes.append(
-                f"segment {i} starts at +{off}, not {P.SEGMENT_ALIGNMENT}-aligned as executorch lays them"
-            )
+            off_grid.append((i, off))
         pte.segments.append((h.segment_base_offset + off, n))
+    pte.notes += [
+        f"segment {i} starts at +{off}, not {P.SEGMENT_ALIGNMENT}-aligned as executorch lays them"
+        for i, off in off_grid[:MAX_NOTES]
+    ]
+    if len(off_grid) > MAX_NOTES:
+        more = len(off_grid) - MAX_NOTES
+        pte.notes.append(f"{more:,d} more segments are not {P.SEGMENT_ALIGNMENT}-aligned")
     placed = sorted({seg for seg in pte.segments if seg[1]})
     for (a, n), (b, m) in zip(placed, placed[1:]):
         if b < a + n:
@@ -219,7 +230,7 @@ def _delegates(buf, path: str, program, pte: PteFile) -> None:
         for position, d in enumerate(plan.get(P.EXECUTION_PLAN["delegates"])):
             if d.pos in seen:
                 raise FormatError(
-                    path, d.pos, f"each delegate listed once (method {method!r} lists one again)"
+                    path, d.pos, f"each delegate listed once (method {shown(method)} lists one again)"
                 )
             seen.add(d.pos)
             if len(pte.delegates) >= MAX_DELEGATES:
@@ -230,12 +241,24 @@ def _delegates(buf, path: str, program, pte: PteFile) -> None:
         raise FormatError(
             path, None, f"a QNN delegate ({P.QNN_BACKEND}); its delegates: {', '.join(backends)}"
         )
-    for d in pte.delegates:
-        if not d.is_qnn:
-            where = f"{d.location} {d.index}" + (f", {d.payload[1]} bytes" if d.payload else "")
-            pte.notes.append(
-                f"method {d.method!r} delegate {d.position} is {d.backend} ({where}): listed, not read"
-            )
+    others = [d for d in pte.delegates if not d.is_qnn]
+    for d in others[:MAX_NOTES]:
+        where = f"{d.location} {d.index}" + (f", {d.payload[1]} bytes" if d.payload else "")
+        pte.notes.append(
+            f"method {shown(d.method)} delegate {d.position} is {cut(d.backend)} ({where}): listed, not read"
+        )
+    if len(others) > MAX_NOTES:
+        pte.notes.append(f"{len(others) - MAX_NOTES:,d} more delegates of other backends: listed, not read")
+
+
+def cut(name: str, limit: int = 64) -> str:
+    """A name from the file cut to `limit` characters for a message (the one escape comes later)."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def shown(name: str) -> str:
+    """A method's name as a message quotes it: as Python writes it (escaped), cut short."""
+    return repr(cut(name))
 
 
 def _delegate(buf, path: str, pte: PteFile, at: tuple, inline: int, headers: dict, specs: dict) -> Delegate:
@@ -277,7 +300,7 @@ def _payload(buf, path: str, payload: tuple[int, int], method: str) -> tuple[tup
     header ends and fits the segment."""
     offset, size = payload
     header = f"{P.QNN_PAYLOAD_HEADER_SIZE} bytes, magic {P.QNN_PAYLOAD_MAGIC:#x}"
-    what = f"the QNN payload header of method {method!r} ({header})"
+    what = f"the QNN payload header of method {shown(method)} ({header})"
     h = parse(P.QnnPayloadHeader, buf, offset, path, what, end=offset + size)
     if h.binary_size > size - P.QNN_PAYLOAD_HEADER_SIZE:
         raise FormatError(

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from q9diff import jsonc
 from q9diff.errors import FormatError, Q9Error
 from q9diff.format.binary import ContextBinary, Graph
-from q9diff.format.openers import notes, open_binary, part_paths
+from q9diff.format.openers import notes, open_binary, part_paths, split_name
 from q9diff.genie.config import (
     CONFIG_NAME,
     PLACEHOLDER,
@@ -146,7 +146,8 @@ class Bundle:
 def read_bundle(given: Path) -> Bundle:
     """Read what the bundle names; BundleError only when its config (or its folder) cannot be read."""
     given = Path(given)
-    if given.is_file() and given.suffix.lower() != ".json":  # one binary, or a container's contexts
+    one = os.path.isfile(given) or split_name(given)[1] is not None  # FILE#NAME: one context of FILE
+    if one and given.suffix.lower() != ".json":  # one binary, or a container's contexts
         b = Bundle(given.parent.resolve(), given, None, None, None, single_file=True)
         b.notes.append(f"no {CONFIG_NAME}: {given.name} alone was checked, not a whole bundle's layout")
         for i, p in enumerate(part_paths(given) or [given]):

@@ -12,21 +12,19 @@ neither covers keeps its backend API unknown, and is judged by the QAIRT version
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from q9diff.errors import Q9Error
+from q9diff.errors import FormatError, Q9Error
 
 COMPAT_PATH = Path(__file__).with_name("compat_measured.json")
 # The libraries a bundle or app ships that carry the QAIRT version (libQnnSystem.so carries none).
 VERSIONED = ("libQnnHtp.so", "libGenie.so", "libQnnHtpNetRunExtensions.so", "libQnnHtpPrepare.so")
-AISW = re.compile(rb"AISW_VERSION: (\d+)\.(\d+)\.(\d+)")
-_BUILD = re.compile(rb"\bv(2)\.(\d{1,3})\.(\d{1,3})\.\d{12}\b")
 MAX_LIBRARY = 1 << 30  # a runtime library is tens of MB; nothing this size is one
+MAX_DIGITS = 9  # of each number of a version (2.48.40): more is no version, and int() of 5,000 raises
 MAX_FOLDER_ENTRIES = 5000  # a bundle or app folder is looked through this far for its libraries
 MAX_DEPTH = 3
 
@@ -95,23 +93,36 @@ def backend_api_of(qairt: tuple[int, int, int | None]) -> tuple[tuple[int, int] 
     return None, f"not measured: no runtime or binary of QAIRT {major}.{minor} was read"
 
 
-_WRITTEN = re.compile(
-    r"^\s*(?:qairt|qnn|sdk|aisw)?[\s_-]*v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)?(?:_\d+)?\s*$", re.I
-)
+# Matched against the stripped text: no two neighbouring parts can take the same characters, so a failed
+# match is linear (`^\s*` before `[\s_-]*` backtracked in 10,000 leading spaces for 6 s).
+_WRITTEN = re.compile(r"(?:qairt|qnn|sdk|aisw)?[\s_-]*v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)?(?:_\d+)?", re.I)
 
 
 def parse(text: str) -> Runtime:
     """A runtime named as users write it, or a path: a library (its bytes carry the version) or a folder
     that ships one. UnknownRuntime (one line) when it is neither."""
-    m = _WRITTEN.match(text)
+    m = _WRITTEN.fullmatch(text.strip())
     if m and not os.path.exists(text):
+        if any(g is not None and len(g) > MAX_DIGITS for g in m.groups()):
+            raise UnknownRuntime(
+                f"--runtime {_cut(text)}: expected a QAIRT 2.x version (e.g. 2.48 or 2.48.40), each number"
+                f" of at most {MAX_DIGITS} digits"
+            )
         qairt = (int(m.group(1)), int(m.group(2)), None if m.group(3) is None else int(m.group(3)))
         if qairt[0] != 2:
-            raise UnknownRuntime(f"--runtime {text}: expected a QAIRT 2.x version (e.g. 2.48 or 2.48.40)")
+            raise UnknownRuntime(
+                f"--runtime {_cut(text)}: expected a QAIRT 2.x version (e.g. 2.48 or 2.48.40)"
+            )
         api, why = backend_api_of(qairt)
         return Runtime(qairt, f"--runtime {text.strip()}", api, why)
     path = Path(text)
-    if path.is_dir():
+    from q9diff.guard import nameable
+
+    if not nameable(path):
+        raise UnknownRuntime(
+            f"--runtime {_cut(text)!r}: not a path the system can look up (a part over 255 bytes, or a NUL)"
+        )
+    if os.path.isdir(path):
         found = in_folder(path)
         if found is None:
             raise UnknownRuntime(
@@ -119,28 +130,40 @@ def parse(text: str) -> Runtime:
                 f"({', '.join(VERSIONED)}) or a folder holding one; none found"
             )
         return found
-    if path.exists() or "/" in text or text.endswith(".so"):
+    if os.path.lexists(path) or "/" in text or text.endswith(".so"):
         return from_library(path)
     raise UnknownRuntime(
-        f"--runtime {text!r}: expected a QAIRT version as 2.48, 2.48.40, v2.48 or QAIRT 2.48.40, or the path "
-        "of a runtime library or of a folder that ships one"
+        f"--runtime {_cut(text)!r}: expected a QAIRT version as 2.48, 2.48.40, v2.48 or QAIRT 2.48.40, or"
+        " the path of a runtime library or of a folder that ships one"
     )
 
 
-def from_library(path: Path) -> Runtime:
-    """The QAIRT version a runtime library carries (`AISW_VERSION: x.y.z`, or its build id)."""
-    from q9diff.guard import open_regular
+def _cut(text: str, limit: int = 60) -> str:
+    """What the user typed, as a message quotes it: cut short (a 5,000-digit version is not a line)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
+
+def from_library(path: Path) -> Runtime:
+    """The QAIRT version a runtime library carries (`AISW_VERSION: x.y.z`, or its build id), read from its
+    .rodata section (q9diff.load.library); nothing under /proc, /sys or /dev is opened."""
+    from q9diff.guard import open_regular
+    from q9diff.load import library
+
+    if library.special(path):
+        raise UnknownRuntime(
+            f"{path}: expected a runtime library, got a file of /proc, /sys or /dev (not read: the kernel's"
+            " files are no library)"
+        )
     with open_regular(path, "a runtime library", UnknownRuntime) as (f, st):
         if st.st_size > MAX_LIBRARY or st.st_size == 0:
             raise UnknownRuntime(f"{path}: expected a runtime library, got a {st.st_size} byte file")
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if data[:4] != b"\x7fELF":  # a text that quotes a build id is no library to read it from
-                raise UnknownRuntime(
-                    f"{path}: expected a runtime library (an ELF shared object) at offset 0x0"
-                )
-            m = AISW.search(data) or _BUILD.search(data)
-            found = None if m is None else tuple(int(g) for g in m.groups())
+        if os.pread(f.fileno(), 4, 0) != b"\x7fELF":  # a text that quotes a build id is no library
+            raise UnknownRuntime(f"{path}: expected a runtime library (an ELF shared object) at offset 0x0")
+        try:
+            read = library.version(f, st.st_size, str(path))
+        except FormatError as exc:  # the library's own offset and expectation, as an UnknownRuntime
+            raise UnknownRuntime(str(exc)) from None
+    found = None if read is None else read[0]
     if found is None:
         raise UnknownRuntime(
             f"{path}: expected a QAIRT runtime library carrying its version (AISW_VERSION: x.y.z), found none"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 
+from q9diff.compare import outside
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present import charts, embed, verdict
@@ -67,11 +68,16 @@ def _verdict(data: dict) -> str:
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f'<p class="swap">Arguments swapped? {esc(swapped)}; the known-good build comes second.</p>'
-    if identical:
-        return out + "<h2>Identical: no difference in any byte.</h2>"
+    o, head = (
+        data.get("outside"),
+        outside.headline(data.get("outside"), identical),
+    )  # containers: what was compared
+    if head:
+        return out + f"<h2>{esc(head)}</h2>"
     lead = models_line(data.get("different_models", {}).get("evidence"))
     text = headline(causes, lead)
-    return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>"
+    compared = f"<p>{esc(outside.words(o))}</p>" if o is not None else ""
+    return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>" + compared
 
 
 SIZE_CAUSES = {"vtcm_size", "spill_fill", "const_size"}
@@ -161,7 +167,7 @@ def wrap_page(title: str, body: str) -> str:
     return page.replace(embed.PLOTLY_JS, charts.plotly_packed(), 1) if embed.PLOTLY_JS in page else page
 
 
-def _name(path: str) -> str:
+def page_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
@@ -235,7 +241,7 @@ def render(data: dict) -> str:
         + load_section(data)
         + embed.Charts()(_figures(data))
     )
-    return wrap_page(f"q9diff diff {_name(a)} vs {_name(b)}", body)
+    return wrap_page(f"q9diff diff {page_name(a)} vs {page_name(b)}", body)
 
 
 def render_set(data: dict) -> str:
@@ -255,7 +261,7 @@ def render_set(data: dict) -> str:
             row(
                 [
                     (esc(part["part"]), 0),
-                    (esc(_name(part["b"]["path"])), 0),
+                    (esc(page_name(part["b"]["path"])), 0),
                     (size_span(a), 1),
                     (size_span(b), 1),
                     (size_span(b - a, signed=True), 1),
@@ -265,10 +271,10 @@ def render_set(data: dict) -> str:
         )
     sizes = data.get("unpaired_sizes") or {"a": [], "b": []}
     for p, n in zip(data["unpaired_a"], sizes["a"]):
-        cells = [(esc(_name(p)), 0), ("(none)", 0), (size_span(n), 1), ("", 1), ("", 1), ("unpaired", 0)]
+        cells = [(esc(page_name(p)), 0), ("(none)", 0), (size_span(n), 1), ("", 1), ("", 1), ("unpaired", 0)]
         rows.append(row(cells))
     for p, n in zip(data["unpaired_b"], sizes["b"]):
-        cells = [("(none)", 0), (esc(_name(p)), 0), ("", 1), (size_span(n), 1), ("", 1), ("unpaired", 0)]
+        cells = [("(none)", 0), (esc(page_name(p)), 0), ("", 1), (size_span(n), 1), ("", 1), ("unpaired", 0)]
         rows.append(row(cells))
     delta = size_span(data["size_delta"], signed=True)
     rows.append(
@@ -293,7 +299,7 @@ def render_set(data: dict) -> str:
     across = draw([charts.set_effects(_escaped(effects))]) if data["parts"] else ""  # all it reads
     sections = []
     for part in data["parts"]:
-        pa, pb = part["part"], _name(part["b"]["path"])
+        pa, pb = part["part"], page_name(part["b"]["path"])
         sections.append(
             f"<hr><h2>{esc(pa)} vs {esc(pb)}</h2>"
             + _verdict(part).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
@@ -317,7 +323,7 @@ def render_set(data: dict) -> str:
         + across
         + "".join(sections)
     )
-    return wrap_page(f"q9diff set diff {_name(ra)} vs {_name(rb)}", body)
+    return wrap_page(f"q9diff set diff {page_name(ra)} vs {page_name(rb)}", body)
 
 
 def set_root(data: dict, side: str) -> str:
@@ -325,175 +331,3 @@ def set_root(data: dict, side: str) -> str:
     paths = [p[side]["path"] for p in data["parts"]] + data[f"unpaired_{side}"]
     parents = {p.rpartition("/")[0] or "." for p in paths}
     return parents.pop() if len(parents) == 1 else ", ".join(sorted(parents))
-
-
-# ---- q9diff verify ----
-
-# Each pair its colour, its dash and its marker, so a line hidden under another still shows.
-_PAIRS = {
-    ("candidate", "cpu"): ("#d62728", "solid", "circle"),
-    ("reference", "cpu"): ("#1f77b4", "dash", "square-open"),
-    ("candidate", "reference"): ("#2ca02c", "dot", "diamond-open"),
-}
-
-
-def _tolerances(res) -> dict[str, float]:
-    """The cosine at which each comparison passes: the one given (--min-cosine) or the defaults."""
-    from q9diff.verify.run import BINARY_TOLERANCE, CPU_TOLERANCE
-
-    given = getattr(res, "tolerance", None)
-    if given is not None:
-        return {"reference": given.min_cosine, "cpu": given.min_cosine}
-    return {"reference": BINARY_TOLERANCE.min_cosine, "cpu": CPU_TOLERANCE.min_cosine}
-
-
-def _drift_figure(res):
-    """Per-step logit drift (teacher-forced, so every side saw the same tokens), with token divergence.
-    The verdict is the tokens (verify/verdict.py), so no cosine tolerance is drawn: the line is the
-    reference's own lowest cosine against the CPU, the drift a good build shows."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    llm = res.llm
-    fig = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, subplot_titles=("max |Δ logit| per step", "cosine per step")
-    )
-    steps = [d.step for d in llm.steps]
-    for (a, b), (color, dash, symbol) in _PAIRS.items():
-        if b == "cpu":
-            series = [d.vs_cpu.get(a) for d in llm.steps]
-        else:
-            series = [d.vs_reference for d in llm.steps]
-        if not any(m is not None for m in series):
-            continue
-        name = f"{a} vs {b}"
-        for row, values in (
-            (1, [m.max_abs if m else None for m in series]),
-            (2, [m.cosine if m else None for m in series]),
-        ):
-            line = go.Scatter(
-                x=steps,
-                y=values,
-                name=name,
-                mode="lines+markers",
-                legendgroup=name,
-                line={"color": color, "dash": dash, "width": 2},
-                marker={"symbol": symbol, "size": 9},
-            )
-            fig.add_trace(line.update(showlegend=row == 1), row=row, col=1)
-    # An LLM's verdict rests on the tokens, not on a cosine tolerance: the line drawn is how far the
-    # reference itself drifts from the CPU, so a candidate point under it is read against the reference.
-    from q9diff.verify.verdict import ALIKE, lowest_vs_cpu
-
-    lowest = lowest_vs_cpu(llm)
-    floor = lowest.get("reference")
-    if floor is not None:
-        mine = lowest.get("candidate")
-        alike = (
-            ""
-            if mine is None
-            else (" (candidate alike)" if abs(mine - floor) < ALIKE else f" (candidate {mine:.4f})")
-        )
-        fig.add_hline(
-            y=floor,
-            line_dash="longdash",
-            line_color="#555",
-            row=2,
-            col=1,
-            annotation_text=f"reference's lowest cosine vs cpu: {floor:.4f}{alike}; verdict: the tokens",
-            annotation_position="bottom left",
-        )
-    at: dict[int, list[str]] = {}
-    for pair, step in llm.first_divergence.items():
-        if step is not None:
-            at.setdefault(step, []).append(pair)
-    for step, pairs in at.items():
-        text = charts.text(", ".join(pairs)) + ": tokens diverge"
-        fig.add_vline(x=step, line_dash="dash", annotation_text=text, row=1, col=1)
-    fig.update_xaxes(tick0=0, dtick=1, tickformat="d")
-    fig.update_xaxes(title_text="step (generated token)", row=2, col=1)
-    fig.update_layout(title="Drift per step: the first token right, then garbage?", height=580)
-    return fig
-
-
-def _outputs_figure(res):
-    import plotly.graph_objects as go
-
-    outputs = res.outputs
-    fig = go.Figure()
-    for against in sorted({o.against for o in outputs}):
-        rows = [o for o in outputs if o.against == against]
-        labels = [charts.text(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
-        name = charts.text(f"candidate vs {against}")
-        fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=name))
-    for against, cosine in sorted(_tolerances(res).items()):
-        if any(o.against == against for o in outputs):
-            fig.add_hline(
-                y=cosine,
-                line_dash="longdash",
-                line_color="#555",
-                annotation_text=charts.text(f"tolerance vs {against}: {cosine}"),
-            )
-    fig.update_layout(
-        title="Cosine similarity per output",
-        barmode="group",
-        height=420,
-        yaxis_range=[0, 1.01],
-        yaxis_title="cosine (1 = same)",
-    )
-    return fig
-
-
-def render_verify(res) -> str:
-    """The verify report: verdict, sides and their notes, tokens, drift per step (or per output)."""
-    from q9diff.verify.verdict import judge
-
-    v = judge(res)
-    verdict = esc(v.headline) + "".join(f"<br><small>{esc(c)}</small>" for c in v.caveats)
-    verdict += f"<br><small><code>{esc(v.next_command)}</code></small>" if v.next_command else ""
-    sides = "".join(
-        f"<li><b>{esc(s.label)}</b>: {esc(s.source)} ({esc(s.runner)})"
-        + "".join(f"<br><i>{esc(n)}</i>" for n in s.notes)
-        + "</li>"
-        for s in res.sides
-    )
-    notes = "".join(f"<li>{esc(n)}</li>" for n in res.notes)
-    body, fig = "", None
-    if res.llm is not None:
-        rows = "".join(
-            f"<tr><td>{esc(k)}</td><td>{esc(' '.join(map(str, v)))}</td></tr>"
-            for k, v in res.llm.tokens.items()
-        )
-        div = "".join(
-            f"<li>{esc(k)}: "
-            + ("same tokens at every step" if v is None else f"diverge at step {esc(str(v))}")
-            for k, v in res.llm.first_divergence.items()
-        )
-        body = (
-            f"<p>prompt {esc(str(list(res.llm.prompt)))}</p>"
-            + scroll_table(f"<tr><th>side</th><th>tokens</th></tr>{rows}")
-            + f"<ul>{div}</ul>"
-        )
-        fig = _drift_figure(res) if res.llm.steps else None
-    elif res.outputs:
-        rows = "".join(
-            f"<tr><td>{esc(o.graph)}</td><td>{esc(o.output)}</td><td>{esc(o.against)}</td>"
-            f"<td>{o.metrics.max_abs:.4g}</td><td>{o.metrics.rel:.4g}</td><td>{o.metrics.cosine:.6f}</td>"
-            f"<td>{'yes' if o.passed else 'NO'}</td></tr>"
-            for o in res.outputs
-        )
-        body = scroll_table(
-            "<tr><th>graph</th><th>output</th><th>against</th><th>max|Δ|</th><th>rel</th>"
-            f"<th>cosine</th><th>ok</th></tr>{rows}"
-        )
-        fig = _outputs_figure(res)
-    chart = embed.Charts()([fig]) if fig is not None else ""
-    cand = next((s.source for s in res.sides if s.label == "candidate"), "")
-    ref = next((s.source for s in res.sides if s.label == "reference"), "")
-    status = "PASS" if v.passed else "FAIL"  # the tab's title: the word; the page: the whole verdict
-    title = f"q9diff verify {_name(cand)}" + (f" vs {_name(ref)}" if ref else "") + f": {status}"
-    page = f"""<h1>q9diff verify: {verdict}</h1>
-<ul>{sides}</ul>{f"<ul>{notes}</ul>" if notes else ""}
-{body}
-{chart}"""
-    return wrap_page(title, page)

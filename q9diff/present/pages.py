@@ -9,6 +9,14 @@ from q9diff.present.html import causes_table, esc, fixes_list, size_span, wrap_p
 from q9diff.present.verdict import target_words
 from q9diff.units import opt_level, percent_text, vtcm
 
+MAX_ROWS = 200  # rows of a table (regions, delegates); past it one line counts the rest
+
+
+def _more(items: list, what: str) -> str:
+    """After a table cut at MAX_ROWS: how many rows were left out, and where they all are."""
+    left = len(items) - MAX_ROWS
+    return f"<p>... {left:,d} more {what} (inspect --json lists every one)</p>" if left > 0 else ""
+
 
 def _table(head: list[str], rows: list[list[tuple[str, bool]]]) -> str:
     """A table of (cell html, is a number) rows; cells are already escaped or built from numbers."""
@@ -46,7 +54,7 @@ def _one(s: dict) -> str:
     regions = [
         [(esc(r["name"]), False), (f"{r['offset']:#x}", True), (size_span(r["size"]), True),
          (f"{100 * r['size'] / s['size']:.1f}", True)]
-        for r in s["regions"]
+        for r in s["regions"][:MAX_ROWS]
     ]  # fmt: skip
     unknown = "".join(f"<li>{esc(k)}: {esc(why)}</li>" for k, why in s["unknown"].items())
     head = ["graph", "inputs / outputs / ops", "vtcm_size", "optimization_level", "hvx_threads"]
@@ -58,6 +66,7 @@ def _one(s: dict) -> str:
         + (f"<h3>Not recorded in the file</h3><ul>{unknown}</ul>" if unknown else "")
         + "<h3>Regions (every byte)</h3>"
         + _table(["region", "offset", "size", "%"], regions)
+        + _more(s["regions"], "regions")
     )
 
 
@@ -76,19 +85,21 @@ def _container(c: dict) -> str:
         [(esc(d["method"]), False), (str(d["position"]), True), (esc(d["backend"]), False),
          (esc(f"{d['location']} {d['index']}"), False), (esc(d["context"] or "not read"), False),
          (esc("; ".join(d.get("compile_spec_findings", [])) or "-"), False)]
-        for d in c["delegates"]
+        for d in c["delegates"][:MAX_ROWS]
     ]  # fmt: skip
     regions = [
         [(esc(r["name"]), False), (f"{r['offset']:#x}", True), (size_span(r["size"]), True)]
-        for r in c["regions"]
+        for r in c["regions"][:MAX_ROWS]
     ]
     notes = "".join(f"<li>{esc(n)}</li>" for n in c["notes"])
     return (
         f"<h2>{esc(c['path'])}: ExecuTorch program, {size_span(c['size'])}</h2>"
         + _table(["method", "#", "backend", "data", "context", "compile spec vs binary"], rows)
+        + _more(c["delegates"], "delegates")
         + (f"<ul>{notes}</ul>" if notes else "")
         + "<h3>Regions of the .pte (every byte)</h3>"
         + _table(["region", "offset", "size"], regions)
+        + _more(c["regions"], "regions")
     )
 
 

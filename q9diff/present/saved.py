@@ -108,6 +108,12 @@ _LOAD = (
         }
     ),
 )
+# a diff of containers: what it compared of each file, and whether they differ outside it
+_COMPARED = {"path": str, "size": SIZE, "compared_bytes": SIZE}
+_OUTSIDE = (
+    OPT,
+    {"compared": str, "a": _COMPARED, "b": _COMPARED, "contexts_identical": bool, "differs": Maybe(bool)},
+)
 _DIFF = {
     "a": _SIDE,
     "b": _SIDE,
@@ -132,6 +138,7 @@ _DIFF = {
     "next": (OPT, str),
     "reference_looks_wrong": (OPT, str),
     "read_as": (OPT, [str]),
+    "outside": _OUTSIDE,
 }
 _SET = {
     "identical": bool,
@@ -151,6 +158,7 @@ _SET = {
     "next": (OPT, str),
     "reference_looks_wrong": (OPT, str),
     "read_as": (OPT, [str]),
+    "outside": _OUTSIDE,
 }
 _METRICS = Maybe({"max_abs": NUM, "rel": NUM, "cosine": NUM})
 _VERIFY = {

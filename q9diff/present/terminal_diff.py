@@ -15,7 +15,10 @@ def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
     """One pair's terminal view: verdict, sizes, causes, the fix (also `q9diff report` of a saved diff).
     `data`: the diff's JSON (which toolchain the fix leads with, what to run next, a swap said last)."""
     data = data if data is not None else _json(res)
+    if _outside(data, lead=True):
+        return
     print_diff(res, verbose)
+    _outside(data)
     if res.identical:
         return
     if not swapped(data):
@@ -28,6 +31,19 @@ def _json(res) -> dict:
     from q9diff.compare.diff import to_json
 
     return to_json(res)
+
+
+def _outside(data: dict, lead: bool = False) -> bool:
+    """What a diff of containers compared and whether the files differ outside it (q9diff.compare.outside):
+    with `lead`, the verdict itself where the contexts are identical (True: said); else the line after the
+    verdict."""
+    from q9diff.compare.outside import words
+
+    o = data.get("outside")
+    if o is None or lead != o["contexts_identical"] or lead and o["differs"] is False:
+        return False
+    console.print(text((words(o), "bold") if lead else words(o)), soft_wrap=True)
+    return True
 
 
 def swapped(data: dict, say: bool = False) -> bool:
@@ -47,6 +63,8 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
     from q9diff.units import sizes
 
     n_a, n_b = len(sd.pairs) + len(sd.unpaired_a), len(sd.pairs) + len(sd.unpaired_b)
+    if _outside(data, lead=True):
+        return
     if sd.identical:
         console.print(f"Identical: no difference in any byte of the {n_a} parts.")
         return
@@ -56,6 +74,7 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
     console.print(text((headline(data["causes"], lead, over_set=True), "bold")))
     for w in warnings(data["causes"]):
         console.print(text((w, "bold red")))
+    _outside(data)
     console.print(f"set: {n_a} vs {n_b} parts, {sizes(data['a_total'], data['b_total'])}")
     for pa, pb, r in sd.pairs:
         name = pa.name if pa.name == pb.name else f"{pa.name} vs {pb.name}"

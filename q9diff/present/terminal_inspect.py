@@ -9,6 +9,14 @@ from pathlib import Path
 from q9diff.present.terminal import console, print_packing, text
 from q9diff.present.verdict import target_words
 
+MAX_ROWS = 100  # rows of a table (regions, delegates) shown; past it one line counts the rest
+
+
+def _more(rows: list, what: str) -> None:
+    """After a table cut at MAX_ROWS: how many rows were left out, and where they all are."""
+    if len(rows) > MAX_ROWS:
+        console.print(f"... {len(rows) - MAX_ROWS:,d} more {what} (--json lists every one)")
+
 
 def _arch(v: int | None) -> str:
     return f"v{v}" if v else "not recorded"
@@ -121,9 +129,10 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     t.add_column("offset", justify="right")
     t.add_column("size", justify="right")
     t.add_column("%", justify="right")
-    for r in s["regions"]:
+    for r in s["regions"][:MAX_ROWS]:
         t.add_row(text(r["name"]), f"{r['offset']:#x}", str(r["size"]), f"{100 * r['size'] / s['size']:.1f}")
     console.print(t)
+    _more(s["regions"], "regions")
     unk = unknown_bytes(cb)
     console.print(
         f"named: {nbytes(s['size'] - unk)} ({100 * (s['size'] - unk) / s['size']:.1f}%),"
@@ -146,9 +155,12 @@ def print_container(c: dict) -> None:
     from q9diff.units import human, nbytes
 
     console.print(text((c["path"], "bold"), f" ExecuTorch program {human(c['size'])} ({nbytes(c['size'])})"))
-    for d in c["delegates"]:
+    from q9diff.format.pte import cut, shown
+
+    for d in c["delegates"][:MAX_ROWS]:
         head = (
-            f"  method {d['method']!r} delegate {d['position']}: {d['backend']}, {d['location']} {d['index']}"
+            f"  method {shown(d['method'])} delegate {d['position']}: {cut(d['backend'])},"
+            f" {d['location']} {d['index']}"
         )
         if not d.get("context"):
             console.print(text(head + ": not read"), soft_wrap=True)
@@ -165,10 +177,12 @@ def print_container(c: dict) -> None:
         console.print(text(head + f" -> context {d['context']} ({asked})"), soft_wrap=True)
         for f in d["compile_spec_findings"]:
             console.print(text(("    compile spec disagrees", "yellow"), f": {f}"), soft_wrap=True)
+    _more(c["delegates"], "delegates")
     t = Table(title="regions of the .pte", show_lines=False)
     for column, justify in (("region", "left"), ("offset", "right"), ("size", "right")):
         t.add_column(column, justify=justify)
-    for r in c["regions"]:
+    for r in c["regions"][:MAX_ROWS]:
         t.add_row(text(r["name"]), f"{r['offset']:#x}", str(r["size"]))
     console.print(t)
+    _more(c["regions"], "regions")
     console.rule()

@@ -68,10 +68,19 @@ def root_line(causes) -> str:
     return ", ".join(change(c) + (f" ({matters(c)})" if matters(c) else "") for c in ranked(causes))
 
 
+MAX_VALUE = 120  # characters of a value in a verdict line (a shape of 70,000 dims is not a line)
+
+
 def change(cause) -> str:
-    """`vtcm_size 4 MiB → 8 MiB`: a cause's name and both values in the units a person reads."""
+    """`vtcm_size 4 MiB → 8 MiB`: a cause's name and both values in the units a person reads, each cut to
+    MAX_VALUE characters (--json has them whole)."""
     name = _get(cause, "name")
-    return f"{name} {value(name, _get(cause, 'a'))} → {value(name, _get(cause, 'b'))}"
+    a, b = (str(value(name, _get(cause, side))) for side in ("a", "b"))
+    return f"{name} {_cut(a)} → {_cut(b)}"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 
 def label(cause) -> str:

@@ -34,11 +34,13 @@ from q9diff.runners.worker import WorkerClient, WorkerSession
 
 def recipe_for(binary: Path):
     """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else `recipe.json`."""
+    from q9diff.format.openers import split_name
     from q9diff.recipes import recipe as rcp
 
     binary = Path(binary)
-    for candidate in (binary.with_name(binary.stem + ".recipe.json"), binary.with_name("recipe.json")):
-        if not candidate.is_file():
+    file = split_name(binary)[0]  # FILE#LABEL: the container's recipe, never a name made of the label
+    for candidate in (file.with_name(file.stem + ".recipe.json"), file.with_name("recipe.json")):
+        if not os.path.isfile(candidate):
             continue
         r = rcp.load(candidate)
         part = next((p for p in r.parts if Path(p.output).name == binary.name), None)

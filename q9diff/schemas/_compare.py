@@ -149,7 +149,10 @@ def diff_properties() -> dict:
         "schema": const("q9diff.diff/1", "The schema id of this object."),
         "a": ref("summary", "The candidate, as `q9diff inspect` reads it."),
         "b": ref("summary", "The reference, as `q9diff inspect` reads it."),
-        "identical": boolean("True when the two files are byte-identical."),
+        "identical": boolean(
+            "True when the two files are byte-identical; of containers (see outside), when the contexts "
+            "compared are and the files do not differ outside them."
+        ),
         "size_delta": integer("The reference's size minus the candidate's, in bytes."),
         "size_delta_percent": maybe(
             number("size_delta as a percentage of the candidate's size; null when that size is 0.")
@@ -199,7 +202,7 @@ def diff_properties() -> dict:
                 "same": boolean("True when both sides' structures are equal (then nothing else is written)."),
                 "changes": array(
                     obj(
-                        "One change DeepDiff found.",
+                        "One change found.",
                         {
                             "path": {"type": "array", "description": "The keys down to the value."},
                             "kind": {
@@ -211,16 +214,47 @@ def diff_properties() -> dict:
                             "b": anything("The reference's value; null when removed."),
                         },
                     ),
-                    "Every change, sorted by path.",
+                    "The first 200 changes, sorted by path (a list, such as a shape, is one value).",
                 ),
+                "left_out": integer("Changes (and sentences) found past the first 200, not listed."),
                 "words": strings("The changes as sentences, grouped: precision, I/O, tensor types, ops."),
             },
-            optional=("changes", "words"),
+            optional=("changes", "words", "left_out"),
         ),
+        "outside": outside(),
     } | fixing()
 
 
-DIFF_OPTIONAL = ("different_models", "settings", "target", "load", "structure", *FIXING)
+def outside() -> dict:
+    side = obj(
+        "One side: the container (or the plain binary) and how many of its bytes were compared.",
+        {
+            "path": string("The file."),
+            "size": size("Its bytes."),
+            "compared_bytes": size("Its bytes compared: the contexts it carries (all of a plain binary)."),
+        },
+    )
+    return obj(
+        "Present when a side is a container (.pte, .tflite, .onnx) or one context of one: a diff compares "
+        "the context binaries it carries, so this says what was compared and whether the files differ "
+        "outside it (q9diff.compare.outside).",
+        {
+            "compared": string("What was compared, in words."),
+            "a": side,
+            "b": side,
+            "contexts_identical": boolean("True when no byte of what was compared differs."),
+            "differs": maybe(
+                boolean(
+                    "Whether the files differ outside what was compared; null where that was not "
+                    "compared (a plain binary against a container, one context, or an EPContext model "
+                    "whose contexts differ)."
+                )
+            ),
+        },
+    )
+
+
+DIFF_OPTIONAL = ("different_models", "settings", "target", "load", "structure", "outside", *FIXING)
 
 
 def different_models() -> dict:
@@ -235,7 +269,9 @@ def different_models() -> dict:
 
 
 def pair() -> dict:
-    properties = {k: v for k, v in diff_properties().items() if k not in ("target", "load", *FIXING)}
+    properties = {
+        k: v for k, v in diff_properties().items() if k not in ("target", "load", "outside", *FIXING)
+    }
     properties["part"] = string("The candidate part's file name.")
     return obj(
         "One pair of parts diffed: a q9diff.diff/1 object with the part's name (the set's --target and "
@@ -275,6 +311,7 @@ def setdiff_properties() -> dict:
         "different_models": diff["different_models"],
         "target": diff["target"],
         "load": diff["load"],
+        "outside": diff["outside"],
     } | fixing()
 
 
