@@ -235,7 +235,7 @@ def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
         assert any(ln.startswith(device) for ln in lines)
         table = [ln for ln in lines if ln.startswith(("┏", "│", "└"))]
         assert table and max(len(ln) for ln in table) <= columns
-        assert "22 options differ" in r.stdout
+        assert "23 options differ" in r.stdout
         assert "22 → 22" not in r.stdout
         # every changed region's name whole on its line (graph regions below a PICKLE[i] heading)
         start = next(i for i, ln in enumerate(lines) if ln.startswith("region "))
