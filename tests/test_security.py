@@ -337,10 +337,11 @@ def test_malformed_genie_config_is_one_line_naming_the_file(tmp_path, text, expe
         ({"settings": {"soc_model": "77"}}, "expected setting soc_model to be int, got '77'"),
         ({"settings": {"weight_sharing": 1}}, "expected setting weight_sharing to be bool, got 1"),
         ({"backend": ["ort-qnn"]}, "expected backend to be a string"),
+        ({"made_with": ["onnx"]}, "expected made_with to be an object of package: version strings"),
         ("deep", "nested too deep"),
         ("long", "a number with too many digits"),
     ],
-    ids=["settings-list", "string-soc", "int-bool", "list-backend", "deep", "long-number"],
+    ids=["settings-list", "string-soc", "int-bool", "list-backend", "list-made-with", "deep", "long-number"],
 )
 @pytest.mark.parametrize("command", ["recompile", "verify"])
 def test_malformed_recipe_is_one_line_naming_the_file(tmp_path, change, expected, command):
