@@ -191,9 +191,23 @@ def model_stage(built: Path, committed: Path, rel: Path) -> str | None:
     return None
 
 
+def _made_with_moved(built: Path, committed: Path, recipe: Path) -> str:
+    """'onnxruntime 1.24.2 -> 1.24.4, ...' between the committed and the rebuilt recipe's made_with."""
+    a = _read(committed / recipe).get("made_with") or {}
+    b = _read(built / recipe).get("made_with") or {}
+    return ", ".join(f"{p} {a.get(p)} -> {b.get(p)}" for p in sorted(set(a) | set(b)) if a.get(p) != b.get(p))
+
+
+def _recipe_of(binary: Path, root: Path) -> Path:
+    """The recipe beside a binary that builds it: NAME.recipe.json, else the folder's recipe.json."""
+    own = binary.with_name(binary.stem + ".recipe.json")
+    return own if (root / own).is_file() else binary.with_name("recipe.json")
+
+
 def first_moved(built: Path, committed: Path, differing: list[str]) -> list[str]:
     """The stage each differing file (relative path) shows moved first. --check compiles the binaries from
-    the committed models, so a binary that differs moved at the compiler, whatever its models did."""
+    the committed models, so a binary that differs moved at the compiler, whatever its models did; where
+    its recipe's made_with differs, the versions that do are named."""
     lines = []
     for rel in differing:
         path = Path(rel)
@@ -205,23 +219,22 @@ def first_moved(built: Path, committed: Path, differing: list[str]) -> list[str]
             old, new = _read(committed / rel).get("made_with", {}), _read(built / rel).get("made_with", {})
             moved = [f"{p} {old.get(p)} -> {new.get(p)}" for p in MODEL_PACKAGES if old.get(p) != new.get(p)]
             lines.append(f"{rel}: {'made with ' + ', '.join(moved) if moved else 'digests (see the models)'}")
-        elif path.suffix == ".bin":
-            lines.append(f"{rel}: binary (compiled from the committed models)")
-        elif path.name.endswith(".oracle.json"):
-            binary = path.with_name(path.name.removesuffix(".oracle.json") + ".bin")
-            same = _same(built / binary, committed / binary)
-            lines.append(f"{rel}: {'oracle (the binary is the same)' if same else 'binary'}")
+        elif path.suffix == ".bin" or path.name.endswith(".oracle.json"):
+            binary = path.with_name(path.name.removesuffix(".oracle.json").removesuffix(".bin") + ".bin")
+            if path.suffix == ".bin" or not _same(built / binary, committed / binary):
+                stage = "binary (compiled from the committed models)"
+            else:
+                stage = "oracle (the binary is the same)"
+            versions = _made_with_moved(built, committed, _recipe_of(binary, committed))
+            lines.append(f"{rel}: {stage}" + (f"; made with {versions}" if versions else ""))
         elif path.name.endswith("recipe.json"):
             old, new = _read(committed / rel), _read(built / rel)
-            if {**old, "made_with": None} == {**new, "made_with": None}:
-                a, b = old.get("made_with") or {}, new.get("made_with") or {}
-                moved = [
-                    f"{p} {a.get(p)} -> {b.get(p)}" for p in sorted(set(a) | set(b)) if a.get(p) != b.get(p)
-                ]
-                lines.append(f"{rel}: made_with ({', '.join(moved)})")
-            else:
-                keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-                lines.append(f"{rel}: recipe ({', '.join(keys)} differ)")
+            keys = sorted(k for k in set(old) | set(new) if k != "made_with" and old.get(k) != new.get(k))
+            versions = _made_with_moved(built, committed, path)
+            what = [f"made with {versions}"] if versions else []
+            lines.append(
+                f"{rel}: recipe ({'; '.join(what + ([', '.join(keys) + ' differ'] if keys else []))})"
+            )
         else:
             lines.append(f"{rel}: differs")
     return lines

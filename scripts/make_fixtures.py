@@ -2,7 +2,7 @@
 
     python scripts/make_fixtures.py [--python-for 2.47=ort-2.3/bin/python ...]   # rewrite fixtures/
     python scripts/make_fixtures.py --check [--python-for ...]   # rebuild into a temp dir, compare
-    python scripts/make_fixtures.py --check --models-only        # the models' stages only (~TIME_MODELS)
+    python scripts/make_fixtures.py --check --models-only        # the models' stages only (~1 min)
     python scripts/make_fixtures.py --check --only variants      # qwen-mini, story or variants alone
     python scripts/make_fixtures.py --oracle-only  # rewrite NAME.oracle.json beside existing .bin files
 
@@ -25,8 +25,8 @@ extensions they were made with.
 --check rebuilds stage by stage and, for every file that differs, names the first stage that moved: the
 models are rebuilt and compared (float model, calibration feeds, quantized model, from stages.json); the
 binaries are compiled from the committed models, so the compiler is checked whatever the models did, and
-their oracles read. It prints each step's time as it ends; on this 2-core machine (shared) a full --check
-with 2.47-2.50 took TIME_FULL.
+their oracles read. It prints each step's time as it ends; on a shared 2-core machine a full --check with
+2.47-2.50 took 5m34s (models 35 s, qwen-mini 78 s, story 48 s, variants 155 s, oracles 17 s).
 
 The CPU matters, besides the versions: ONNX Runtime picks its CPU kernels by the vector extensions, and
 the LLM models' calibration comes from their float decode on it. The committed LLM models rebuild byte
