@@ -77,14 +77,37 @@ def python_argv(
     """`python -m module args`, isolated: the working directory, PYTHONPATH and the user's site cannot
     shadow a module. `paths` (default: this q9diff's own folder) go first on the child's sys.path;
     the interpreter's own site-packages (and an editable install's finder there) still apply."""
+    formats = _formats_folder() if paths is None else None
     paths = [package_root()] if paths is None else paths
     boot = (
         "import runpy, sys; "
         "sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
         f"sys.path[:0] = {paths!r}; "
-        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
     )
+    if formats:  # q9diff.formats from this q9diff's folder, not the one the child's own install maps
+        init = str(Path(formats) / "__init__.py")
+        boot += (
+            "import importlib.util as u, q9diff; "
+            f"s = u.spec_from_file_location('q9diff.formats', {init!r}, "
+            f"submodule_search_locations=[{formats!r}]); "
+            "m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m); "
+            "q9diff.formats = m; "
+        )
+    boot += f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
     return [python or sys.executable, "-I", "-c", boot, *args]
+
+
+def _formats_folder() -> str | None:
+    """The folder this q9diff's `q9diff.formats` comes from when it lies outside the package folder (an
+    editable install maps the checkout's formats/ there). A child of another interpreter (a QAIRT's venv,
+    `--python-for`) that has a q9diff installed from elsewhere would otherwise take that install's."""
+    from importlib.util import find_spec
+
+    spec = find_spec("q9diff.formats")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))).resolve()
+    return None if folder == Path(package_root()) / "q9diff" / "formats" else str(folder)
 
 
 def ask_script(

@@ -1,5 +1,5 @@
 """Seeded ONNX models for q9diff's fixtures, built with onnx.helper and numpy (quantization and the
-decoder's calibration also use ONNX Runtime and q9diff.verify.llm).
+decoder's calibration also use ONNX Runtime; the decoding loop is the fixtures' own, fixture_decoding.py).
 
 `decoder_part` builds a tiny decoder with Qwen2.5's architecture (Gather embedding, RMSNorm, GQA
 attention with RoPE and q/k/v biases, SwiGLU MLP, KV cache, LM head), split into two parts like an
@@ -21,9 +21,11 @@ calibration set, so rebuilding gives the same bytes.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import fixture_decoding as fd
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -273,59 +275,36 @@ def _model(graph: onnx.GraphProto) -> onnx.ModelProto:
     return model
 
 
-class _FloatSession:
-    """The float parts on ONNX Runtime's CPU EP behind q9diff's Session interface (graphs, notes,
-    run, close), recording the exact feeds each graph receives while `q9diff.verify.llm.greedy` decodes."""
+def decoding_calibration(
+    cfg: DecoderConfig,
+    n_parts: int,
+    ars: tuple[int, ...],
+    prompts: list[list[int]],
+    steps: int,
+    pad: int,
+    tokens: list[list[int]] | None = None,
+) -> dict[tuple[int, int], list[dict[str, np.ndarray]]]:
+    """Calibration inputs per (part, AR): the exact feeds every graph of the float model receives on
+    ONNX Runtime's CPU EP while it decodes each prompt greedily for `steps` tokens in Genie's conventions
+    (the fixtures' own frozen loop, scripts/fixture_decoding.py), so the quantization ranges are those of
+    real decoding (all-zero past at the first prompt chunk, padding rows, positions from 0, the hidden
+    states and KV values the model itself produces). `tokens`, when given, gets each prompt's greedy
+    tokens."""
+    import onnxruntime as ort
 
-    def __init__(self, models: list[tuple[int, onnx.ModelProto]]) -> None:
-        import onnxruntime as ort
-
-        from q9diff.runners.base import GraphSpec, TensorSpec
-
-        def spec(v) -> TensorSpec:
-            return TensorSpec(v.name, "int32" if v.type == "tensor(int32)" else "float32", tuple(v.shape))
-
-        self.notes: tuple[str, ...] = ()
-        self.feeds: dict[tuple[int, int], list[dict[str, np.ndarray]]] = {}
-        self._sessions = {}
-        for part, model in models:
+    graphs = []
+    for part in range(1, n_parts + 1):
+        for ar in ars:
             so = ort.SessionOptions()
             so.log_severity_level = 3
-            session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-            inputs = tuple(spec(v) for v in session.get_inputs())
-            outputs = tuple(spec(v) for v in session.get_outputs())
-            self._sessions[GraphSpec(model.graph.name, model.graph.name, inputs, outputs, part - 1)] = session
-        self.graphs = tuple(self._sessions)
-
-    def run(self, graph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        ar = graph.input("attention_mask").shape[-2]
-        self.feeds.setdefault((graph.part + 1, ar), []).append({k: v.copy() for k, v in inputs.items()})
-        outputs = self._sessions[graph].run(None, inputs)
-        return dict(zip([t.name for t in graph.outputs], outputs, strict=True))
-
-    def close(self) -> None:
-        self._sessions.clear()
-
-
-def decoding_calibration(
-    cfg: DecoderConfig, n_parts: int, ars: tuple[int, ...], prompts: list[list[int]], steps: int, pad: int
-) -> dict[tuple[int, int], list[dict[str, np.ndarray]]]:
-    """Calibration inputs per (part, AR): the exact feeds every graph of the float model receives while
-    it decodes each prompt greedily for `steps` tokens in Genie's conventions (q9diff.verify.llm), so the
-    quantization ranges are those of real decoding (all-zero past at the first prompt chunk, padding
-    rows, positions from 0, the hidden states and KV values the model itself produces)."""
-    from q9diff.verify import llm
-
-    session = _FloatSession(
-        [(part, decoder_part(cfg, part, n_parts, ar)) for part in range(1, n_parts + 1) for ar in ars]
-    )
-    try:
-        layout = llm.layout(session.graphs)
-        for prompt in prompts:
-            llm.greedy(session, layout, prompt, steps, theta=cfg.rope_theta, pad=pad)
-        return session.feeds
-    finally:
-        session.close()
+            model = decoder_part(cfg, part, n_parts, ar).SerializeToString()
+            graphs.append(fd.graph(part, ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])))
+    decoder = fd.Decoder(graphs, cfg.context, cfg.pos_dim, cfg.rope_theta, pad)
+    for prompt in prompts:
+        generated = decoder.greedy(prompt, steps)
+        if tokens is not None:
+            tokens.append(generated)
+    return decoder.feeds
 
 
 def kv_overrides(cfg: DecoderConfig, part: int, limit: float = 8.0) -> dict[str, list[dict]]:
@@ -396,6 +375,8 @@ def quantize_w8a16(
     out_path = Path(out_path)
     float_path = out_path.with_name(out_path.stem + ".float.tmp.onnx")
     onnx.save(model, float_path)
+    # ORT's quantizer advises pre-processing and the opset 21 upgrade it makes, for every model: not news
+    logging.disable(logging.WARNING)
     try:
         config = get_qnn_qdq_config(
             model,
@@ -407,6 +388,7 @@ def quantize_w8a16(
         )
         quantize(str(float_path), str(out_path), config)
     finally:
+        logging.disable(logging.NOTSET)
         float_path.unlink(missing_ok=True)
     return out_path
 

@@ -1,8 +1,39 @@
 """Rebuild q9diff's fixtures from seeded models through the ort-qnn backend.
 
-    python scripts/make_fixtures.py [--python-for 2.48=/work/venv-qnn24/bin/python ...]
-    python scripts/make_fixtures.py --check      # rebuild into a temp dir, compare byte for byte
+    python scripts/make_fixtures.py [--python-for 2.47=ort-2.3/bin/python ...]   # rewrite fixtures/
+    python scripts/make_fixtures.py --check [--python-for ...]   # rebuild into a temp dir, compare
+    python scripts/make_fixtures.py --check --models-only        # the models' stages only (~1 min)
+    python scripts/make_fixtures.py --check --only variants      # qwen-mini, story or variants alone
     python scripts/make_fixtures.py --oracle-only  # rewrite NAME.oracle.json beside existing .bin files
+
+The fixtures are reproducible byte for byte only with the versions they were made with, pinned in
+scripts/fixtures-constraints/ (pip constraints files, one per QAIRT runtime, each reading common.txt):
+
+    python3.11 -m venv .venv
+    .venv/bin/pip install -c scripts/fixtures-constraints/qairt-2.51.txt -e '.[test]'
+    python3.11 -m venv ort-2.3          # likewise ort-2.4, 2.5, 2.6 with qairt-2.48, 2.49, 2.50.txt
+    ort-2.3/bin/pip install -c scripts/fixtures-constraints/qairt-2.47.txt onnxruntime-qnn onnxruntime \\
+        onnx -e .
+    python scripts/make_fixtures.py --check --python-for 2.47=ort-2.3/bin/python ...
+
+At start the script compares the installed versions of this interpreter (against its QAIRT's pins) and of
+every --python-for one (against theirs) and refuses, naming each that differs, unless --ignore-pins.
+Every recipe it writes records the compile child's versions (`made_with`); each models/ folder has
+stages.json, the digests of every model's float model and calibration feeds with the versions and CPU
+extensions they were made with.
+
+--check rebuilds stage by stage and, for every file that differs, names the first stage that moved: the
+models are rebuilt and compared (float model, calibration feeds, quantized model, from stages.json); the
+binaries are compiled from the committed models, so the compiler is checked whatever the models did, and
+their oracles read. It prints each step's time as it ends; on a shared 2-core machine a full --check with
+2.47-2.50 took 5m34s (models 35 s, qwen-mini 78 s, story 48 s, variants 155 s, oracles 17 s).
+
+The CPU matters, besides the versions: ONNX Runtime picks its CPU kernels by the vector extensions, and
+the LLM models' calibration comes from their float decode on it. The committed LLM models rebuild byte
+for byte on a CPU with AVX-512 (stages.json lists its extensions); on an AVX2-only CPU (measured on an
+emulated Haswell, qemu-x86_64 -cpu Haswell) the decoded hidden states differ in their last bits, with the
+same greedy tokens, and the feeds of 3 of qwen-mini's 4 graphs move: those of the 3 models a failed
+--check on another machine named. --check says so when this CPU's extensions differ from those recorded.
 
 Every binary NAME.bin gets NAME.recipe.json (how to rebuild exactly it) and NAME.oracle.json
 (Qualcomm's own metadata, read through libQnnSystem by q9diff.oracle).
@@ -29,10 +60,10 @@ fixtures/story: the seed's story as one weight-shared set (a smaller decoder who
 in [-7, 7], 2 parts, prompt + token graph per context): local (soc_model 0, VTCM 4 MB, no packing),
 vtcm8 (+VTCM 8 MB), soc77 (+soc_model 77), reference (also weights packing and O=3).
 
-The older QAIRT builds need one Python 3.11 venv each, given with --python-for:
-    2.47: pip install onnxruntime-qnn==2.3.0 onnxruntime==1.24.2 onnx   (its EP predates onnxruntime 1.32)
-    2.48 / 2.49 / 2.50: pip install onnxruntime-qnn==2.4.0 / 2.5.0 / 2.6.0 onnx
-A QAIRT version without --python-for is skipped (its committed files are then left as they are).
+The older QAIRT builds (variants/qairt_2.47-2.50, *_qairt_2.48) need one Python 3.11 venv each, given
+with --python-for and installed from its pins, as above (onnxruntime-qnn 2.3.0 with onnxruntime 1.24.4;
+2.4.0-2.6.0 with 1.32.0). Their compile children import q9diff, and q9diff.formats, from this checkout. A
+QAIRT version without --python-for is skipped (its committed files are then left as they are).
 """
 
 from __future__ import annotations
@@ -43,6 +74,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,12 +85,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
+import fixture_check as fc  # noqa: E402
 import fixture_models as fm  # noqa: E402
 
 from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
 from q9diff.recipes import recipe as rcp  # noqa: E402
 
 FIXTURES = REPO / "fixtures"
+TOPS = ("qwen-mini", "story", "variants")  # the fixture folders this script makes
 CFG = fm.DecoderConfig()
 N_PARTS = 2
 PROMPT_AR, TOKEN_AR = 32, 1
@@ -99,12 +133,8 @@ SOC_ARCH = {0: "v73", 30: "v68", 36: "v69", 43: "v73", 57: "v75", 69: "v79", 77:
 # generic v79 build, which records v68, beside its explicit SM8750 one.
 GENERIC_ARCHES = ("v68", "v69", "v75", "v79", "v81")
 OLD_GENERIC = (("2.48", 0, "v79"), ("2.48", 69, "v79"))
-QAIRT_PACKAGES = {
-    "2.47": "onnxruntime-qnn 2.3.0",
-    "2.48": "onnxruntime-qnn 2.4.0",
-    "2.49": "onnxruntime-qnn 2.5.0",
-    "2.50": "onnxruntime-qnn 2.6.0",
-}
+# QAIRT versions built by another interpreter (--python-for); their packages: scripts/fixtures-constraints
+OLD_QAIRT = ("2.47", "2.48", "2.49", "2.50")
 # Smallest tried with spill_fill_buffer_size > 0 (7.9 MB at VTCM 8 MB, QAIRT 2.51); 4096x64x512,
 # 3072x64x1024 and 4096x32x512 give 0.
 SPILL_FILL = {"seq": 4096, "width": 32, "hidden": 1024}
@@ -117,6 +147,10 @@ class Variant:
     models: tuple[str, ...]  # under variants/models/
     note: str
     qairt: str | None = None  # None: this interpreter's QAIRT
+    # The compiler keeps the graph names ONNX Runtime chose (a recipe's ep_graph_names), as it did before
+    # the graphCreate hook named graphs: variants/qairt_2.47-2.50 were built so, the tests use them as
+    # binaries with EP names, and the load measurements (q9diff/load/compat_measured.json) are of them.
+    ep_names: bool = False
 
 
 def variants() -> list[Variant]:
@@ -177,8 +211,11 @@ def variants() -> list[Variant]:
             "native INT4 weights stored one per byte (native_hmx_a16w4=false)",
         )
     )
-    for version in (*QAIRT_PACKAGES, "2.51"):
-        out.append(Variant(f"qairt_{version}", BASE, ("mlp.onnx",), f"QAIRT {version}", qairt=version))
+    for version in OLD_QAIRT:
+        out.append(
+            Variant(f"qairt_{version}", BASE, ("mlp.onnx",), f"QAIRT {version}", qairt=version, ep_names=True)
+        )
+    out.append(Variant("qairt_2.51", BASE, ("mlp.onnx",), "QAIRT 2.51", qairt="2.51"))
     return out
 
 
@@ -210,15 +247,25 @@ def calibration_prompts(cfg: fm.DecoderConfig = CFG) -> list[list[int]]:
 
 
 def build_decoder(cfg: fm.DecoderConfig, folder: Path, weight_type: str = "QUInt8") -> None:
-    """The decoder's parts, w8a16 calibrated on real decoding; int8 weights go to [-7, 7] with QInt8."""
+    """The decoder's parts, w8a16 calibrated on real decoding; int8 weights go to [-7, 7] with QInt8.
+    Writes stages.json beside them: the digests of each float part and of its calibration feeds."""
     folder.mkdir(parents=True, exist_ok=True)
+    tokens: list[list[int]] = []
     calibration = fm.decoding_calibration(
-        cfg, N_PARTS, (PROMPT_AR, TOKEN_AR), calibration_prompts(cfg), CALIBRATION_STEPS, pad=cfg.vocab - 3
+        cfg,
+        N_PARTS,
+        (PROMPT_AR, TOKEN_AR),
+        calibration_prompts(cfg),
+        CALIBRATION_STEPS,
+        pad=cfg.vocab - 3,
+        tokens=tokens,
     )
+    stages = {}
     for part in range(1, N_PARTS + 1):
         for ar in (PROMPT_AR, TOKEN_AR):
+            float_model = fm.decoder_part(cfg, part, N_PARTS, ar)
             path = fm.quantize_w8a16(
-                fm.decoder_part(cfg, part, N_PARTS, ar),
+                float_model,
                 calibration[(part, ar)],
                 folder / qwen_model_name(part, ar),
                 fm.kv_overrides(cfg, part),
@@ -226,29 +273,48 @@ def build_decoder(cfg: fm.DecoderConfig, folder: Path, weight_type: str = "QUInt
             )
             if weight_type == "QInt8":
                 fm.weights_to_4bit_range(path)
+            stages[path.name] = {
+                "float": fc.model_digest(float_model),
+                "calibration": fc.feeds_digest(calibration[(part, ar)]),
+            }
+    fc.write_stages(folder, stages, {"greedy_tokens": fc.digest(json.dumps(t).encode() for t in tokens)})
 
 
-def build_models(root: Path) -> None:
-    build_decoder(CFG, root / "qwen-mini" / "models")
-    build_decoder(STORY_CFG, root / "story" / "models", weight_type="QInt8")
-    var = root / "variants" / "models"
+def build_models(root: Path, only: tuple[str, ...]) -> None:
+    """The models of the fixture folders `only`, each folder's into root/TOP/models with its stages.json."""
+    if "qwen-mini" in only:
+        build_decoder(CFG, root / "qwen-mini" / "models")
+    if "story" in only:
+        build_decoder(STORY_CFG, root / "story" / "models", weight_type="QInt8")
+    if "variants" in only:
+        build_variant_models(root / "variants" / "models")
+
+
+def build_variant_models(var: Path) -> None:
     var.mkdir(parents=True, exist_ok=True)
+    stages = {}
+
+    def quantized(name: str, model: onnx.ModelProto, **kwargs) -> Path:
+        calibration = fm.mlp_calibration(model, seed=3)
+        path = fm.quantize_w8a16(model, calibration, var / name, **kwargs)
+        stages[name] = {"float": fc.model_digest(model), "calibration": fc.feeds_digest(calibration)}
+        return path
+
     for name, model in (
         ("mlp", fm.mlp_model(seq=16)),
         ("mlp_seq1", fm.mlp_model(seq=1)),
         ("spill_fill", fm.spill_fill_model(**SPILL_FILL)),
     ):
-        fm.quantize_w8a16(model, fm.mlp_calibration(model, seed=3), var / f"{name}.onnx")
-    onnx.save(fm.mlp_model(seq=16), var / "mlp.float.onnx")
+        quantized(f"{name}.onnx", model)
+    float_mlp = fm.mlp_model(seq=16)
+    onnx.save(float_mlp, var / "mlp.float.onnx")
+    stages["mlp.float.onnx"] = {"float": fc.model_digest(float_mlp)}
     fm.quantized_io(var / "mlp.onnx", var / "mlp_qio.onnx")
+    stages["mlp_qio.onnx"] = stages["mlp.onnx"]  # mlp.onnx with its I/O quantized
     packing = fm.mlp_model(**PACKING_MLP)
-    fm.quantize_w8a16(
-        packing, fm.mlp_calibration(packing, seed=3), var / "mlp_w4range.onnx", weight_type="QInt8"
-    )
-    fm.weights_to_4bit_range(var / "mlp_w4range.onnx")
-    fm.quantize_w8a16(
-        packing, fm.mlp_calibration(packing, seed=3), var / "mlp_int4.onnx", weight_type="QInt4"
-    )
+    fm.weights_to_4bit_range(quantized("mlp_w4range.onnx", packing, weight_type="QInt8"))
+    quantized("mlp_int4.onnx", packing, weight_type="QInt4")
+    fc.write_stages(var, stages)
 
 
 # ---------- compiling and writing ----------
@@ -263,7 +329,14 @@ def compile_one(backend: OrtQnnBackend, recipe: rcp.Recipe, recipe_path: Path) -
     recipe = replace(recipe, path=recipe_path.resolve())
     backend.compile(recipe, recipe_path.parent)
     compiled = list(backend.compiled)
-    recipe = replace(recipe, qairt_version=compiled[0].qairt_version)
+    recipe = replace(recipe, qairt_version=compiled[0].qairt_version, made_with=compiled[0].made_with)
+    if recipe.ep_graph_names:  # say which names ONNX Runtime chose
+        names = "; ".join(
+            f"{p.output}: "
+            + ", ".join(f"{g.name} = {n}" for g, n in zip(p.graphs, c.graph_names, strict=True))
+            for p, c in zip(recipe.parts, compiled, strict=True)
+        )
+        recipe = replace(recipe, notes=f"{recipe.notes} ORT graph names: {names}.")
     rcp.write_atomic(recipe_path, rcp.dump(recipe))
     return compiled
 
@@ -292,9 +365,8 @@ def build_qwen(backend: OrtQnnBackend, root: Path, build: str, settings: rcp.Set
     compiled = compile_one(backend, whole, out / "recipe.json")
     for part, c in zip(parts, compiled, strict=True):
         per_bin = rcp.Recipe(backend="ort-qnn", parts=(part,), settings=settings, notes=intro)
-        rcp.write_atomic(
-            out / f"{part.name}.recipe.json", rcp.dump(replace(per_bin, qairt_version=c.qairt_version))
-        )
+        made = replace(per_bin, qairt_version=c.qairt_version, made_with=c.made_with)
+        rcp.write_atomic(out / f"{part.name}.recipe.json", rcp.dump(made))
     # Genie bundle: one binary per graph (x86 Genie refuses shared weights), so no weight sharing.
     genie = out / "genie"
     genie.mkdir(exist_ok=True)
@@ -481,6 +553,7 @@ def build_variants(backend: OrtQnnBackend, root: Path, qairt_available: set[str]
             settings=v.settings,
             qairt_version=v.qairt,
             notes=f"variant {v.name}: base (soc_model 77, v73, VTCM 8 MB, O=3) with {v.note}.",
+            ep_graph_names=v.ep_names,
         )
         compile_one(backend, recipe, out / f"{v.name}.recipe.json")
     return skipped
@@ -500,25 +573,47 @@ def write_oracles(root: Path) -> list[str]:
     return failed
 
 
-def build_all(root: Path, pythons: dict[str, str]) -> list[str]:
-    build_models(root)
+class Clock:
+    """Progress on stderr: each step's name and the time since the start, as the step ends."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def done(self, what: str) -> None:
+        elapsed = int(time.monotonic() - self.start)
+        print(f"[{elapsed // 60:3d}m{elapsed % 60:02d}s] {what}", file=sys.stderr, flush=True)
+
+
+def compile_all(root: Path, pythons: dict[str, str], only: tuple[str, ...], clock: Clock) -> list[str]:
+    """Every binary of the fixture folders `only` into root, from the models in root/TOP/models."""
     backend = OrtQnnBackend(pythons=pythons)
-    for build, settings in QWEN_BUILDS.items():
-        build_qwen(backend, root, build, settings, ai_hub_names())
-    for build, settings in STORY_BUILDS.items():
-        build_story(backend, root, build, settings)
-    skipped = build_variants(backend, root, set(pythons) | {"2.51"})
-    return [f"skipped {name}: no --python-for its QAIRT version" for name in skipped] + write_oracles(root)
+    notes = []
+    if "qwen-mini" in only:
+        for build, settings in QWEN_BUILDS.items():
+            build_qwen(backend, root, build, settings, ai_hub_names())
+        clock.done("qwen-mini compiled")
+    if "story" in only:
+        for build, settings in STORY_BUILDS.items():
+            build_story(backend, root, build, settings)
+        clock.done("story compiled")
+    if "variants" in only:
+        skipped = build_variants(backend, root, set(pythons) | {"2.51"})
+        notes += [f"skipped {name}: no --python-for its QAIRT version" for name in skipped]
+        clock.done("variants compiled")
+    notes += write_oracles(root)
+    clock.done("oracles read")
+    return notes
 
 
-def compare(built: Path, committed: Path, ignore_missing: set[str]) -> list[str]:
+def compare(built: Path, committed: Path, ignore_missing: set[str], only: tuple[str, ...]) -> list[str]:
+    """Relative paths of the files of `only` that differ, or exist on one side only."""
     problems = []
     new = {p.relative_to(built) for p in built.rglob("*") if p.is_file()}
     # fixtures/pte is made by scripts/make_pte_fixtures.py (ExecuTorch), not by this script
     old = {
         p.relative_to(committed)
         for p in committed.rglob("*")
-        if p.is_file() and p.relative_to(committed).parts[0] != "pte"
+        if p.is_file() and p.relative_to(committed).parts[0] in only
     }
     for rel in sorted(new | old):
         if rel not in new:
@@ -526,15 +621,62 @@ def compare(built: Path, committed: Path, ignore_missing: set[str]) -> list[str]
                 problems.append(f"only committed: {rel}")
         elif rel not in old:
             problems.append(f"only rebuilt: {rel}")
+        elif rel.name == "stages.json":
+            if not fc.same_stages(built / rel, committed / rel):
+                problems.append(f"differs: {rel}")
         elif not filecmp.cmp(built / rel, committed / rel, shallow=False):
             problems.append(f"differs: {rel}")
     return problems
 
 
+def check(pythons: dict[str, str], only: tuple[str, ...], models_only: bool, clock: Clock) -> list[str]:
+    """Rebuild into a temp dir and compare with fixtures/, stage by stage: the models are rebuilt and
+    compared on their own (stages.json names the first stage that moved: float model, calibration feeds,
+    quantized model); the binaries are compiled from the committed models, so the compiler's stage is
+    checked whatever the models did, and their oracles read from them. The mismatch lines."""
+    with tempfile.TemporaryDirectory(prefix="q9diff-fixtures-") as tmp:
+        tree, rebuilt = Path(tmp) / "tree", Path(tmp) / "models"
+        build_models(rebuilt, only)
+        clock.done("models made")
+        notes = []
+        if not models_only:
+            for top in only:
+                shutil.copytree(FIXTURES / top / "models", tree / top / "models")
+            notes = compile_all(tree, pythons, only, clock)
+        for top in only:
+            shutil.rmtree(tree / top / "models", ignore_errors=True)
+            shutil.copytree(rebuilt / top / "models", tree / top / "models")
+        skipped = {n.split()[1].rstrip(":") for n in notes if n.startswith("skipped ")}
+        if models_only:
+            committed_models = tuple(f"{top}/models" for top in only)
+            problems = [
+                p
+                for p in compare(tree, FIXTURES, skipped, only)
+                if p.split(": ", 1)[1].startswith(committed_models)
+            ]
+        else:
+            problems = compare(tree, FIXTURES, skipped, only)
+        stages = fc.first_moved(tree, FIXTURES, [p.split(": ", 1)[1] for p in problems])
+    lines = notes + problems
+    if problems:
+        lines += ["first stage moved:"] + [f"  {line}" for line in stages]
+    return lines
+
+
+def pins_problems(pythons: dict[str, str], only: tuple[str, ...]) -> list[str]:
+    """This interpreter (its QAIRT's pins) and, when variants are built, every --python-for one."""
+    from q9diff.backends.ort_qnn import our_qairt
+
+    ours = ".".join((our_qairt() or "unknown").split(".")[:2])
+    return fc.drift({ours: sys.executable} | (pythons if "variants" in only else {}))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--check", action="store_true", help="rebuild into a temp dir and compare with fixtures/"
+        "--check",
+        action="store_true",
+        help="rebuild into a temp dir and compare with fixtures/, stage by stage",
     )
     parser.add_argument("--oracle-only", action="store_true", help="only rewrite NAME.oracle.json files")
     parser.add_argument(
@@ -542,32 +684,76 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="VERSION=PYTHON",
-        help="interpreter with onnxruntime-qnn of that QAIRT, e.g. 2.48=/work/venv-qnn24/bin/python",
+        help="interpreter with onnxruntime-qnn of that QAIRT, e.g. 2.48=/work/venvs/ort-2.4/bin/python",
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(TOPS),
+        metavar="FOLDERS",
+        help=f"the fixture folders to build or check, comma-separated (default {','.join(TOPS)})",
+    )
+    parser.add_argument(
+        "--models-only", action="store_true", help="with --check: the models' stages only, no compiling"
+    )
+    parser.add_argument(
+        "--ignore-pins",
+        action="store_true",
+        help="go on when installed versions differ from scripts/fixtures-constraints (they are still named)",
     )
     args = parser.parse_args(argv)
     pythons = dict(item.split("=", 1) for item in args.python_for)
+    only = tuple(top for top in TOPS if top in args.only.split(","))
+    unknown = set(args.only.split(",")) - set(TOPS)
+    if unknown or not only:
+        parser.error(f"--only takes {', '.join(TOPS)}; got {args.only}")
     if args.oracle_only:
         failed = write_oracles(FIXTURES)
         print("\n".join(failed) or "oracle files written")
         return 1 if failed else 0
+    drift = pins_problems(pythons, only)
+    for line in drift:
+        print(f"not the pinned versions: {line}", file=sys.stderr)
+    if drift and not args.ignore_pins:
+        print(
+            "install from the pins (pip install -c scripts/fixtures-constraints/qairt-VERSION.txt ..., see "
+            "this script's docstring), or pass --ignore-pins to go on with these versions",
+            file=sys.stderr,
+        )
+        return 2
+    cpu = fc.cpu_note(FIXTURES)
+    if cpu and ("qwen-mini" in only or "story" in only):
+        print(f"note: {cpu}", file=sys.stderr)
+    clock = Clock()
     if args.check:
-        with tempfile.TemporaryDirectory(prefix="q9diff-fixtures-") as tmp:
-            notes = build_all(Path(tmp), pythons)
-            skipped = {n.split()[1].rstrip(":") for n in notes if n.startswith("skipped ")}
-            problems = compare(Path(tmp), FIXTURES, skipped)
-        for line in notes + problems:
+        lines = check(pythons, only, args.models_only, clock)
+        problems = [ln for ln in lines if ln.startswith(("differs: ", "only committed: ", "only rebuilt: "))]
+        if problems and (drift or cpu):
+            lines += (
+                ["what differs from the pins here:"]
+                + [f"  {x}" for x in drift]
+                + ([f"  {cpu}"] if cpu else [])
+            )
+        for line in lines:
             print(line)
-        print(f"{len(problems)} mismatch(es)")
+        elapsed = int(time.monotonic() - clock.start)
+        print(f"{len(problems)} mismatch(es) in {elapsed // 60}m{elapsed % 60:02d}s")
         return 1 if problems else 0
     staging = Path(tempfile.mkdtemp(prefix=".fixtures-", dir=REPO))
     try:
-        notes = build_all(staging, pythons)
+        build_models(staging, only)
+        clock.done("models made")
+        notes = compile_all(staging, pythons, only, clock)
         for note in notes:  # keep the committed files of QAIRT versions this run could not build
             if note.startswith("skipped "):
                 name = note.split()[1].rstrip(":")
                 for kept in (FIXTURES / "variants").glob(f"{name}.*"):
                     shutil.copy2(kept, staging / "variants" / kept.name)
-        for top in ("qwen-mini", "variants", "story"):
+        for top in only:
+            kept = (
+                FIXTURES / top / "models" / "stages.json"
+            )  # the same stages: keep the CPU they were made on
+            if fc.same_stages(kept, staging / top / "models" / "stages.json"):
+                shutil.copy2(kept, staging / top / "models" / "stages.json")
             if (FIXTURES / top).exists():
                 shutil.rmtree(FIXTURES / top)
             FIXTURES.mkdir(exist_ok=True)

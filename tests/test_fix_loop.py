@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib import metadata
 
 import pytest
 from conftest import FIXTURES
@@ -29,7 +30,9 @@ def test_suggest_apply_recompile_closes_the_gap(tmp_path, fixtures_dir):
     for part in ("part_1_of_2.bin", "part_2_of_2.bin"):
         assert (new / part).read_bytes() == (ref / part).read_bytes()
     # The rebuilt set carries its recipe, so it can be run and compared like any build.
-    assert json.loads((new / "recipe.json").read_text())["settings"]["soc_model"] == 77
+    rebuilt = json.loads((new / "recipe.json").read_text())
+    assert rebuilt["settings"]["soc_model"] == 77
+    assert rebuilt["made_with"]["onnxruntime-qnn"] == metadata.version("onnxruntime-qnn")  # this build's
     r = q9diff("verify", str(new), str(ref), "--steps", "2")
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
     recipe = json.loads((local / "recipe.json").read_text())

@@ -65,6 +65,27 @@ def test_schema_1_recipes_still_read_and_keep_the_names_onnx_runtime_chose(tmp_p
     assert ContextBinary.open(out).graphs[0].name.startswith("QNNExecutionProvider_")
 
 
+def test_the_compile_child_reports_what_it_was_made_with_and_the_recipe_keeps_it(tmp_path):
+    from importlib import metadata
+
+    from q9diff.backends.ort_qnn import MADE_WITH
+    from q9diff.backends.registry import build_key
+
+    backend = OrtQnnBackend()
+    backend.compile(_mlp_recipe(tmp_path), tmp_path / "out")
+    made = backend.compiled[0].made_with
+    assert made == {p: metadata.version(p) for p in MADE_WITH}
+    recipe = replace(_mlp_recipe(tmp_path), made_with=made)
+    data = json.loads(rcp.dump(recipe))
+    assert data["schema"] == "q9diff.recipe/2" and data["made_with"] == made
+    assert dict(rcp.Recipe.from_dict(data, "r.json").made_with) == made
+    # recipes without it (every /1 recipe, /2 ones written before it) load and are written without it
+    assert "made_with" not in json.loads(rcp.dump(_mlp_recipe(tmp_path)))
+    assert build_key(recipe) == build_key(_mlp_recipe(tmp_path))  # a record of a build, not a setting
+    with pytest.raises(rcp.RecipeError, match="expected made_with to be an object of package: version"):
+        rcp.Recipe.from_dict(data | {"made_with": {"onnx": 1}}, "r.json")
+
+
 def test_recipe_refuses_option_values_the_compiler_cannot_take(tmp_path):
     data = _mlp_recipe(tmp_path).to_dict()
     data["settings"]["finalize_options"] = {"compress_weights": "yes"}

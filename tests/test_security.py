@@ -118,6 +118,49 @@ def test_isolated_child_still_imports_this_q9diff(tmp_path):
     assert not (tmp_path / "q9diff" / "IMPORTED").exists()
 
 
+# An editable install's finder as setuptools writes one, mapping q9diff.formats to another folder.
+FORMATS_FINDER = """\
+import importlib.util, sys
+
+class Finder:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name == "q9diff.formats":
+            return importlib.util.spec_from_file_location(
+                name, {init!r}, submodule_search_locations=[{folder!r}]
+            )
+
+sys.meta_path.append(Finder)
+sys.path.extend({deps!r})
+"""
+
+
+def test_child_of_another_interpreter_reads_this_q9diffs_formats(tmp_path):
+    """A child run by another interpreter (a QAIRT's venv given to make_fixtures --python-for) whose own
+    q9diff install maps q9diff.formats to another checkout still takes this q9diff's byte layouts."""
+    from q9diff.guard import package_root, python_argv
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    other = tmp_path / "other_checkout_formats"
+    other.mkdir()
+    (other / "__init__.py").write_text("raise ImportError('q9diff.formats of the other checkout')\n")
+    deps = [p for p in sys.path if p.endswith("site-packages")]  # construct, which the layouts import
+    finder = FORMATS_FINDER.format(init=str(other / "__init__.py"), folder=str(other), deps=deps)
+    (site / "other_q9diff_finder.py").write_text(finder)
+    (site / "other_q9diff.pth").write_text("import other_q9diff_finder\n")
+    python = str(venv / "bin" / "python")
+    probe = [python, "-I", "-c", f"import sys; sys.path.insert(0, {package_root()!r}); import q9diff.formats"]
+    mapped = subprocess.run(probe, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "other checkout" in mapped.stderr  # the child's install does map it elsewhere
+    done = subprocess.run(
+        python_argv("q9diff.formats.context_binary", [], python), capture_output=True, text=True,
+        timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
 # ---- 3. writes stay inside --out and the rebuild cache ----
 
 
@@ -294,10 +337,11 @@ def test_malformed_genie_config_is_one_line_naming_the_file(tmp_path, text, expe
         ({"settings": {"soc_model": "77"}}, "expected setting soc_model to be int, got '77'"),
         ({"settings": {"weight_sharing": 1}}, "expected setting weight_sharing to be bool, got 1"),
         ({"backend": ["ort-qnn"]}, "expected backend to be a string"),
+        ({"made_with": ["onnx"]}, "expected made_with to be an object of package: version strings"),
         ("deep", "nested too deep"),
         ("long", "a number with too many digits"),
     ],
-    ids=["settings-list", "string-soc", "int-bool", "list-backend", "deep", "long-number"],
+    ids=["settings-list", "string-soc", "int-bool", "list-backend", "list-made-with", "deep", "long-number"],
 )
 @pytest.mark.parametrize("command", ["recompile", "verify"])
 def test_malformed_recipe_is_one_line_naming_the_file(tmp_path, change, expected, command):

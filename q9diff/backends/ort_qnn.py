@@ -35,6 +35,10 @@ from q9diff.backends.base import BackendUnavailable, run_compile_child
 from q9diff.recipes.recipe import Part, Recipe, Settings, output_path
 
 EP_NAME = "QNNExecutionProvider"
+# What the compile child reports it was made with (CompiledPart.made_with, a recipe's made_with): the
+# packages whose code makes the binary's bytes (ONNX Runtime partitions and hands the graph to the QNN EP)
+# or reads them back.
+MADE_WITH = ("onnxruntime-qnn", "onnxruntime", "onnx", "numpy")
 
 # Settings → QNN EP provider option. Values are strings, as the EP takes them.
 # recipe field -> (QNN EP provider option, conversion), and the fields the EP has no option for (they need a
@@ -71,6 +75,7 @@ class CompiledPart:
     output: Path
     graph_names: tuple[str, ...]  # the binary's graph names, in the order of the part's graphs
     qairt_version: str
+    made_with: dict[str, str] | None = None  # the child interpreter's MADE_WITH packages: version
 
 
 class OrtQnnBackend:
@@ -160,7 +165,8 @@ class OrtQnnBackend:
             target = output_path(out_dir, part)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(work / result["bin"], target)
-            return CompiledPart(target, tuple(result["graph_names"]), result["qairt_version"])
+            made_with = result.get("made_with")
+            return CompiledPart(target, tuple(result["graph_names"]), result["qairt_version"], made_with)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -272,8 +278,21 @@ def _child(job_path: Path) -> None:
     qairt_version = getattr(package_info, "qnn_version", None) or sdk_version
     if hook is not None:
         names = _check_build(work / bins[0], job, hook, names)
-    result = {"bin": bins[0], "graph_names": names, "qairt_version": qairt_version}
+    result = {"bin": bins[0], "graph_names": names, "qairt_version": qairt_version, "made_with": _made_with()}
     job_path.with_name("result.json").write_text(json.dumps(result))
+
+
+def _made_with() -> dict[str, str]:
+    """This interpreter's installed versions of MADE_WITH (a package not installed is left out)."""
+    from importlib import metadata
+
+    found = {}
+    for package in MADE_WITH:
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
 
 
 def _install_hook(job: dict, oq, plugin: bool):

@@ -39,10 +39,11 @@ def _file_digest(path: Path) -> str:
 
 def build_key(recipe: Recipe) -> str:
     """Everything that determines a build's bytes (the compiler is deterministic): the recipe's settings,
-    parts and graphs, the source models' bytes and the QAIRT version."""
+    parts and graphs, the source models' bytes and the QAIRT version (not the notes, nor made_with: what
+    an earlier build was made with)."""
     from q9diff.backends.ort_qnn import our_qairt
 
-    data = {k: v for k, v in recipe.to_dict().items() if k != "notes"}
+    data = {k: v for k, v in recipe.to_dict().items() if k not in ("notes", "made_with")}
     models = [_file_digest(recipe.model_path(g)) for p in recipe.parts for g in p.graphs]
     text = json.dumps([data, models, recipe.qairt_version or our_qairt()], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]

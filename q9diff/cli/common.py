@@ -275,10 +275,15 @@ RUNTIME = typer.Option(
 def build_into(r, backend: str, out: Path) -> list[Path]:
     """Compile recipe `r` into `out` and leave the recipe beside the binaries, so `out` can be rebuilt,
     diffed and verified (the runners find it there) like any build (recompile, suggest --recompile)."""
+    from dataclasses import replace
+
     from q9diff.backends.registry import compile_backend
     from q9diff.recipes.recipe import dump, is_recipe_text, write_atomic
 
-    built = compile_backend(backend).compile(r, out)
+    compiler = compile_backend(backend)
+    built = compiler.compile(r, out)
+    compiled = getattr(compiler, "compiled", None)  # what this build was made with, not the recipe's build
+    r = replace(r, made_with=compiled[0].made_with if compiled else None)
     target = out / "recipe.json"
     if r.path is not None and target.resolve() == Path(r.path).resolve():
         return built  # building in place: the recipe is already there, and inputs are never rewritten

@@ -9,6 +9,11 @@ In `/2` a graph's `name` is the QNN graph name the binary carries (AI Hub's
 key. In `/1` the ort-qnn backend could not name graphs: a `/1` recipe reads as `ep_graph_names`
 (the graph names are labels, the binary carries the names ONNX Runtime chose), so it rebuilds the
 same bytes it always did.
+
+`made_with` (optional, `/2`): the packages and versions the binaries were compiled with, as the compile
+child's interpreter reported them ({"onnxruntime-qnn": "2.7.0", "onnxruntime": "1.32.0", ...}). It
+records a build, it does not ask for one: a rebuild neither needs nor checks it, and a reader that
+predates it ignores it.
 """
 
 from __future__ import annotations
@@ -139,6 +144,13 @@ class Recipe:
     path: Path | None = None  # where it was loaded from; relative paths resolve against its folder
     # True for /1 recipes: graph names are labels and the binary keeps the names the compiler chose.
     ep_graph_names: bool = False
+    # (package, version) pairs, sorted, of the interpreter that compiled the binaries, as its compile
+    # child reported them; written as a JSON object
+    made_with: tuple[tuple[str, str], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.made_with, dict):
+            object.__setattr__(self, "made_with", tuple(sorted(self.made_with.items())))
 
     def model_path(self, graph: GraphSource) -> Path:
         base = self.path.parent if self.path else Path.cwd()
@@ -158,21 +170,24 @@ class Recipe:
         return replace(self, settings=replace(self.settings, **changes))
 
     def to_dict(self) -> dict:
-        return {
-            "schema": SCHEMA,
-            "backend": self.backend,
-            "qairt_version": self.qairt_version,
-            "settings": self.settings.to_dict(),
-            "parts": [
-                {
-                    "name": p.name,
-                    "output": p.output,
-                    "graphs": [{k: v for k, v in asdict(g).items() if v is not None} for g in p.graphs],
-                }
-                for p in self.parts
-            ],
-            "notes": self.notes,
-        } | ({"ep_graph_names": True} if self.ep_graph_names else {})
+        made = {"made_with": dict(self.made_with)} if self.made_with is not None else {}
+        return (
+            {"schema": SCHEMA, "backend": self.backend, "qairt_version": self.qairt_version}
+            | made
+            | {
+                "settings": self.settings.to_dict(),
+                "parts": [
+                    {
+                        "name": p.name,
+                        "output": p.output,
+                        "graphs": [{k: v for k, v in asdict(g).items() if v is not None} for g in p.graphs],
+                    }
+                    for p in self.parts
+                ],
+                "notes": self.notes,
+            }
+            | ({"ep_graph_names": True} if self.ep_graph_names else {})
+        )
 
     @classmethod
     def from_dict(cls, data: dict, where: str, path: Path | None = None) -> Recipe:
@@ -197,6 +212,12 @@ class Recipe:
         for key in ("backend", "qairt_version", "notes"):
             if not isinstance(data.get(key, ""), (str, type(None))):
                 raise RecipeError(f"{where}: expected {key} to be a string")
+        made_with = data.get("made_with")
+        if made_with is not None and (
+            not isinstance(made_with, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in made_with.items())
+        ):
+            raise RecipeError(f"{where}: expected made_with to be an object of package: version strings")
         return cls(
             backend=str(data.get("backend", "ort-qnn")),
             parts=parts,
@@ -205,6 +226,7 @@ class Recipe:
             notes=str(data.get("notes", "")),
             path=path,
             ep_graph_names=ep_graph_names,
+            made_with=made_with,
         )
 
 
