@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from q9diff.compare.diff import DiffResult, SetDiff
-    from q9diff.doctor.run import DoctorResult, Finding
+    from q9diff.doctor.result import DoctorResult, Finding
     from q9diff.format.binary import ContextBinary
 
 

@@ -88,7 +88,7 @@ def _exit_code(saved) -> int:
         return 0 if s.verify_result(saved.data).passed else 1
     if saved.schema == s.TARGET:
         return 0 if saved.data["matches"] and not refused else 1
-    from q9diff.doctor.run import DoctorResult
+    from q9diff.doctor.result import DoctorResult
 
     return DoctorResult.from_json(saved.data).exit_code
 
@@ -142,7 +142,7 @@ def _terminal(saved) -> None:
     elif saved.schema == s.TARGET:
         print_target(data)
     else:
-        from q9diff.doctor.run import DoctorResult
+        from q9diff.doctor.result import DoctorResult
         from q9diff.present.terminal_doctor import print_report
 
         print_report(DoctorResult.from_json(data))

@@ -200,7 +200,7 @@ def load_section(data: dict) -> str:
     head, rows = load_rows(data["load"])
     cells = "".join(
         f"<tr><td>{esc(r)}</td><td>{esc(parts)}</td><td>{esc(text)}</td><td>{esc(error or '')}</td>"
-        f"<td>{'' if fix is None else f'<code>{esc(fix)}</code>'}</td></tr>"
+        f"<td>{esc(fix or '')}</td></tr>"  # a sentence (rebuild with ...), not code
         for r, parts, text, error, fix in rows
     )
     head_row = "<tr><th>rule</th><th>parts</th><th>why</th><th>it prints</th><th>fix</th></tr>"

@@ -182,8 +182,8 @@ def _load(data: dict) -> str:
             ["rule", "parts", "why", "it prints"],
             [[md(r), md(p), md(t), md(e or "")] for r, p, t, e, _ in rows],
         )
-    fixes = list(dict.fromkeys(f for *_, f in rows if f))
-    return out + ("\n" + code_block(fixes) if fixes else "")
+    fixes = list(dict.fromkeys(f for *_, f in rows if f))  # sentences (rebuild with ...), not lines to paste
+    return out + "".join(f"\n**Fix:** {md(f)}\n" for f in fixes)
 
 
 def _name(path: str) -> str:
@@ -285,28 +285,23 @@ def render_verify(res) -> str:
 
 
 def render_doctor(report) -> str:
-    """doctor (`DoctorResult`): counts, implicated hypotheses, then every error and warning with its fix."""
-    e, w = report.count("error"), report.count("warning")
-    out = f"## q9diff doctor: {e} error(s), {w} warning(s)\n\n{md(report.bundle)}"
-    out += f" vs reference {md(report.reference)}\n" if report.reference else "\n"
+    """doctor (`DoctorResult`): the verdict (`Will not load on QAIRT 2.48: 1 error`) and what it was
+    judged for, every error and warning with its fix, then the hypotheses implicated, when one is."""
+    from q9diff.present.verdict import doctor_asked, doctor_headline
+
+    out = f"## {md(doctor_headline(report)[0])}\n\nq9diff doctor: {md(doctor_asked(report))}\n"
     if report.target is not None:
-        out += f"\n--target {md(report.target['label'])}: {md(report.profile['sentence'])}\n"
-    hyps = report.hypotheses()
-    implicated = [f"{n} {md(h['title'])}" for n, h in hyps.items() if h["status"] == "implicated"]
-    out += "\n**Implicated:** " + ("; ".join(implicated) if implicated else "none") + "\n"
+        out += f"\n{md(report.profile['sentence'])}\n"
     for severity in ("error", "warning"):  # each with its evidence, and its fix as a line to copy
         shown = [f for f in report.findings if f.severity == severity]
         if shown:
             out += f"\n### {severity.capitalize()}s\n"
         for f in shown:
             out += f"\n- **{md(f.check)}** ({md(f.where)}): {md(f.evidence)}\n"
-            out += ("\n" + _indented(code_block([f.fix]))) if f.fix else ""
-    return out
-
-
-def _indented(block: str) -> str:
-    """A block nested in the list item above it."""
-    return "".join(f"  {line}\n" if line else "\n" for line in block.splitlines())
+            out += f"\n  **Fix:** {md(f.fix)}\n" if f.fix else ""  # a sentence, not a line to paste
+    hyps = report.hypotheses()
+    implicated = [f"{n} {md(h['title'])}" for n, h in hyps.items() if h["status"] == "implicated"]
+    return out + (f"\n**Hypotheses implicated:** {'; '.join(implicated)}\n" if implicated else "")
 
 
 def render_target(data: dict) -> str:

@@ -27,7 +27,7 @@ def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
         from q9diff.present.pages import render_target
 
         return (lambda: render_target(data)), (lambda: markdown.render_target(data))
-    from q9diff.doctor.run import DoctorResult
+    from q9diff.doctor.result import DoctorResult
     from q9diff.present.doctor import render_doctor
 
     result = DoctorResult.from_json(data)
