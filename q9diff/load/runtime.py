@@ -15,7 +15,7 @@ import json
 import mmap
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -170,9 +170,11 @@ def in_folder(folder: Path) -> Runtime | None:
                     return None
                 if e.name in VERSIONED and e.is_file(follow_symlinks=False):
                     try:
-                        return from_library(Path(e.path))
+                        found = from_library(Path(e.path))
                     except UnknownRuntime:
                         continue
+                    # named under the folder as given: a report carries no path of the machine beyond it
+                    return replace(found, source=str(Path(folder) / os.path.relpath(e.path, top)))
                 if e.is_dir(follow_symlinks=False) and not e.name.startswith("."):
                     below.append(Path(e.path))
         level = below

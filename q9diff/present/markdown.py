@@ -325,3 +325,37 @@ def render_target(data: dict) -> str:
 def render_load(load: dict) -> str:
     """Will it load (the `load` of a diff's or a target's JSON) alone: the Python API's `will_load`."""
     return f"## q9diff: {md(load['verdict'])}\n" + _load({"load": load})
+
+
+GENERIC_TARGET = "Generic target (soc_model 0): it loads everywhere and may compute garbage on the device."
+
+
+def render_inspect(summaries: list[dict]) -> str:
+    """Each context (`q9diff.inspect/1`): what built it, its target, its graphs' settings, every region;
+    the Python API's `Build.to_markdown()`."""
+    from q9diff.units import nbytes, opt_level, vtcm
+
+    out = []
+    for s in summaries:
+        t = s["target"]
+        req = t["soc_model_requested"]
+        arch = f"v{s['dsp_arch']}" if s["dsp_arch"] else "not recorded"
+        text = f"## q9diff inspect: {md(s['path'])}, {nbytes(s['size'])}\n\n"
+        if t["generic_target"]:
+            text += f"> **{md(GENERIC_TARGET)}**\n\n"
+        text += (
+            f"QAIRT build {md(s['build_id'])}, blob {md(s['context_blob_version'])}; target soc_model "
+            f"{'not recorded' if req is None else req}, dsp_arch {arch} ({md('; '.join(t['evidence']))})\n\n"
+        )
+        graphs = [
+            [md(g["name"]), f"{len(g['inputs'])} / {len(g['outputs'])} / {len(g['ops'])}",
+             vtcm(g["vtcm_size"]), md(opt_level(g["optimization_level"], g["options"].get("O"))),
+             str(g["num_hvx_threads"]), "unknown" if g["const_size"] is None else nbytes(g["const_size"])]
+            for g in s["graphs"]
+        ]  # fmt: skip
+        head = ["graph", "inputs / outputs / ops", "vtcm_size", "optimization_level", "hvx_threads", "const"]
+        text += _table(head, graphs)
+        text += "".join(f"\n- not recorded: {md(k)}: {md(why)}" for k, why in s["unknown"].items())
+        regions = [[md(r["name"]), f"{r['offset']:#x}", nbytes(r["size"])] for r in s["regions"]]
+        out.append(text + "\n### Regions (every byte)\n\n" + _table(["region", "offset", "size"], regions))
+    return "\n".join(out)

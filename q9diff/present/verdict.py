@@ -222,3 +222,13 @@ def doctor_asked(result) -> str:
     ]
     passed = sum(1 for f in result.findings if f.ruled_out)
     return ", ".join([said + (f" for {on}" if on else ""), *unnamed]) + f"; {passed} checks passed"
+
+
+def short_verdict(causes, verb: str = "differ", most: int = 3) -> str:
+    """`differ: soc_model 0 → 77, vtcm_size 4 MiB → 8 MiB`: the root causes of a result in a line (a
+    repr, a log line), what decides correctness first; the rest counted, not listed."""
+    found = ranked(causes)
+    if not found:
+        return f"{verb}: no setting differs (only effects or data)"
+    more = f" and {len(found) - most} more" if len(found) > most else ""
+    return f"{verb}: " + ", ".join(change(c) for c in found[:most]) + more

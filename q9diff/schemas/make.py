@@ -39,6 +39,7 @@ from q9diff.schemas._defs import (
     EARLIER,
     SUMMARY,
     SUMMARY_OPTIONAL,
+    load_properties,
     obj,
     ref,
     summary_properties,
@@ -89,6 +90,14 @@ DOCUMENTS = {
         "`q9diff A --target DEVICE --json`.",
         target_properties,
         ("load", "toolchain", "next"),
+    ),
+    "q9diff.load/1": (
+        "q9diff.will_load(...).to_json()",
+        "Will each part of a build load on the runtime and device named: the Python API's `will_load` "
+        "result (docs/python.md), the `load` object of q9diff.diff/1 and q9diff.target/1 with its id and "
+        "the path judged.",
+        load_properties,
+        (),
     ),
     "q9diff.doctor/1": (
         "q9diff doctor --json",
