@@ -423,14 +423,12 @@ def set_effects(data: dict):
 
 
 def shown_value(name: str, v) -> str:
-    """A setting's value as a person reads it (units.value), for tables: v73 for an arch, yes/no, lists
-    joined with ` / `, nothing of Python's reprs."""
+    """A setting's value as a person reads it (units.value), for tables: v73 for an arch, true/false,
+    lists joined with ` / `, nothing of Python's reprs."""
     if v is None:
         return "not recorded"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if name == "dsp_arch" and isinstance(v, int):
-        return f"v{v}"
+    if isinstance(v, (bool, int)):
+        return value(name, v)
     if isinstance(v, list):
         if v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
             return value(name, v)
@@ -449,9 +447,11 @@ def settings(data: dict):
 
     def short(k: str, v) -> str:
         """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes,
-        the arch as v73, yes/no, a list as `a / b`; never a Python repr."""
+        the arch as v73, true/false, a list as `a / b`; never a Python repr."""
         s = shown_value(k, v)
-        return text(s if len(s) < 60 else s[:59] + "…")
+        from q9diff.present.verdict import clip
+
+        return text(clip(s, 60))
 
     differs = [oa.get(k) != ob.get(k) for k in keys]
 

@@ -3,8 +3,8 @@
 Every page reads only the command's result as its JSON gives it (`q9diff.diff/1`, `q9diff.setdiff/1`,
 `q9diff.verify/1`), so `q9diff report RESULT.json --html FILE` draws the same page as the command itself,
 with the binaries gone. The verdict comes first, in the terminal's words (`q9diff.present.verdict`);
-sizes are shown in human units with the exact byte count on hover; every string from a file or a saved
-result is escaped (`esc`), and the charts get them escaped too (plotly reads tags in its labels).
+sizes are shown in bytes as the terminal shows them, in KiB or MiB on hover; every string from a file or
+a saved result is escaped (`esc`), and the charts get them escaped too (plotly reads tags in its labels).
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ import html
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present import charts, embed
-from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.present.verdict import (
+    clip,
+    models_line,
+    reference_looks_wrong,
+    root_line,
+    set_root,
+    sides,
+    soc_note,
+    warnings,
+)
 from q9diff.units import human
 from q9diff.units import sizes as size_change
 
@@ -32,13 +41,10 @@ td.ev{min-width:0}table.c th:last-child{width:34%}code{font-size:12px}}</style>"
 
 
 def size_span(n: int, signed: bool = False) -> str:
-    """A size for people, the exact bytes on hover."""
-    text = ("+" if signed and n > 0 else "") + human(n)
-    return (
-        f'<span title="{n:+,d} bytes">{text}</span>'
-        if signed
-        else f'<span title="{n:,d} bytes">{text}</span>'
-    )
+    """A size in bytes, as the terminal and the Markdown write it (`1,159,168 B`), the same in KiB or MiB
+    on hover."""
+    text = f"{n:+,d} B" if signed else f"{n:,d} B"
+    return f'<span title="{("+" if signed and n > 0 else "") + human(n)}">{text}</span>'
 
 
 def esc(v) -> str:
@@ -82,10 +88,12 @@ def _cause_value(c: dict, side: str) -> str:
     if c["name"] in SIZE_CAUSES and isinstance(c[side], list) and all(isinstance(v, int) for v in c[side]):
         return " / ".join(size_span(v) for v in c[side])
     v = charts.shown_value(c["name"], c[side])  # in its unit, as the terminal says it; never a repr
-    return esc(v if len(v) <= 80 else v[:79] + "…")
+    return esc(clip(v, 80))
 
 
-def causes_table(causes: list[dict]) -> str:
+def causes_table(causes: list[dict], sides: tuple[str, str] = ("candidate", "reference")) -> str:
+    """Each cause with both values; `sides` heads the two value columns (a target run has no reference:
+    the build against the device)."""
     rows = "".join(
         f"<tr><td>{esc(c['name'])}</td><td>{esc(c['role'])}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
@@ -94,7 +102,7 @@ def causes_table(causes: list[dict]) -> str:
         for c in causes
     )
     return scroll_table(
-        "<tr><th>cause</th><th>role</th><th>candidate</th><th>reference</th><th>bytes</th>"
+        f"<tr><th>cause</th><th>role</th><th>{esc(sides[0])}</th><th>{esc(sides[1])}</th><th>bytes</th>"
         f"<th>evidence</th></tr>{rows}"
     )
 
@@ -315,13 +323,6 @@ def render_set(data: dict) -> str:
         + "".join(sections)
     )
     return wrap_page(f"q9diff set diff {_name(ra)} vs {_name(rb)}", body)
-
-
-def set_root(data: dict, side: str) -> str:
-    """The folder a side's parts come from (the common parent), for the title."""
-    paths = [p[side]["path"] for p in data["parts"]] + data[f"unpaired_{side}"]
-    parents = {p.rpartition("/")[0] or "." for p in paths}
-    return parents.pop() if len(parents) == 1 else ", ".join(sorted(parents))
 
 
 # ---- q9diff verify ----

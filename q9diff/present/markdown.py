@@ -14,7 +14,16 @@ import re
 
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
-from q9diff.present.verdict import models_line, reference_looks_wrong, root_line, sides, soc_note, warnings
+from q9diff.present.verdict import (
+    clip,
+    models_line,
+    reference_looks_wrong,
+    root_line,
+    set_root,
+    sides,
+    soc_note,
+    warnings,
+)
 from q9diff.units import change, human, value
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
@@ -97,10 +106,14 @@ def _value(c: dict, side: str) -> str:
     v = c[side]
     s = value(c["name"], v) if isinstance(v, (int, list)) and not isinstance(v, bool) else None
     s = s if s is not None else (json.dumps(v, default=str) if not isinstance(v, str) else v)
-    return md(s if len(s) <= 80 else s[:79] + "…")
+    return md(clip(s, 80))
 
 
-def _causes(causes: list[dict], level: str = "###") -> str:
+def _causes(
+    causes: list[dict], level: str = "###", sides: tuple[str, str] = ("candidate", "reference")
+) -> str:
+    """Each cause with both values; `sides` heads the two value columns (a target run: the build and the
+    device)."""
     if not causes:
         return ""
     rows = [
@@ -110,12 +123,12 @@ def _causes(causes: list[dict], level: str = "###") -> str:
             _value(c, "a"),
             _value(c, "b"),
             "" if c["bytes"] is None else _bytes(c["bytes"]),
-            md("; ".join(c["evidence"])[:300]),
+            md(clip("; ".join(c["evidence"]), 300)),
         ]
         for c in causes
     ]
     return f"\n{level} Causes\n\n" + _table(
-        ["cause", "role", "candidate", "reference", "bytes", "evidence"], rows
+        ["cause", "role", md(sides[0]), md(sides[1]), "bytes", "evidence"], rows
     )
 
 
@@ -236,8 +249,11 @@ def render_set(data: dict) -> str:
         + _structure(p, "#####")
         for p in data["parts"]
     )
+    ra, rb = set_root(data, "a"), set_root(data, "b")
+    na, nb = len(data["parts"]) + len(data["unpaired_a"]), len(data["parts"]) + len(data["unpaired_b"])
     return (
-        "## q9diff set diff\n\n"
+        f"## q9diff set diff: {md(_name(ra))} vs {md(_name(rb))}\n\n"
+        f"candidate {md(ra)} ({na} parts) vs reference {md(rb)} ({nb} parts)\n\n"
         + _verdict(data, over_set=True)
         + _fixes(data["suggestions"], data)
         + _load(data)
@@ -319,7 +335,8 @@ def render_target(data: dict) -> str:
     )
     out += f"**{md(verdict)}**\n\n{md(data['profile']['sentence'])}\n"
     out += "".join(f"\n> **error:** {md(e)}\n" for e in data["errors"])
-    return out + _causes(data["causes"]) + _fixes(data["suggestions"], data) + _load(data)
+    causes = _causes(data["causes"], sides=("build", name))
+    return out + causes + _fixes(data["suggestions"], data) + _load(data)
 
 
 def render_load(load: dict) -> str:

@@ -141,7 +141,7 @@ def render_target(data: dict) -> str:
         + (f'<p class="warn">{esc(generic_soc(t["soc_model"]))}</p>' if generic else "")
         + f"<h2>{esc(verdict)}</h2><p>{esc(data['profile']['sentence'])}</p>"
         + "".join(f'<p class="warn">error: {esc(e)}</p>' for e in data["errors"])
-        + causes_table(data["causes"])
+        + causes_table(data["causes"], ("build", t["name"]))
         + fixes_list(data["suggestions"], data)
     )
     for part in data["parts"]:

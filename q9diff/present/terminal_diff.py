@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from q9diff.present.terminal import console, print_fix, print_more, print_packing, text
+from q9diff.present.verdict import clip
 
 
 def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
@@ -274,7 +275,7 @@ def _print_causes(causes, verbose: bool = False) -> None:
                 console.print(text(f"      {_row_bytes(c)}"))
             if not verbose:
                 continue
-            evidence = _clip("; ".join(c.evidence), 400)
+            evidence = clip("; ".join(c.evidence), 400)
             for line in textwrap.wrap(
                 evidence, console.width - 6, break_long_words=False, break_on_hyphens=False
             ):
@@ -292,18 +293,9 @@ def _print_causes(causes, verbose: bool = False) -> None:
         ca, cb = _cause_values(c)
         changed = "" if c.bytes is None else f"{c.bytes:,d}"
         delta = "" if c.size_delta is None else f"{c.size_delta:+,d}"
-        evidence = text(_clip("; ".join(c.evidence), 400))
+        evidence = text(clip("; ".join(c.evidence), 400))
         t.add_row(text(c.name), text(c.role), text(ca), text(cb), changed, delta, evidence)
     console.print(t)
-
-
-def _clip(s: str, n: int) -> str:
-    """At most n characters, cut at a word boundary with an ellipsis, never mid-word."""
-    if len(s) <= n:
-        return s
-    cut = s[: n - 1]
-    space = max(cut.rfind(" "), cut.rfind(","))
-    return (cut[:space] if space > n // 2 else cut).rstrip(" ,;") + " …"
 
 
 def _cell(v) -> str:

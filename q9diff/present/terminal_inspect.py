@@ -127,7 +127,8 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     t.add_column("size", justify="right")
     t.add_column("%", justify="right")
     for r in s["regions"]:
-        t.add_row(text(r["name"]), f"{r['offset']:#x}", str(r["size"]), f"{100 * r['size'] / s['size']:.1f}")
+        share = f"{100 * r['size'] / s['size']:.1f}"
+        t.add_row(text(r["name"]), f"{r['offset']:#x}", f"{r['size']:,d}", share)
     console.print(t)
     unk = unknown_bytes(cb)
     console.print(
@@ -174,6 +175,6 @@ def print_container(c: dict) -> None:
     for column, justify in (("region", "left"), ("offset", "right"), ("size", "right")):
         t.add_column(column, justify=justify)
     for r in c["regions"]:
-        t.add_row(text(r["name"]), f"{r['offset']:#x}", str(r["size"]))
+        t.add_row(text(r["name"]), f"{r['offset']:#x}", f"{r['size']:,d}")
     console.print(t)
     console.rule()

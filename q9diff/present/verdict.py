@@ -232,3 +232,20 @@ def short_verdict(causes, verb: str = "differ", most: int = 3) -> str:
         return f"{verb}: no setting differs (only effects or data)"
     more = f" and {len(found) - most} more" if len(found) > most else ""
     return f"{verb}: " + ", ".join(change(c) for c in found[:most]) + more
+
+
+def set_root(data: dict, side: str) -> str:
+    """The folder a side's parts come from (the common parent), for the title."""
+    paths = [p[side]["path"] for p in data["parts"]] + data[f"unpaired_{side}"]
+    parents = {p.rpartition("/")[0] or "." for p in paths}
+    return parents.pop() if len(parents) == 1 else ", ".join(sorted(parents))
+
+
+def clip(s: str, n: int) -> str:
+    """At most `n` characters, cut at a word boundary with an ellipsis, never mid-word (a table cell, a
+    chart's label); `s` itself when it fits."""
+    if len(s) <= n:
+        return s
+    cut = s[: n - 1]
+    space = max(cut.rfind(" "), cut.rfind(","))
+    return (cut[:space] if space > n // 2 else cut).rstrip(" ,;") + " …"
