@@ -22,8 +22,9 @@ class _Console:
 
     Markup is off: strings from a file are data, never markup. Our own styling goes through `text`.
     Prose (a Text printed without soft_wrap) is wrapped here, not by rich: at the terminal's width (or
-    COLUMNS), never inside a number and its unit (`8 MiB` stays whole), with no trailing spaces, and not
-    at all in a pipe (a line a paragraph, for grep and for pasting)."""
+    COLUMNS), never inside a number and its unit (`8 MiB` stays whole) or a part marked `whole` (a
+    command, a path), with no trailing spaces, and not at all in a pipe (a line a paragraph, for grep and
+    for pasting). Lines that are all command or config (soft_wrap=True) are never wrapped."""
 
     _console = None
 
@@ -78,6 +79,10 @@ def wrapped(line, width: int | None) -> list:
     from rich.text import Text
 
     plain = _UNBROKEN.sub(_joined, line.plain)  # textwrap breaks at ASCII whitespace only
+    for span in line.spans:  # a command or a path in the prose (`whole`) is never broken
+        if getattr(span.style, "meta", None) and span.style.meta.get("whole"):
+            kept = plain[span.start : span.end].replace(" ", "\u00a0")
+            plain = plain[: span.start] + kept + plain[span.end :]
     indent = len(plain) - len(plain.lstrip(" "))
     hang = " " * (indent + 2) if indent and indent + 2 < (width or 0) // 2 else ""
     cuts = []
@@ -104,6 +109,14 @@ def _trimmed(part):
     return Text(kept, style=part.style, spans=spans, end=part.end)
 
 
+def whole(value: str, style: str | None = None) -> tuple:
+    """A part of a `text` that wrapped prose never breaks: a command to copy, a path, a config line. On a
+    line of its own where it does not fit beside the prose, and never cut however long."""
+    from rich.style import Style
+
+    return value, Style.combine([Style.parse(style or "none"), Style(meta={"whole": True})])
+
+
 def text(*parts):
     """A rich Text from (text, style) pairs or plain strings; every string is cleaned of controls."""
     from rich.text import Text
@@ -116,8 +129,8 @@ def text(*parts):
 
 
 def wrote(path: Path, what: str) -> None:
-    """`wrote the HTML report: PATH`, on stdout with the view."""
-    console.print(text(f"wrote {what}: {path}"), soft_wrap=True)
+    """`wrote the HTML report: PATH`, on stdout with the view (the path never broken)."""
+    console.print(text(f"wrote {what}: ", whole(str(path))))
 
 
 def print_packing(side: str, notice: dict | None) -> None:
@@ -147,8 +160,8 @@ def print_suggestions(
         pad = "  " if form else "    "
         for head, s in zip(heads, suggestions):
             found = fixes.lines(s, f)
-            if not found:
-                console.print(text(f"{pad}{head:<{width}}  ({fixes.missing(s, f)})"), soft_wrap=True)
+            if not found:  # why there is no line: a sentence, wrapped
+                console.print(text(f"{pad}{head:<{width}}  ({fixes.missing(s, f)})"))
             for line in found:
                 caveat = fixes.note(s, f) if notes else None
                 line = line + (f"  # {caveat}" if caveat else "")
@@ -191,7 +204,7 @@ def print_more(verbose: bool, data: dict | None = None) -> None:
     if nxt:
         console.print(text(("next: ", "bold"), nxt), soft_wrap=True)
     for line in data.get("read_as", []) if verbose and data else []:
-        console.print(text(line), soft_wrap=True)
+        console.print(text(line))
     if not verbose:
         console.print("more: -v (evidence, every toolchain form, where the bytes went), --json (all)")
     words = fixes.terms_named(data) if data else []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from q9diff.present.terminal import console, print_fix, print_more, print_packing, text
+from q9diff.present.terminal import console, print_fix, print_more, print_packing, text, whole
 from q9diff.present.verdict import clip
 
 
@@ -34,8 +34,10 @@ def swapped(data: dict, say: bool = False) -> bool:
     """The reference looks like the broken build: no fix is given (it would break the good build), and
     the view ends with why, where it is read last."""
     why = data.get("reference_looks_wrong")
-    if why and say:
-        console.print(text(("Arguments swapped? ", "bold red"), why), soft_wrap=True)
+    if why and say:  # a sentence, wrapped; the command that gives the two in order, whole
+        prose, command = why.split(": q9diff ", 1) if ": q9diff " in why else (why, None)
+        tail = (": ", whole("q9diff " + command)) if command else ()
+        console.print(text(("Arguments swapped? ", "bold red"), prose, *tail))
         console.print(text("No fix is shown: the fix would make the known-good build like the broken one."))
     return bool(why)
 

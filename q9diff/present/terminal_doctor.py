@@ -36,7 +36,7 @@ def print_report(report: DoctorResult, out=None) -> None:
             out.print(text((f"  {f.check}", STYLE[severity]), hyp, "  ", (f.where, "cyan")))
             out.print(text(f"    {f.evidence}"))
             if f.fix:
-                out.print(text(("    fix: ", "green"), f.fix), soft_wrap=True)
+                out.print(text(("    fix: ", "green"), f.fix))  # a sentence: wrapped, never cut
     if report.profile is not None:
         out.print(text(("Target: ", "bold"), report.profile["sentence"]))
     _hypotheses(report, out)
