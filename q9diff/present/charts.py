@@ -127,9 +127,29 @@ def chart_json(f) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")
 
 
+# A legend under the chart, at the bottom of the figure (the container), below the x axis' title: placed
+# on the plot's own scale (y=-0.25 of the plot) it covered that title at any width. The loader
+# (embed.FIT_JS) gives the bottom margin room for its rows at the width drawn.
+BOTTOM_LEGEND = {
+    "orientation": "h",
+    "x": 0,
+    "xanchor": "left",
+    "y": 0,
+    "yanchor": "bottom",
+    "yref": "container",
+}
+
+
+def narrow(layout: dict | None = None, traces: list[dict] | None = None, **space) -> dict:
+    """What a chart changes on a phone (a page narrower than 600 px), in its layout's `meta` for the
+    loader to apply (embed.FIT_JS): layout keys, each trace's keys, and `above` (px between the title
+    and the plot for labels drawn above it) or `below` (px under the plot before the legend)."""
+    return {"narrow": {"layout": layout or {}, "traces": traces or []}, **space}
+
+
 def _title(text: str) -> dict:
-    """A chart's title, broken into lines of about 60 characters (plotly does not wrap a title: on a
-    phone's 412 px a long one ran off the chart), at spaces only."""
+    """A chart's title, broken into lines of about 60 characters (plotly does not wrap a title), at spaces
+    only; the loader breaks it again for the width it is drawn at (embed.FIT_JS: 412 px holds ~45)."""
     import textwrap
 
     return {
@@ -172,7 +192,8 @@ def waterfall(data: dict, title: str = "Size change by region, candidate → ref
     }
     a, b = data["a"]["size"], data["b"]["size"]
     layout = {"title": _title(f"{title}: {sizes(a, b)}"), "yaxis": {"title": _title(f"size change ({unit})")}}
-    return figure([trace], layout | {"height": 400, "margin": {"b": 120}})
+    # on a phone the rotated region names take the plot's height: a taller chart keeps a plot area
+    return figure([trace], layout | {"height": 400, "margin": {"b": 120}, "meta": narrow({"height": 600})})
 
 
 def scale(n: int) -> tuple[int, str]:
@@ -242,11 +263,22 @@ def maps(data: dict):
                 "yref": "paper",
             }
         )
+    # on a phone the two maps side by side were ~180 px each and their titles ran into each other: one
+    # above the other, each titled above itself
+    stacked = narrow(
+        {
+            "height": 820,
+            "annotations": [t | {"x": 0.5, "y": y} for t, y in zip(titles, (1.0, 0.46))],
+        },
+        [{"domain": {"x": [0.0, 1.0], "y": y}} for y in ([0.54, 1.0], [0.0, 0.46])],
+        above=30,
+    )
     layout = {
         "annotations": titles,
         "title": _title("Region maps (every byte; area is size)"),
         "height": 480,
         "uniformtext": {"minsize": 10, "mode": "hide"},  # a label too small to read is left out
+        "meta": stacked,
     }
     return figure(traces, layout)
 
@@ -336,9 +368,11 @@ def where_changed(data: dict):
         "title": _title(f"Where bytes changed, along the reference: moved vs new, per region{note}"),
         "barmode": "stack",
         "xaxis": {"title": _title(f"offset in the reference ({unit})")},
-        "legend": {"orientation": "h", "y": -0.25, "yanchor": "top"},
-        "height": 380,
+        "legend": BOTTOM_LEGEND,
+        "height": 420,
         "bargap": 0,
+        # the band labels fit ~1000 px: on a phone they ran into each other (the hover names each band)
+        "meta": narrow({"annotations": []}, above=20 if labels else 0),
     }
     return figure(traces, layout)
 
@@ -375,14 +409,18 @@ def ops(data: dict, most: int | None = None):
     differ = sum(1 for k in kinds if ca[k] != cb[k])
     rest = f"; {len(kinds) - most} more kinds not drawn" if most is not None and len(kinds) > most else ""
     layout = {
-        "legend": {"orientation": "h", "y": -0.05, "yanchor": "top"},
+        "legend": BOTTOM_LEGEND,
         "yaxis": {"automargin": True, "tickfont": {"size": 11}},
         "title": _title(
             f"Ops per kind, all graphs: {differ} of {len(kinds)} kinds differ in count (first){rest}"
         ),
         "barmode": "group",
         "xaxis": {"title": _title("ops of this kind")},
-        "height": 140 + 26 * len(shown),
+        "height": 200 + 26 * len(shown),
+        # on a phone the kernel names take half the width: smaller, and a title that fits what is left
+        "meta": narrow(
+            {"xaxis": {"title": _title("ops")}, "yaxis": {"automargin": True, "tickfont": {"size": 9}}}
+        ),
     }
     return figure(traces, layout)
 
@@ -413,11 +451,12 @@ def set_effects(data: dict):
             }
         )
     layout = {
-        "legend": {"orientation": "h", "y": -0.1, "yanchor": "top"},
+        "legend": BOTTOM_LEGEND,
         "title": _title("Across the set: changed bytes per part, by effect"),
         "barmode": "stack",
         "xaxis": {"title": _title("changed bytes")},
-        "height": 200 + 40 * len(parts),
+        "height": 260 + 40 * len(parts),
+        "meta": narrow({"height": 360 + 40 * len(parts)}),  # the legend's rows under a phone's plot
     }
     return figure(traces, layout)
 
@@ -476,4 +515,7 @@ def settings(data: dict):
         "type": "table",
     }
     title = f"Settings: {sum(differs)} of {len(keys)} differ (marked ≠, bold, dark)"
-    return figure([table], {"title": _title(title), "height": 200 + 30 * len(keys)})
+    # on a phone: smaller type, the names' column wider, room for the rows that wrap
+    small = {"cells": {"font": {"size": 10}}, "header": {"font": {"size": 11}}, "columnwidth": [1.5, 1, 1]}
+    phone = narrow({"height": 200 + 44 * len(keys)}, [small])
+    return figure([table], {"title": _title(title), "height": 200 + 30 * len(keys), "meta": phone})

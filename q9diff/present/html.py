@@ -27,17 +27,17 @@ from q9diff.present.verdict import (
 from q9diff.units import human
 from q9diff.units import sizes as size_change
 
-STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
+STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px;overflow-wrap:break-word}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
 div.scroll{overflow-x:auto;max-width:100%}td.ev{min-width:18em}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
+p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.ok{color:#070;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
 span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
 pre.fix{background:#f6f6f6;padding:.5em .8em;overflow-x:auto;white-space:pre;max-width:100%}
 @media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}
-table.c{width:100%;table-layout:fixed}
-table.c td,table.c th{overflow-wrap:anywhere;font-size:12px;padding:2px 3px}
-td.ev{min-width:0}table.c th:last-child{width:34%}code{font-size:12px}}</style>"""
+table.c{width:100%}table.c td,table.c th{font-size:12px;padding:2px 3px}
+td.ev{min-width:8em;overflow-wrap:anywhere}table.c th:last-child{width:34%}code{font-size:12px}}
+th,td{overflow-wrap:normal;word-break:keep-all;hyphens:none}td.n,th.n{white-space:nowrap}</style>"""
 
 
 def size_span(n: int, signed: bool = False) -> str:
@@ -77,7 +77,7 @@ def _verdict(data: dict) -> str:
     return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>"
 
 
-SIZE_CAUSES = {"vtcm_size", "spill_fill", "const_size"}
+SIZE_CAUSES = {"spill_fill", "const_size"}  # in bytes; VTCM in MiB, as every view says it (units.value)
 
 
 def _cause_value(c: dict, side: str) -> str:
@@ -93,7 +93,9 @@ def _cause_value(c: dict, side: str) -> str:
 
 def causes_table(causes: list[dict], sides: tuple[str, str] = ("candidate", "reference")) -> str:
     """Each cause with both values; `sides` heads the two value columns (a target run has no reference:
-    the build against the device)."""
+    the build against the device). No table where nothing differs."""
+    if not causes:
+        return ""
     rows = "".join(
         f"<tr><td>{esc(c['name'])}</td><td>{esc(c['role'])}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
@@ -140,7 +142,7 @@ def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
     if (data or {}).get("reference_looks_wrong"):
         return "<h3>Fix</h3><p>No fix is shown: the arguments look swapped (see above).</p>"
     if not suggestions:
-        return "<h3>Fix</h3><p>Nothing to change.</p>"
+        return "" if (data or {}).get("identical") else "<h3>Fix</h3><p>Nothing to change.</p>"
     out = "<h3>Fix</h3>"
     for i, (label, lines) in enumerate(fixes.blocks(suggestions, data)):
         body = "\n".join(esc(x) for x in lines)  # each line escaped: a newline is the block's own
@@ -171,9 +173,13 @@ def _name(path: str) -> str:
 
 
 def _figures(data: dict) -> list:
-    """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops."""
+    """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops. Of identical
+    files only the region maps (what the file holds): every other chart would be empty or all alike."""
     safe = _escaped(data)
-    figs = [charts.waterfall(safe), charts.maps(safe), charts.where_changed(safe)]
+    if data["identical"]:
+        return [charts.maps(safe)]
+    changed = any(r["moved_bytes"] or r["new_bytes"] for r in data["regions"])
+    figs = [charts.waterfall(safe), charts.maps(safe)] + ([charts.where_changed(safe)] if changed else [])
     if data.get("settings"):  # a result saved before settings were recorded has none
         figs.append(charts.settings(data))
     return figs + [charts.ops(data)]  # ops escapes its kinds once counted
@@ -295,7 +301,8 @@ def render_set(data: dict) -> str:
     )
     draw = embed.Charts()
     effects = {"parts": [{"part": p["part"], "attribution": p.get("attribution")} for p in data["parts"]]}
-    across = draw([charts.set_effects(_escaped(effects))]) if data["parts"] else ""  # all it reads
+    moved = any(p.get("attribution") for p in data["parts"])  # no chart of nothing across identical parts
+    across = draw([charts.set_effects(_escaped(effects))]) if moved else ""  # all it reads
     sections = []
     for part in data["parts"]:
         pa, pb = part["part"], _name(part["b"]["path"])
@@ -424,14 +431,15 @@ def _outputs_figure(res):
         labels = [charts.text(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
         name = charts.text(f"candidate vs {against}")
         fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=name))
-    for against, cosine in sorted(_tolerances(res).items()):
-        if any(o.against == against for o in outputs):
-            fig.add_hline(
-                y=cosine,
-                line_dash="longdash",
-                line_color="#555",
-                annotation_text=charts.text(f"tolerance vs {against}: {cosine}"),
-            )
+    drawn = [(a, c) for a, c in sorted(_tolerances(res).items()) if any(o.against == a for o in outputs)]
+    for (against, cosine), where in zip(drawn, ("top left", "bottom right")):  # 0.99 and 0.999: apart
+        fig.add_hline(
+            y=cosine,
+            line_dash="longdash",
+            line_color="#555",
+            annotation_text=charts.text(f"tolerance vs {against}: {cosine}"),
+            annotation_position=where,
+        )
     fig.update_layout(
         title="Cosine similarity per output",
         barmode="group",
@@ -447,8 +455,10 @@ def render_verify(res) -> str:
     from q9diff.verify.verdict import judge
 
     v = judge(res)
-    verdict = esc(v.headline) + "".join(f"<br><small>{esc(c)}</small>" for c in v.caveats)
-    verdict += f"<br><small><code>{esc(v.next_command)}</code></small>" if v.next_command else ""
+    status = "PASS" if v.passed else "FAIL"  # the heading: the word; the paragraphs under it: the sentences
+    verdict = f"<p class='{'ok' if v.passed else 'warn'}'><b>{esc(v.headline)}</b></p>"
+    verdict += "".join(f'<p class="warn">{esc(c)}</p>' for c in v.caveats)
+    verdict += f"<p>Next: <code>{esc(v.next_command)}</code></p>" if v.next_command else ""
     sides = "".join(
         f"<li><b>{esc(s.label)}</b>: {esc(s.source)} ({esc(s.runner)})"
         + "".join(f"<br><i>{esc(n)}</i>" for n in s.notes)
@@ -481,16 +491,15 @@ def render_verify(res) -> str:
             for o in res.outputs
         )
         body = scroll_table(
-            "<tr><th>graph</th><th>output</th><th>against</th><th>max|Δ|</th><th>rel</th>"
+            "<tr><th>graph</th><th>output</th><th>against</th><th>max abs Δ</th><th>rel</th>"
             f"<th>cosine</th><th>ok</th></tr>{rows}"
         )
         fig = _outputs_figure(res)
     chart = embed.Charts()([fig]) if fig is not None else ""
     cand = next((s.source for s in res.sides if s.label == "candidate"), "")
     ref = next((s.source for s in res.sides if s.label == "reference"), "")
-    status = "PASS" if v.passed else "FAIL"  # the tab's title: the word; the page: the whole verdict
     title = f"q9diff verify {_name(cand)}" + (f" vs {_name(ref)}" if ref else "") + f": {status}"
-    page = f"""<h1>q9diff verify: {verdict}</h1>
+    page = f"""<h1>q9diff verify: {status}</h1>{verdict}
 <ul>{sides}</ul>{f"<ul>{notes}</ul>" if notes else ""}
 {body}
 {chart}"""

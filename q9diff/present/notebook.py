@@ -23,6 +23,7 @@ _sent = False  # plotly.js went out with a fragment of this process: the next on
 # plotly.js is run with `define`, `module` and `exports` hidden, so that under the classic notebook's
 # require.js it sets window.Plotly instead of registering an AMD module nobody asks for.
 LOADER = """<script>(async () => {
+  FIT_JS
   const root = document.getElementById("ROOT_ID");
   const charts = root.querySelectorAll("script[data-chart]");
   const div = (el) => root.querySelector("#" + CSS.escape(el.dataset.chart));
@@ -52,9 +53,10 @@ LOADER = """<script>(async () => {
   }
   for (const el of charts) {
     const fig = JSON.parse(el.textContent);
+    q9fit(fig, div(el));
     plotly.newPlot(div(el), fig.data, fig.layout, {responsive: true, displaylogo: false});
   }
-})();</script>"""
+})();</script>""".replace("FIT_JS", embed.FIT_JS)
 
 _STYLE = re.compile(r"<style>(.*?)</style>", re.S)
 _PACKED = re.compile(r'<script type="text/plain" id="plotly-gz">[^<]*</script>')

@@ -6,7 +6,7 @@ verify reports."""
 from __future__ import annotations
 
 from q9diff.format.tables import soc_name
-from q9diff.present.html import causes_table, esc, fixes_list, size_span, wrap_page
+from q9diff.present.html import causes_table, esc, fixes_list, scroll_table, size_span, wrap_page
 from q9diff.units import opt_level, percent_text, vtcm
 
 
@@ -16,7 +16,7 @@ def _table(head: list[str], rows: list[list[tuple[str, bool]]]) -> str:
     body = "".join(
         "<tr>" + "".join(f"<td{' class=n' if n else ''}>{c}</td>" for c, n in row) + "</tr>" for row in rows
     )
-    return f"<table class='c'><tr>{th}</tr>{body}</table>"
+    return scroll_table(f"<tr>{th}</tr>{body}")  # wider than a phone: it scrolls in its own box
 
 
 def _one(s: dict) -> str:
