@@ -114,7 +114,7 @@ def _repositories(tmp: Path, q9diff_repository: str) -> None:
 def installed(tmp_path_factory) -> Runner:
     """Every step up to and including `install q9diff`, once: what the three runs below share."""
     if shutil.which("git") is None:
-        pytest.skip("git is not installed: the checkouts are git clones")
+        pytest.skip("git is not installed (the checkouts are git clones): apt-get install git")
     tmp = tmp_path_factory.mktemp("ci")
     job = _job()
     _repositories(tmp, job["env"]["Q9DIFF_REPOSITORY"])

@@ -299,7 +299,8 @@ def test_json_is_strict_non_finite_numbers_are_null(fixtures_dir, capsys):
 
 
 @pytest.mark.skipif(
-    shutil.which("script") is None, reason="util-linux script (a pseudo-terminal) not installed"
+    shutil.which("script") is None,
+    reason="util-linux script (a pseudo-terminal) not installed: apt-get install bsdutils",
 )
 def test_progress_on_a_terminal_quiet_in_a_pipe_and_with_json(fixtures_dir):
     command = f"{sys.executable} -c 'from q9diff.cli import main; main()' {LOCAL} {REFERENCE}"

@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT, q9diff_cli
 
-pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="Debian chromium not installed: apt-get install chromium (.ci/run installs it)",
+)
 
 QWEN, VARIANTS = FIXTURES / "qwen-mini", FIXTURES / "variants"
 FLAGS = (

@@ -16,7 +16,10 @@ from test_cli import q9diff
 
 QWEN = FIXTURES / "qwen-mini"
 PART = "part_1_of_2.bin"
-chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+chromium = pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="Debian chromium not installed: apt-get install chromium (.ci/run installs it)",
+)
 
 
 def _pair(tmp_path: Path) -> tuple[Path, Path]:
