@@ -117,8 +117,10 @@ def value(name: str, v) -> str:
 
 
 def config_value(name: str, v) -> str:
-    """A fix's value in the unit its config keys take: `vtcm_size = 8 MiB` (vtcm_mb, vtcm_size_in_mb), a
-    switch as true or false (each tool's own line spells it as that tool does)."""
+    """A fix's value in the unit its config keys take: `vtcm_size = 8 MiB` (vtcm_mb, vtcm_size_in_mb), the
+    arch as v73, a switch as true or false (each tool's own line spells it as that tool does)."""
     if isinstance(v, bool):
         return "true" if v else "false"
+    if name == "dsp_arch" and isinstance(v, int):
+        return f"v{v}"
     return f"{v} MiB" if name == "vtcm_size" and isinstance(v, int) else str(v)

@@ -97,6 +97,7 @@ def wrapped(line, width: int | None) -> list:
                 cut += 1
             cuts.append(cut)
     parts = [_trimmed(part) for part in (line.divide(cuts[:-1]) if cuts else [line])]
+    parts = parts[:1] + [part for part in parts[1:] if part.plain]  # a break's lone space is no line
     return parts[:1] + [Text(hang) + part for part in parts[1:]]
 
 
@@ -129,8 +130,8 @@ def text(*parts):
 
 
 def wrote(path: Path, what: str) -> None:
-    """`wrote the HTML report: PATH`, on stdout with the view (the path never broken)."""
-    console.print(text(f"wrote {what}: ", whole(str(path))))
+    """`wrote the HTML report: PATH`, on stdout with the view: one line, for the path to be copied."""
+    console.print(text(f"wrote {what}: {path}"), soft_wrap=True)
 
 
 def print_packing(side: str, notice: dict | None) -> None:

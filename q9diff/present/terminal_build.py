@@ -56,23 +56,17 @@ def print_recipe_kept(target: Path) -> None:
 
 
 def print_rebuilt(built: list[Path], out: Path) -> None:
-    console.print(
-        text(
-            f"rebuilt {len(built)} binaries into ",
-            whole(str(out)),
-            " (recipe: ",
-            whole(str(out / "recipe.json")),
-            ")",
-        )
+    console.print(  # one line, for the paths to be copied
+        text(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})"), soft_wrap=True
     )
 
 
 def print_recompiled(built: list[Path], recipe: Path | None) -> None:
     """`recompile`: each binary written, and the recipe left beside them (when it was written there)."""
     for b in built:
-        console.print(text("wrote ", whole(str(b))))
+        console.print(text(f"wrote {b}"), soft_wrap=True)
     if recipe is not None:
-        console.print(text("wrote ", whole(str(recipe)), " (the recipe beside the binaries)"))
+        console.print(text(f"wrote {recipe} (the recipe beside the binaries)"), soft_wrap=True)
 
 
 def print_gap_to_target(device_name: str, left) -> None:
@@ -123,7 +117,7 @@ def print_steps(result, candidate: Path, reference: Path, builds: Path) -> None:
     cols = ("#", "settings added", "size", "Δ ref", "%", "changed", "new", "same as")
     for col in cols:
         left = col in ("settings added", "same as")
-        wraps = col == "settings added"  # folded, never cut: `weights_packing=True` was shown `Tr…` at 80
+        wraps = col == "settings added"  # folded, never cut: `weights_packing=true` was shown `tr…` at 80
         t.add_column(
             col,
             justify="left" if left else "right",

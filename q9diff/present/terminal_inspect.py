@@ -149,7 +149,7 @@ def print_container(c: dict) -> None:
 
     from q9diff.units import human, nbytes
 
-    console.print(text((c["path"], "bold"), f" ExecuTorch program {human(c['size'])} ({nbytes(c['size'])})"))
+    console.print(text((c["path"], "bold"), f" ExecuTorch program {nbytes(c['size'])} ({human(c['size'])})"))
     for d in c["delegates"]:
         head = (
             f"  method {d['method']!r} delegate {d['position']}: {d['backend']}, {d['location']} {d['index']}"
