@@ -5,26 +5,20 @@ hover. Graph names are shortened where they are long, keeping the words that tel
 file apart (prompt vs token), never only the tail.
 
 Each chart is a plotly figure written as the dict plotly.graph_objects would give for it (`to_dict()`:
-the same keys, in the same order, with the default "plotly" template in its layout), not built through
-graph_objects: plotly validates every property it is given, which took 1.5 s of a seed-scale set's
-report for 36 charts. test_report checks each figure against plotly's own validation.
+the same keys, in the same order, with the default "plotly" template in its layout: q9diff.present.figures),
+not built through graph_objects: plotly validates every property it is given, which took 1.5 s of a
+seed-scale set's report for 36 charts. test_report checks each figure against plotly's own validation.
 """
 
 from __future__ import annotations
 
-import base64
-import functools
-import gzip
 import html
-import json
 import re
-import threading
 from collections import Counter
-from importlib.util import find_spec
 from itertools import chain
-from pathlib import Path
 
 from q9diff.errors import printable
+from q9diff.present.figures import figure
 from q9diff.units import human, sizes, value
 
 NEW_COLOR, MOVED_COLOR = "#d62728", "#9ecae1"  # new content stands out; moved content is muted
@@ -69,62 +63,6 @@ def graph_label(region: str, short: list[str]) -> str:
     if m and int(m.group(1)) < len(short) and short[int(m.group(1))]:
         return f"graph {short[int(m.group(1))]}" + region[m.end() :]
     return region
-
-
-def plotly_data(name: str) -> bytes:
-    """A file of the installed plotly package's data (plotly.js, the templates), read without importing
-    plotly (0.04 s): plotly's own get_plotlyjs() and its template registry read these same files."""
-    spec = find_spec("plotly")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("plotly is not installed")
-    return (Path(spec.submodule_search_locations[0]) / "package_data" / name).read_bytes()
-
-
-@functools.cache
-def template() -> dict:
-    """The "plotly" template, plotly's default, as graph_objects puts it into every figure's layout."""
-    raw = json.loads(plotly_data("templates/plotly.json"))
-    return {"data": raw["data"], "layout": raw["layout"]}
-
-
-def figure(traces: list[dict], layout: dict) -> dict:
-    """A figure as `go.Figure(...).to_dict()` gives it: the template first in its layout."""
-    return {"data": traces, "layout": {"template": template(), **layout}}
-
-
-_packing = threading.Lock()  # one packing at a time: the page waits for the thread's
-
-
-def plotly_packed() -> str:
-    """plotly.js gzipped and base64'd, once a process; waits for `start_packing`'s thread if it runs."""
-    with _packing:
-        return _packed()
-
-
-@functools.cache
-def _packed() -> str:
-    js = plotly_data("plotly.min.js")  # what plotly.offline.get_plotlyjs() reads, as bytes
-    return base64.b64encode(gzip.compress(js, 6, mtime=0)).decode("ascii")
-
-
-def start_packing() -> None:
-    """Pack plotly.js on another thread while the page is drawn: the 0.13 s of deflate (zlib lets go
-    of the GIL) then overlaps the drawing instead of adding to it; the bytes are the same."""
-    threading.Thread(target=plotly_packed, name="pack plotly.js", daemon=True).start()
-
-
-def chart_json(f) -> str:
-    """A figure's JSON as plotly.io.to_json writes it with its json engine: compact, NaN and infinities
-    as null, and <, > and / as \\u escapes (the same characters to JSON), so no "</script>" can end the
-    script that holds it. `f`: a figure dict (this module's) or a plotly Figure (verify's charts)."""
-    if not isinstance(f, dict):
-        import plotly.io as pio
-
-        return pio.to_json(f, validate=False).replace("<", "\\u003c")
-    text = json.dumps(f, separators=(",", ":"))
-    if "NaN" in text or "Infinity" in text:
-        text = json.dumps(json.loads(text, parse_constant=lambda _: None), separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")
 
 
 # A legend under the chart, at the bottom of the figure (the container), below the x axis' title: placed

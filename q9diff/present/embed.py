@@ -1,7 +1,7 @@
 """plotly.js and each chart into a page: plotly.js inlined once (gzipped, unpacked in the browser), each
 chart its figure's JSON beside an empty div, drawn when the page loads (q9diff.present.html, pages)."""
 
-from q9diff.present.charts import chart_json
+from q9diff.present.figures import chart_json
 
 # Where plotly.js goes, filled in last so that it is packed while the page is drawn (start_packing). No
 # string of a result can look like it: the page escapes control characters (\x00, \u0000).

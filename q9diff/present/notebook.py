@@ -109,7 +109,7 @@ def fragment(page: str, plotly: bool | None = None) -> str:
     if charts:
         carry = (not _sent) if plotly is None else plotly
         if carry:
-            from q9diff.present.charts import plotly_packed
+            from q9diff.present.figures import plotly_packed
 
             tail += f'<script type="text/plain" class="q9diff-plotly-gz">{plotly_packed()}</script>'
             _sent = _sent or plotly is None

@@ -22,7 +22,9 @@ def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
         return (lambda: html.render_set(data)), (lambda: markdown.render_set(data))
     if schema == s.VERIFY:
         res = s.verify_result(data)
-        return (lambda: html.render_verify(res)), (lambda: markdown.render_verify(res))
+        from q9diff.present.verify_page import render_verify
+
+        return (lambda: render_verify(res)), (lambda: markdown.render_verify(res))
     if schema == s.TARGET:
         from q9diff.present.pages import render_target
 
