@@ -309,3 +309,16 @@ def test_a_path_that_is_no_build_is_refused_at_once(tmp_path):
         "q9diff: error: README.md at offset 0x0: expected a QNN context binary header (big-endian words"
         " 2 3 0 1, or 2 2 0 0 before QNN 2.25)\n"
     )
+
+
+def test_reports_carry_the_paths_as_given_not_the_machines():
+    """issue 45: reports embedded absolute paths of the machine that ran them (CI artifacts carry them)."""
+    for args in (
+        ("doctor", LOCAL, "--target", "QCS9100", "--runtime", "2.48"),
+        ("doctor", "fixtures/variants/soc_0.bin"),
+        (LOCAL, REFERENCE, "--runtime", "2.48"),
+        (LOCAL, "--target", "QCS9100"),
+    ):
+        done = q9diff_cli(*args, "--json", cwd=ROOT)
+        assert done.returncode in (0, 1), done.stderr
+        assert str(ROOT) not in done.stdout, args

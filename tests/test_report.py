@@ -505,3 +505,27 @@ def test_doctor_writes_markdown_and_no_two_reports_share_a_file(tmp_path):
     for args in (("doctor", str(QWEN / "local")), (str(QWEN / "local"), str(QWEN / "reference"))):
         line = _one_line(q9diff(*args, "--html", str(same), "--markdown", str(same)))
         assert "name one file" in line and not same.exists()
+
+
+def test_markdown_names_both_builds_first_and_cuts_no_word():
+    """issue 45: a set diff's Markdown never named the two builds; the target Markdown cut an evidence
+    cell mid-word with no ellipsis, and headed its columns `reference` where there is none."""
+    text = q9diff(str(QWEN / "local"), str(QWEN / "reference"), "--markdown", "-").stdout
+    assert text.startswith(
+        f"## q9diff set diff: local vs reference\n\ncandidate {QWEN / 'local'} (2 parts) vs reference"
+        f" {QWEN / 'reference'} (2 parts)\n".replace("_", "\\_")
+    )
+    target = q9diff(str(QWEN / "local"), "--target", "QCS9100", "--markdown", "-").stdout
+    data = json.loads(q9diff(str(QWEN / "local"), "--target", "QCS9100", "--json").stdout)
+    assert "| cause | role | build | QCS9100 | bytes | evidence |" in target and "| reference |" not in target
+    rows = [ln for ln in target.splitlines() if ln.startswith("| ") and ln.count(" | ") == 5][1:]
+    evidence = {c["name"]: "; ".join(c["evidence"]) for c in data["causes"]}
+    assert len(rows) == len(data["causes"]) >= 3
+    for row in rows:
+        name, cell = row.split(" | ")[0][2:].replace("\\", ""), row.rsplit(" | ", 1)[1][:-2]
+        said = cell.replace("\\", "").replace("&#8203;", "")
+        whole = evidence[name]
+        assert said == whole or (
+            said.endswith(" …") and whole.startswith(said[:-2]) and whole[len(said) - 2] in " ,;"
+        )
+    assert any(row.endswith(" … |") for row in rows)  # the long one is cut, and says so
