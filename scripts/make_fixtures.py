@@ -93,7 +93,12 @@ QWEN_BUILDS = {
 }
 
 BASE = rcp.Settings(soc_model=77, dsp_arch="v73", vtcm_mb=8, optimization_level=3)
-SOC_ARCH = {0: "v73", 43: "v73", 57: "v75", 69: "v79", 77: "v73", 87: "v81"}
+SOC_ARCH = {0: "v73", 30: "v68", 36: "v69", 43: "v73", 57: "v75", 69: "v79", 77: "v73", 87: "v81"}
+# A generic build (soc_model 0) of every other arch, beside soc_N: the pairs the generic-target rules
+# (q9diff/format/generic_measured.json, scripts/measure_generic.py) are checked against; and QAIRT 2.48's
+# generic v79 build, which records v68, beside its explicit SM8750 one.
+GENERIC_ARCHES = ("v68", "v69", "v75", "v79", "v81")
+OLD_GENERIC = (("2.48", 0, "v79"), ("2.48", 69, "v79"))
 QAIRT_PACKAGES = {
     "2.47": "onnxruntime-qnn 2.3.0",
     "2.48": "onnxruntime-qnn 2.4.0",
@@ -122,6 +127,14 @@ def variants() -> list[Variant]:
                 f"soc_{soc}", replace(BASE, soc_model=soc, dsp_arch=arch), ("mlp.onnx",), f"soc_model {soc}"
             )
         )
+    for arch in GENERIC_ARCHES:
+        settings = replace(BASE, soc_model=0, dsp_arch=arch)
+        out.append(Variant(f"generic_{arch}", settings, ("mlp.onnx",), f"soc_model 0, dsp_arch {arch}"))
+    for version, soc, arch in OLD_GENERIC:
+        name = f"{'generic' if soc == 0 else f'soc_{soc}'}_{arch}_qairt_{version}"
+        settings = replace(BASE, soc_model=soc, dsp_arch=arch)
+        note = f"soc_model {soc}, dsp_arch {arch}, QAIRT {version}"
+        out.append(Variant(name, settings, ("mlp.onnx",), note, version))
     for mb in (2, 4, 8):
         out.append(Variant(f"vtcm_{mb}mb", replace(BASE, vtcm_mb=mb), ("mlp.onnx",), f"vtcm_mb {mb}"))
     for level in (1, 2, 3):

@@ -41,6 +41,7 @@ NOT_OUTPUT = {
     "q9diff.devices/1",
     "q9diff.compat_measured/1",
     "q9diff.soc_measured/1",
+    "q9diff.generic_measured/1",
     "q9diff.recipe/1",
     "q9diff.recipe/2",
 }

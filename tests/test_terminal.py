@@ -95,7 +95,7 @@ def test_one_number_one_name_one_unit(fixtures_dir):
     # compiler_options: each side's values of the options that differ, not the count twice
     opts = causes["compiler_options"]
     differ = set(opts["a"]) | set(opts["b"])
-    assert len(differ) == 22 and "22 options differ" in out
+    assert len(differ) == 23 and "23 options differ" in out
     assert opts["a"]["vtcm_size_for_tiling"] == "4" and opts["b"]["vtcm_size_for_tiling"] == "8"
 
 

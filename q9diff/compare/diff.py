@@ -14,8 +14,8 @@ from q9diff.compare.rules import EFFECT_BUCKETS, FIX_TARGETS, ROOT_SETTINGS, RUL
 from q9diff.compare.structure import compare as compare_structure
 from q9diff.compare.structure import precision, tree
 from q9diff.compare.summary import inspect_summary
+from q9diff.format import generic
 from q9diff.format.binary import ContextBinary
-from q9diff.format.tables import requested_soc_model, requested_unknown_why
 from q9diff.settings import BY_CAUSE
 from q9diff.units import percent
 
@@ -30,7 +30,6 @@ SETTING_OPTIONS = {
     "O",
     "hvx_threads",
     "enable_dlbc",
-    "relaxed_precision_flag",
     "compress_weights",
     "native_hmx_a16w4",
 }
@@ -50,10 +49,12 @@ class Cause:
     bytes: int | None
     evidence: tuple[str, ...]
     size_delta: int | None = None
+    option: str | None = None  # compiler_option: which option
 
     def to_json(self) -> dict:
         delta = {} if self.size_delta is None else {"size_delta": self.size_delta}
-        return {"name": self.name, "role": self.role, "a": self.a, "b": self.b, "bytes": self.bytes,
+        option = {} if self.option is None else {"option": self.option}
+        return {"name": self.name, "role": self.role, **option, "a": self.a, "b": self.b, "bytes": self.bytes,
                 **delta, "evidence": list(self.evidence)}  # fmt: skip
 
 
@@ -99,7 +100,9 @@ def observe(cb: ContextBinary) -> dict:
     opts = [cb.options(i) for i in range(len(graphs))]
     op_kinds = tuple(cb.op_kinds(i) for i in range(len(graphs)))  # the walk's own tuples, no copy
     return {
-        "soc_model": requested_soc_model(cb.soc_model, cb.dsp_arch, opts[0] if opts else {}, cb.build_id),
+        "soc_model": generic.requested(
+            cb.soc_model, cb.dsp_arch, opts[0] if opts else {}, cb.build_id
+        ).soc_model,
         "dsp_arch": cb.dsp_arch,
         "vtcm_size": _one(g.vtcm_size for g in graphs),
         "optimization_level": _one(g.optimization_level for g in graphs),
@@ -160,14 +163,11 @@ def _group(cb: ContextBinary) -> dict[str, list]:
     return out
 
 
-def _weights_bytes(rows: list[dict]) -> int:
-    return sum(max(r["changed_bytes"], abs(r["delta"])) for r in rows if bucket_of(r["kind"]) == "weights")
-
-
 def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     res = DiffResult(a, b, regions=_region_rows(a, b))
     res.structure = compare_structure(tree(a), tree(b))
     oa, ob = observe(a), observe(b)
+    soc_recorded = _soc_recorded(a, b, oa, ob)
     res.settings = {side: {k: _jsonable(v) for k, v in o.items() if k not in SHOWN_APART}
                     for side, o in (("a", oa), ("b", ob))}  # fmt: skip
     ran_o = _optimization_ran(a, b, oa, ob)
@@ -191,7 +191,8 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     hit = [r for r in RULES if r.role == "root" and r.getter in changed]
     direct = {r.name for r in hit if not r.explained_by}
     roots = direct | {r.name for r in hit if r.explained_by and not set(r.explained_by) & direct}
-    sides = Sides(a, b, oa, ob, frozenset({"O_ran"} if ran_o else ()))
+    flags = {"O_ran"} if ran_o else set()
+    sides = Sides(a, b, oa, ob, frozenset(flags | ({"soc_recorded"} if soc_recorded else set())))
     for rule in RULES:
         if rule.getter not in changed or rule.role == "root" and set(rule.explained_by) & roots:
             continue
@@ -200,7 +201,8 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
         evidence += [note] if note else []
         cause = Cause(rule.name, rule.role, _jsonable(va), _jsonable(vb), None, tuple(evidence))
         res.causes.insert(0, cause) if note and rule.leads else res.causes.append(cause)
-    _model_itself(res, oa, ob, roots, changed)
+    _model_itself(res, a, b, oa, ob, roots)
+    _unexplained_options(res, a, b, {c.name for c in res.causes if c.role == "root"})
     res.suggestions = suggestions(res.causes, a, b.dsp_arch)
     res.attribution = buckets(res.regions)
     by_bucket = {row["bucket"]: row for row in res.attribution}
@@ -221,17 +223,108 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     return res
 
 
-def _model_itself(res: DiffResult, oa: dict, ob: dict, roots: set[str], changed: set[str]) -> None:
-    """No setting that reshapes the graph body differs, yet the weights or the op lists do: the model
-    itself differs (a root cause listed first, carrying the weights' bytes)."""
+def _soc_recorded(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) -> bool:
+    """Where what one side asked is unknown (a QAIRT whose generic builds were not measured) but the two
+    record different SoCs, compare on the recorded socModel of that side: the builds differ in the SoC the
+    compiler modelled either way. True when the observations were replaced."""
+    ra = oa["soc_model"] if oa["soc_model"] is not None else a.soc_model
+    rb = ob["soc_model"] if ob["soc_model"] is not None else b.soc_model
+    if None not in (oa["soc_model"], ob["soc_model"]) or ra is None or rb is None or ra == rb:
+        return False
+    oa["soc_model"], ob["soc_model"] = ra, rb
+    return True
+
+
+def _new_weights_bytes(rows: list[dict]) -> int:
+    """Bytes of weights whose content differs: new bytes and size change, not bytes only moved."""
+    return sum(max(r["new_bytes"], abs(r["delta"])) for r in rows if bucket_of(r["kind"]) == "weights")
+
+
+def compiler_kinds(*builds: ContextBinary) -> frozenset[str]:
+    """Op kinds (generic.op_base) measured to come and go with settings for one model on these builds' QAIRT
+    (besides those named as the compiler's own, `@DmaCheckpointSet`, `*InputSlice`: source_ops)."""
+    measured = [m for m in map(generic.of_build, (cb.build_id for cb in builds)) if m is not None]
+    return frozenset().union(*(m.op_kinds for m in measured))
+
+
+def source_ops(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) -> list[str]:
+    """Op kinds present on one side only that the compiler was not seen to add for settings: what the
+    source model put there (generic.op_base names, sorted)."""
+    own = compiler_kinds(a, b)
+    ka = {generic.op_base(k) for g in oa["op_kinds"] for k in g}
+    kb = {generic.op_base(k) for g in ob["op_kinds"] for k in g}
+    return sorted(k for k in ka ^ kb if k[:1] not in ("@", "*") and k not in own)
+
+
+def _model_itself(
+    res: DiffResult, a: ContextBinary, b: ContextBinary, oa: dict, ob: dict, roots: set[str]
+) -> None:
+    """No setting that reshapes the graph body differs, yet the weights' content or the source-level ops do:
+    the model itself differs (a root cause listed first, carrying the weights' bytes). Ops only the compiler
+    adds (its own, or seen to come and go with settings) are the schedule, never the model: with no setting
+    to explain them, the schedule is said to differ for a cause not known."""
     if roots & set(ROOT_SETTINGS) or "graph_structure" in roots:
         return
-    weights = _weights_bytes(res.regions)
-    if weights or oa["op_kinds"] != ob["op_kinds"]:
-        evidence = (f"{weights} bytes of weights differ", "op lists differ" if "op_kinds" in changed else "")
+    weights, ops = _new_weights_bytes(res.regions), source_ops(a, b, oa, ob)
+    if weights or ops:
+        said = ", ".join(ops[:6]) + (f" and {len(ops) - 6} more" if len(ops) > 6 else "")
+        evidence = [f"{weights} bytes of weights differ in content"] if weights else []
+        evidence += [f"op kinds on one side only: {said}"] if ops else []
         ops_a, ops_b = sum(map(len, oa["op_kinds"])), sum(map(len, ob["op_kinds"]))
-        cause = Cause("graph_structure", "root", ops_a, ops_b, weights, tuple(e for e in evidence if e))
-        res.causes.insert(0, cause)
+        res.causes.insert(0, Cause("graph_structure", "root", ops_a, ops_b, weights, tuple(evidence)))
+        return
+    for i, c in enumerate(res.causes):
+        if c.name == "schedule":
+            why = ("no setting q9diff reads differs and every op kind that moved is the compiler's own:"
+                   " the compiler scheduled otherwise, cause not known")  # fmt: skip
+            res.causes[i] = Cause(c.name, "unexplained", c.a, c.b, c.bytes, (*c.evidence, why), c.size_delta)
+
+
+# Options that are a setting under the compiler's own name: the option says what was asked.
+MIRRORS = {"O": "optimization_level", "hvx_threads": "hvx_threads", "enable_dlbc": "dlbc",
+           "compress_weights": "weights_packing", "native_hmx_a16w4": "native_hmx_a16w4", "arch": "dsp_arch",
+           "min_arch": "dsp_arch", "soc_type": "soc_model", "vtcm_size": "vtcm_size",
+           "vtcm_mb": "vtcm_size"}  # fmt: skip
+# A root cause -> the measured setting whose options it moves (generic_measured.json `follows`).
+FOLLOWS = {"soc_model": "soc_model", "dsp_arch": "soc_model", "vtcm_size": "vtcm_size",
+           "optimization_level": "optimization_level", "graph_structure": "model"}  # fmt: skip
+
+
+def option_changes(a: ContextBinary, b: ContextBinary) -> dict[str, tuple]:
+    """Every compiler option that differs between graphs at the same position: key -> (a's, b's) value,
+    each a value or, where graphs disagree, a list per graph."""
+    apart: dict[str, tuple[list, list]] = {}
+    for i in range(min(len(a.graphs), len(b.graphs))):
+        oa, ob = a.options(i), b.options(i)
+        for k in sorted(set(oa) | set(ob)):
+            if oa.get(k) != ob.get(k):
+                va, vb = apart.setdefault(k, ([], []))
+                va.append(oa.get(k)), vb.append(ob.get(k))
+    return {k: (_one(va), _one(vb)) for k, (va, vb) in apart.items()}
+
+
+def _unexplained_options(res: DiffResult, a: ContextBinary, b: ContextBinary, roots: set[str]) -> None:
+    """Every compiler option that differs is a setting's (its mirror, or measured to follow a root cause on
+    these builds' QAIRT), or is listed by name as a difference whose cause is not known."""
+    if "sdk_version" in roots or res.different_models:
+        return  # two compilers' or two models' options: every option may differ
+    measured = [m for m in (generic.of_build(a.build_id), generic.of_build(b.build_id)) if m]
+    moved = set()
+    for root in roots:
+        moved |= {k for k, s in MIRRORS.items() if s == root}
+        setting = FOLLOWS.get(root)
+        for m in measured if setting else ():
+            moved |= m.follows.get(setting, frozenset())
+    where = (f"measured on QAIRT {', '.join(sorted({m.qairt for m in measured}))}" if measured else
+             f"which options follow which setting is measured on QAIRT {generic.measured_range()}"
+             " only")  # fmt: skip
+    for key, (va, vb) in option_changes(a, b).items():
+        if key in moved:
+            continue
+        why = (
+            f"compiler option {key}: {va} → {vb}, cause not known (no setting q9diff reads moves it; {where})"
+        )
+        res.causes.append(Cause("compiler_option", "unexplained", va, vb, None, (why,), option=key))
 
 
 # Where an observation comes from, to say why it is unknown: binary-level or per-graph blob info.
@@ -281,12 +374,9 @@ def _has_unknown(v) -> bool:
 def _unknown_reason(cb: ContextBinary, getter: str) -> str | None:
     name = _OBSERVED_FROM.get(getter, getter)
     opts = cb.options(0) if cb.graphs else {}
-    if (
-        name == "soc_model"
-        and cb.soc_model is not None
-        and requested_soc_model(cb.soc_model, cb.dsp_arch, opts, cb.build_id) is None
-    ):  # recorded, but what was asked is unknown
-        return f"{Path(cb.path).name}: {requested_unknown_why(cb.build_id, cb.soc_model)}"
+    asked = generic.requested(cb.soc_model, cb.dsp_arch, opts, cb.build_id)
+    if name == "soc_model" and cb.soc_model is not None and asked.soc_model is None and asked.evidence:
+        return f"{Path(cb.path).name}: {asked.evidence[-1]}"  # recorded, but what was asked is unknown
     if name in cb.unknown:
         return f"{Path(cb.path).name}: {cb.unknown[name]}"
     for g in cb.graphs:

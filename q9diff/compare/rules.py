@@ -98,9 +98,17 @@ def _ran_o(s: Sides) -> str | None:
 
 
 def _generic_target(s: Sides) -> str | None:
-    """soc_model 0 on either side: the generic target, with the evidence of the side built for it."""
+    """soc_model 0 on either side: the generic target, with the evidence of the side built for it; where a
+    side's request is unknown and its recorded socModel stands in (`soc_recorded`), that is said."""
     from q9diff.compare.summary import target
 
+    if "soc_recorded" in s.flags:
+        unknown = [(n, t) for n, t in (("candidate", target(s.a)), ("reference", target(s.b)))
+                   if t["soc_model_requested"] is None]  # fmt: skip
+        why = "; ".join(
+            f"the {n} records socModel {t['soc_model_recorded']}, {t['evidence'][-1]}" for n, t in unknown
+        )
+        return f"compared as recorded: {why}"
     if s.oa["soc_model"] != 0 and s.ob["soc_model"] != 0:
         return None
     side = s.a if s.oa["soc_model"] == 0 else s.b

@@ -59,9 +59,16 @@ class Precision:
         return f"{self.label} ({parts})"
 
 
+# 32-bit integers are indices, biases, accumulators and the compiler's scratch (a VTCM-starved build holds
+# int32 crouton tensors its 8 MiB twin does not): QNN's HTP computes a model's activations in 8/16-bit fixed
+# point or float, so they are never its precision. They stay in the tensor types the structure shows.
+NOT_A_PRECISION = ("int32", "uint32")
+
+
 def precision(cb) -> Precision:
     """What a binary computes in, over all its graphs (see the module's note)."""
     codes = {c for i in range(len(cb.graphs)) for c in cb.tensor_types(i)}
+    codes = {c for c in codes if element(c) not in NOT_A_PRECISION}
     weights = {element(c) for c in codes if c[:1] in ("X", "x")}
     compute = {element(c) for c in codes if c[:1] in ("C", "c")}
     flat = {element(c) for c in codes if c[:1] in ("F", "f")}

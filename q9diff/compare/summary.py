@@ -7,13 +7,8 @@ from dataclasses import asdict
 from q9diff.compare.packing import packing_notice
 from q9diff.compare.packing import to_json as packing_json
 from q9diff.format.binary import BLOB_INFO_FIELDS, ContextBinary
-from q9diff.format.tables import (
-    GENERIC_SIGNATURE_OPTION,
-    GENERIC_SOC_TYPE,
-    requested_soc_model,
-    requested_unknown_why,
-    soc_name,
-)
+from q9diff.format.generic import requested
+from q9diff.format.tables import soc_name
 
 SCHEMA = "q9diff.inspect/1"
 
@@ -57,31 +52,23 @@ def inspect_summary(cb: ContextBinary) -> dict:
 
 
 def target(cb: ContextBinary) -> dict:
-    """One soc_model story for inspect, diff and JSON: recorded vs requested, with the evidence."""
+    """One soc_model story for inspect, diff and JSON: recorded vs requested, with the evidence. What was
+    requested is read with the rules measured on the compiler (q9diff.format.generic), or unknown; `rule`
+    says which: metadata, measured, not measured, no version."""
     opts = cb.options(0) if cb.graphs else {}
-    requested = requested_soc_model(cb.soc_model, cb.dsp_arch, opts, cb.build_id)
+    asked = requested(cb.soc_model, cb.dsp_arch, opts, cb.build_id)
     if cb.soc_model is None:
         evidence = [cb.unknown.get("soc_model", "soc_model not recorded")]
     elif cb.soc_model == 0:
         evidence = ["metadata socModel 0: built for no SoC"]
     else:
         evidence = [f"metadata socModel {cb.soc_model} ({soc_name(cb.soc_model)})"]
-    if requested is None and cb.soc_model is not None:
-        evidence.append(requested_unknown_why(cb.build_id, cb.soc_model))
-    if requested == 0 and cb.soc_model != 0:
-        if opts.get("soc_type") == GENERIC_SOC_TYPE:
-            evidence.append(f"options soc_type={GENERIC_SOC_TYPE}: built for no SoC")
-        else:
-            key, value = GENERIC_SIGNATURE_OPTION
-            evidence.append(
-                f"options {key}={value} beside arch {cb.dsp_arch}'s default SoC {cb.soc_model}:"
-                " the compiler's choice for a soc_model 0 build"
-            )
     return {
         "soc_model_recorded": cb.soc_model,
-        "soc_model_requested": requested,
-        "generic_target": requested == 0,
-        "evidence": evidence,
+        "soc_model_requested": asked.soc_model,
+        "generic_target": asked.generic,
+        "rule": asked.rule,
+        "evidence": evidence + list(asked.evidence),
     }
 
 

@@ -58,9 +58,16 @@ def _values(v) -> list:
 
 
 def _soc(r: TargetResult, obs: dict) -> None:
-    d, asked = r.device, obs["soc_model"]
-    if asked is None:
+    d, asked, recorded = r.device, obs["soc_model"], r.cb.soc_model
+    if asked is None and recorded is None:
         r.unknown.append(f"soc_model: {Path(r.cb.path).name} does not record it")
+    elif asked is None and d.accepts(recorded):  # the device's SoC, asked or stood in for a generic build
+        why = target(r.cb)["evidence"][-1]
+        r.unknown.append(f"soc_model: {Path(r.cb.path).name} records socModel {recorded}, {d.name}'s; {why}")
+    elif asked is None:  # recorded for another SoC, asked or not: either way not a build for the device
+        device = f"{d.name} is soc_model {d.soc_model} ({d.part}; sources: {_sources(d)})"
+        evidence = (f"records socModel {recorded} ({soc_name(recorded)})", *target(r.cb)["evidence"][1:])
+        r.causes.append(Cause("soc_model", "root", recorded, d.soc_model, None, (*evidence, device)))
     elif not d.accepts(asked):
         generic = ": it loads everywhere and may compute garbage on the device" if asked == 0 else ""
         device = f"{d.name} is soc_model {d.soc_model} ({d.part}; sources: {_sources(d)})"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from q9diff.compare.summary import target
 from q9diff.doctor.checks import Context, Hit, Note, mib, parts_text, requested_soc
 from q9diff.doctor.places import ext_devices, ext_soc
 from q9diff.format.tables import SOCS, soc_name
@@ -265,13 +266,12 @@ def check_soc(ctx: Context) -> Iterator[Hit | Note]:
     generic = [p for p in parts if requested_soc(p) == 0]
     if generic:
         ref = sorted({requested_soc(q) for q in ctx.reference.readable_parts()}) if ctx.reference else []
-        recorded = sorted({p.binary.soc_model for p in generic if p.binary.soc_model})
+        stood_in = [p for p in generic if p.binary.soc_model]
         evidence = "soc_model 0: built for no SoC; it loads everywhere and may compute garbage on the device"
-        if recorded:
-            evidence += (
-                f" (the metadata records {', '.join(map(str, recorded))}, the compiler's default for the "
-                "arch, beside the option relaxed_precision_flag=false of a soc_model 0 build)"
-            )
+        if stood_in:  # how the measured rule told it (q9diff.format.generic), said once for the set
+            recorded = ", ".join(map(str, sorted({p.binary.soc_model for p in stood_in})))
+            said = target(stood_in[0].binary)["evidence"][-1]
+            evidence += f" (the metadata records {recorded}; {said})"
         if len(ref) == 1 and ref[0]:
             value = f"soc_model {ref[0]} (the reference's, {soc_name(ref[0])})"
         elif ctx.target is not None:

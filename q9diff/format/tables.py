@@ -155,57 +155,9 @@ def soc_name(soc_model: int | None) -> str:
     return soc.name if soc else f"not in q9diff's SoC table ({len(SOCS)} ids)"
 
 
-# soc_model 0 (generic target) with a dsp_arch: the compiler picks a default SoC for the arch and
-# records it in the metadata. What still tells such a build from an explicit one is the options
-# string: `relaxed_precision_flag=false` (true in every explicit-SoC build). Evidence:
-# fixtures/variants/soc_0.bin vs soc_43.bin (identical but for that option and ROOT), and
-# fixtures/qwen-mini/local vs reference.
-GENERIC_DEFAULT_SOC: dict[int, int] = {73: 43}
-# soc_model 0 with no arch at all: no socModel in the metadata, soc_type UNKNOWN_SDM, dspArch 68.
+# soc_model 0 with no arch: the options name no SoC (measured on every QAIRT, scripts/measure_generic.py).
+# Which soc_model a build asked for is read with the measured rules in q9diff.format.generic.
 GENERIC_SOC_TYPE = "UNKNOWN_SDM"
-GENERIC_SIGNATURE_OPTION = ("relaxed_precision_flag", "false")
-
-
-# The signature above is verified on QAIRT 2.47-2.51 builds only; older builds record socModel 0 for a
-# generic build themselves (QNN 2.32 LiteRT binary), so the signature is not applied to them.
-GENERIC_SIGNATURE_SINCE = (2, 47)
-
-
-def _build_version(build_id: str) -> tuple[int, int] | None:
-    parts = build_id.lstrip("v").split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None
-
-
-def requested_soc_model(
-    soc_model: int | None, dsp_arch: int | None, options: dict[str, str], build_id: str = ""
-) -> int | None:
-    """The soc_model the build asked for: 0 when the bytes carry the generic-target signature; None
-    (unknown) when they carry it but the build id names no QAIRT version, so the signature cannot be
-    told from an older build's explicit choice (requested_unknown_why says so)."""
-    if soc_model is None and options.get("soc_type") == GENERIC_SOC_TYPE:
-        return 0
-    key, value = GENERIC_SIGNATURE_OPTION
-    if not (
-        dsp_arch in GENERIC_DEFAULT_SOC
-        and soc_model == GENERIC_DEFAULT_SOC[dsp_arch]
-        and options.get(key) == value
-    ):
-        return soc_model
-    version = _build_version(build_id)
-    if version is None:
-        return None
-    return 0 if version >= GENERIC_SIGNATURE_SINCE else soc_model
-
-
-def requested_unknown_why(build_id: str, soc_model: int | None) -> str:
-    """Why the soc_model a build asked for is unknown where requested_soc_model says None."""
-    return (
-        f"the build id {build_id!r} names no QAIRT version, so whether soc_model {soc_model} was asked for"
-        " or is the compiler's choice for a soc_model 0 (generic) build cannot be told"
-    )
 
 
 # ---------- devices: the names users say, resolved to a soc_model; what AI Hub builds use ----------

@@ -16,7 +16,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from q9diff.format.tables import Device, requested_soc_model, soc_name
+from q9diff.format.generic import requested
+from q9diff.format.tables import Device, soc_name
 from q9diff.load.runtime import Runtime, measured
 
 WILL_NOT_LOAD, RECOMPILE, LOADS = "will not load", "loads, recompile advised", "loads"
@@ -55,7 +56,7 @@ class Facts:
             api,
             cb.dsp_arch,
             int(min_arch) if min_arch.isdigit() else None,
-            requested_soc_model(cb.soc_model, cb.dsp_arch, opts, cb.build_id),
+            requested(cb.soc_model, cb.dsp_arch, opts, cb.build_id).soc_model,
             max(vtcms) if vtcms else None,
         )
 

@@ -16,13 +16,17 @@ from q9diff.errors import printable
 from q9diff.present import charts, embed, figures
 from q9diff.present.verdict import (
     clip,
+    headline,
     models_line,
     reference_looks_wrong,
+    role,
     root_line,
     set_root,
     sides,
-    soc_note,
     warnings,
+)
+from q9diff.present.verdict import (
+    label as cause_label,
 )
 from q9diff.units import human
 from q9diff.units import sizes as size_change
@@ -67,13 +71,8 @@ def _verdict(data: dict) -> str:
         out += f'<p class="swap">Arguments swapped? {esc(swapped)}; the known-good build comes second.</p>'
     if identical:
         return out + "<h2>Identical: no difference in any byte.</h2>"
-    line, note = root_line(causes), soc_note(causes)
     lead = models_line(data.get("different_models", {}).get("evidence"))
-    text = (
-        f"{'Settings that differ' if lead else 'Root cause'}: {line}" + (f" ({note})" if note else "")
-        if line
-        else "No setting differs" + ("." if lead else "; only effects or data.")
-    )
+    text = headline(causes, lead)
     return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>"
 
 
@@ -97,7 +96,7 @@ def causes_table(causes: list[dict], sides: tuple[str, str] = ("candidate", "ref
     if not causes:
         return ""
     rows = "".join(
-        f"<tr><td>{esc(c['name'])}</td><td>{esc(c['role'])}</td><td>{_cause_value(c, 'a')}</td>"
+        f"<tr><td>{esc(cause_label(c))}</td><td>{esc(role(c))}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
         f"<td class='n'>{'' if c.get('bytes') is None else size_span(c['bytes'])}</td>"
         f"<td class='ev'>{esc('; '.join(c['evidence']))}</td></tr>"

@@ -5,8 +5,8 @@ verify reports."""
 
 from __future__ import annotations
 
-from q9diff.format.tables import soc_name
 from q9diff.present.html import causes_table, esc, fixes_list, scroll_table, size_span, wrap_page
+from q9diff.present.verdict import target_words
 from q9diff.units import opt_level, percent_text, vtcm
 
 
@@ -22,9 +22,6 @@ def _table(head: list[str], rows: list[list[tuple[str, bool]]]) -> str:
 def _one(s: dict) -> str:
     """One context (q9diff.inspect/1): what built it, its target, its graphs' settings, every region."""
     t = s["target"]
-    req = t["soc_model_requested"]
-    soc = "not recorded" if req is None else f"{req} ({soc_name(req)})"
-    arch = f"v{s['dsp_arch']}" if s["dsp_arch"] else "not recorded"
     warn = (
         '<p class="warn">Generic target (soc_model 0): it loads everywhere and may compute garbage on the'
         " device.</p>"
@@ -55,8 +52,8 @@ def _one(s: dict) -> str:
     head = ["graph", "inputs / outputs / ops", "vtcm_size", "optimization_level", "hvx_threads"]
     return (
         f"<h2>{esc(s['path'])}: {size_span(s['size'])}</h2>{warn}"
-        f"<p>QAIRT build {esc(s['build_id'])} · blob {esc(s['context_blob_version'])} · target soc_model"
-        f" {esc(soc)}, dsp_arch {esc(arch)} — {esc('; '.join(t['evidence']))}</p>"
+        f"<p>QAIRT build {esc(s['build_id'])} · blob {esc(s['context_blob_version'])} · target"
+        f" {esc(target_words(t, s['dsp_arch']))} — {esc('; '.join(t['evidence']))}</p>"
         + _table([*head, "spill_fill", "const"], graphs)
         + (f"<h3>Not recorded in the file</h3><ul>{unknown}</ul>" if unknown else "")
         + "<h3>Regions (every byte)</h3>"

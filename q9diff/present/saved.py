@@ -70,6 +70,7 @@ _CAUSE = {
     "bytes": MAYBE_INT,
     "evidence": [str],
     "size_delta": (OPT, MAYBE_INT),
+    "option": (OPT, str),
 }
 _MODELS = (OPT, {"evidence": [str], "byte_attribution": str})
 # --target beside a reference: the device named and why the reference is a build for another one

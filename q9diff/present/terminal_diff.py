@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from q9diff.present.terminal import console, print_fix, print_more, print_packing, text, whole
-from q9diff.present.verdict import clip
+from q9diff.present.verdict import clip, label, role
 
 
 def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
@@ -45,7 +45,7 @@ def swapped(data: dict, say: bool = False) -> bool:
 def print_set(sd, data: dict, verbose: bool = False) -> None:
     """The set's verdict, its sizes part by part, its causes and one fix when every part needs the same;
     with `verbose` each part's own report between the causes and the fix."""
-    from q9diff.present.verdict import models_line, root_line, soc_note, warnings
+    from q9diff.present.verdict import headline, models_line, warnings
     from q9diff.units import sizes
 
     n_a, n_b = len(sd.pairs) + len(sd.unpaired_a), len(sd.pairs) + len(sd.unpaired_b)
@@ -55,10 +55,7 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
     lead = models_line(data.get("different_models", {}).get("evidence"))
     if lead:
         console.print(text((lead, "bold")))
-    line = root_line(data["causes"])
-    note = f" ({soc_note(data['causes'])})" if soc_note(data["causes"]) else ""
-    label = "Settings that differ over the set" if lead else "Root causes over the set"
-    console.print(text((f"{label}: {line}{note}" if line else "No setting differs.", "bold")))
+    console.print(text((headline(data["causes"], lead, over_set=True), "bold")))
     for w in warnings(data["causes"]):
         console.print(text((w, "bold red")))
     console.print(f"set: {n_a} vs {n_b} parts, {sizes(data['a_total'], data['b_total'])}")
@@ -107,7 +104,7 @@ def _set_causes(sd, data: dict) -> None:
         found = parts_of.get(_key(c), [])
         where = "" if c["name"] == "split" or found == names else f" (in {', '.join(found)})"
         console.print(text("  ", (c["name"], "bold"), f" (root): {change(c).split(' ', 1)[1]}{where}"))
-    effects = list(dict.fromkeys(c["name"] for c in data["causes"] if c["role"] != "root"))
+    effects = list(dict.fromkeys(label(c) for c in data["causes"] if c["role"] != "root"))
     if effects:
         console.print(text(f"  effects: {', '.join(effects)}"))
 
@@ -121,7 +118,7 @@ def _key(c: dict) -> str:
 def print_diff(res, verbose: bool = False) -> None:
     """One pair's verdict, size and causes; `verbose` adds evidence, the attribution and region tables."""
     from q9diff.compare.models import NOT_MEANINGFUL
-    from q9diff.present.verdict import models_line, root_line, soc_note, warnings
+    from q9diff.present.verdict import headline, models_line, warnings
     from q9diff.units import sizes
 
     a, b = res.a, res.b
@@ -131,13 +128,7 @@ def print_diff(res, verbose: bool = False) -> None:
     lead = models_line(res.different_models)
     if lead:
         console.print(text((lead, "bold")))
-    if root_line(res.causes):
-        extra = f" ({soc_note(res.causes)})" if soc_note(res.causes) else ""
-        label = "Settings that differ" if lead else "Root cause"
-        console.print(text((f"{label}: {root_line(res.causes)}{extra}", "bold")))
-    else:
-        none = "No setting differs." if lead else "No setting differs; only effects or data."
-        console.print(text((none, "bold")))
+    console.print(text((headline(res.causes, lead), "bold")))
     for w in warnings(res.causes):
         console.print(text((w, "bold red")))
     console.print(f"size: {sizes(a.size, b.size)}")
@@ -272,7 +263,7 @@ def _print_causes(causes, verbose: bool = False) -> None:
         for c in causes:
             ca, cb = _cause_values(c)
             change = ca if c.name == "compiler_options" else f"{ca} → {cb}"
-            console.print(text("  ", (c.name, "bold"), f" ({c.role}): {change}"))
+            console.print(text("  ", (label(c), "bold"), f" ({role(c)}): {change}"))
             if c.bytes is not None:
                 console.print(text(f"      {_row_bytes(c)}"))
             if not verbose:
@@ -296,7 +287,7 @@ def _print_causes(causes, verbose: bool = False) -> None:
         changed = "" if c.bytes is None else f"{c.bytes:,d}"
         delta = "" if c.size_delta is None else f"{c.size_delta:+,d}"
         evidence = text(clip("; ".join(c.evidence), 400))
-        t.add_row(text(c.name), text(c.role), text(ca), text(cb), changed, delta, evidence)
+        t.add_row(text(label(c)), text(role(c)), text(ca), text(cb), changed, delta, evidence)
     console.print(t)
 
 

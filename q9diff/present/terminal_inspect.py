@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from q9diff.present.terminal import console, print_packing, text, whole
+from q9diff.present.verdict import target_words
 
 
 def _arch(v: int | None) -> str:
@@ -49,7 +50,6 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     from rich.table import Table
 
     from q9diff.compare.summary import unknown_bytes
-    from q9diff.format.tables import soc_name
     from q9diff.units import human, nbytes, opt_level, value, vtcm
 
     console.print(text((s["path"], "bold"), f" {nbytes(s['size'])} ({human(s['size'])})"), soft_wrap=True)
@@ -61,12 +61,7 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
         )
     )
     t = s["target"]
-    req = t["soc_model_requested"]
-    head = (
-        "Target: soc_model not recorded"
-        if req is None
-        else f"Target: soc_model {req} ({soc_name(req)}), dsp_arch {_arch(s['dsp_arch'])}"
-    )
+    head = "Target: " + target_words(t, s["dsp_arch"])
     console.print(text(head + (" — " + "; ".join(t["evidence"]) if t["evidence"] else "")))
     if t["generic_target"]:
         console.print(text(("  generic target: loads everywhere, may compute wrong on device", "bold red")))

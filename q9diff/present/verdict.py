@@ -23,6 +23,20 @@ def generic_soc(to: int | None = None) -> str:
     return GENERIC_SOC.removesuffix("Set soc_model.") + f"Set soc_model {to} ({soc_name(to)})."
 
 
+def target_words(t: dict, dsp_arch: int | None) -> str:
+    """What a build was made for (an inspect `target`): `soc_model 0 (generic target), dsp_arch v75`, or
+    the recorded socModel where what was asked is not known; the evidence follows in each presenter."""
+    req, rec = t["soc_model_requested"], t.get("soc_model_recorded")
+    arch = f"dsp_arch v{dsp_arch}" if dsp_arch else "dsp_arch not recorded"
+    if req == 0:
+        return f"soc_model 0 (generic target), {arch} recorded"
+    if req is not None:
+        return f"soc_model {req} ({soc_name(req)}), {arch}"
+    if rec is not None:
+        return f"socModel {rec} ({soc_name(rec)}) recorded, {arch}; what the build asked for is not known"
+    return f"soc_model not recorded, {arch}"
+
+
 def _get(cause, key: str):
     return cause[key] if isinstance(cause, dict) else getattr(cause, key)
 
@@ -58,6 +72,44 @@ def change(cause) -> str:
     """`vtcm_size 4 MiB → 8 MiB`: a cause's name and both values in the units a person reads."""
     name = _get(cause, "name")
     return f"{name} {value(name, _get(cause, 'a'))} → {value(name, _get(cause, 'b'))}"
+
+
+def label(cause) -> str:
+    """A cause's name as presenters show it: `compiler option relaxed_precision_flag` for an option that
+    differs with no known cause, else its name."""
+    option = cause.get("option") if isinstance(cause, dict) else getattr(cause, "option", None)
+    return f"compiler option {option}" if option else _get(cause, "name")
+
+
+def role(cause) -> str:
+    """root, effect, model, or `cause not known` for a difference no setting q9diff reads explains."""
+    r = _get(cause, "role")
+    return "cause not known" if r == "unexplained" else r
+
+
+def unexplained(causes) -> list:
+    return [c for c in causes if _get(c, "role") == "unexplained"]
+
+
+def headline(causes, models: str = "", over_set: bool = False) -> str:
+    """The first line: the root causes, ranked; where no setting q9diff reads differs, what differs with no
+    known cause (never "no setting differs" while compiler options do); else only effects or data."""
+    line, note = root_line(causes), soc_note(causes)
+    if line:
+        head = ("Settings that differ" if models else "Root causes") if over_set else (
+            "Settings that differ" if models else "Root cause")  # fmt: skip
+        return f"{head}{' over the set' if over_set else ''}: {line}" + (f" ({note})" if note else "")
+    loose = unexplained(causes)
+    if loose:
+        shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in loose[:3])
+        more = f" and {len(loose) - 3} more" if len(loose) > 3 else ""
+        return f"No setting q9diff reads differs, but these differ with no known cause: {shown}{more}"
+    return "No setting differs." if models else "No setting differs; only effects or data."
+
+
+def _plain(cause, side: str) -> str:
+    v = _get(cause, side)
+    return "(not written)" if v is None else str(v) if not isinstance(v, list) else " / ".join(map(str, v))
 
 
 def soc_note(causes) -> str:

@@ -20,8 +20,8 @@ from q9diff.load.rules import RULES as LOAD_RULES
 
 # What a set diff adds to the rules' causes: one model's body differs (graph_structure, also a rule) and
 # a different number of parts (split).
-CAUSE_NAMES = sorted({r.name for r in CAUSE_RULES} | {"graph_structure", "split"})
-CAUSE_ROLES = ("root", "effect", "model")
+CAUSE_NAMES = sorted({r.name for r in CAUSE_RULES} | {"graph_structure", "split", "compiler_option"})
+CAUSE_ROLES = ("root", "effect", "model", "unexplained")
 BUCKETS = sorted(set(KIND_BUCKETS.values()) | {DEFAULT_BUCKET, MOVED_BUCKET})
 
 
@@ -208,9 +208,21 @@ def _soc_target() -> dict:
                     "compiler's stand-in SoC of a generic build; null when that cannot be told."
                 )
             ),
-            "generic_target": boolean("True when the build asked for soc_model 0, the generic target."),
+            "generic_target": maybe(
+                boolean(
+                    "True when the build asked for soc_model 0, the generic target; false when it asked for "
+                    "another; null when that cannot be told (a QAIRT whose generic builds were not measured)."
+                )
+            ),
+            "rule": words(
+                ("metadata", "measured", "not measured", "no version"),
+                "What decided soc_model_requested: the records alone; a rule measured on the build's QAIRT "
+                "(scripts/measure_generic.py); no rule, that QAIRT's generic builds were not measured; no "
+                "QAIRT version in the build id.",
+            ),
             "evidence": strings("Sentences saying how the two values were read."),
         },
+        optional=("rule",),
     )
 
 
@@ -323,8 +335,10 @@ def _cause() -> dict:
             "role": words(
                 CAUSE_ROLES,
                 "root: a setting to change; effect: a consequence of the roots; model: it comes with the "
-                "model itself (the two sides are builds of different models).",
+                "model itself (the two sides are builds of different models); unexplained: it differs and "
+                "no setting q9diff reads explains it (a compiler option, the schedule).",
             ),
+            "option": string("compiler_option only: the compiler option that differs."),
             "a": anything(
                 "The candidate's value: a number, a string, a list with one value per graph, or "
                 "an object (compiler_options: each option that differs)."
@@ -336,7 +350,7 @@ def _cause() -> dict:
             ),
             "evidence": strings("Sentences saying how the difference was found and what it means."),
         },
-        optional=("size_delta",),
+        optional=("size_delta", "option"),
     )
 
 

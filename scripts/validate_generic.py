@@ -1,0 +1,210 @@
+"""Check q9diff's generic-target rules on builds it has never seen: held-out models, every arch, every QAIRT.
+
+    python scripts/validate_generic.py --python-for 2.48=/work/venvs/ort-2.4/bin/python \\
+        --python-for 2.49=/work/venvs/ort-2.5/bin/python --python-for 2.50=/work/venvs/ort-2.6/bin/python \\
+        --python-for 2.51=/work/venvs/ort-2.7/bin/python [--out DIR] [--json]
+
+scripts/measure_generic.py measured what the compiler does on five models; this script builds three others
+(HELD_OUT: a SiLU-gated MLP of other widths, a 5x5 convnet with 16-bit activations, the qwen-mini prompt
+graph)
+for every arch under every QAIRT given: a generic build (soc_model 0 with htp_arch N), the arch's stand-in
+SoC and another SoC of the arch (generic_measured.json's default_soc and scripts/measure_generic.OTHERS), and
+judges what the real command line says of them:
+- `q9diff inspect --json`: target.generic_target is true for the generic build and false for the others;
+- `q9diff A B --json` for generic vs stand-in, generic vs the other SoC, and stand-in vs other: the root
+  causes are soc_model alone (with dsp_arch where the generic build recorded another arch), no difference is
+  left with no known cause, and the suggestion sets the reference's soc_model.
+Builds are kept in --out (default: a temp dir) and reused on a second run. Exit 0 when every check holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import fixture_models as fm  # noqa: E402
+from measure_generic import ARCHES, FALLBACK_DEFAULT, OTHERS  # noqa: E402
+
+from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
+from q9diff.recipes import recipe as rcp  # noqa: E402
+
+
+def _silu_mlp(path: Path) -> Path:
+    """A SiLU-gated MLP block (x * sigmoid(x)), widths unlike the measured ones, w8a16. (Erf, for GELU, falls
+    back to the CPU on v68, which the compile refuses.)"""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(4711)
+    seq, width, hidden = 24, 96, 320
+
+    def init(name, shape, scale):
+        values = (rng.standard_normal(shape) * scale).astype(np.float32).ravel()
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, values)
+
+    inits = [init("w1", [width, hidden], width**-0.5), init("w2", [hidden, width], hidden**-0.5),
+             init("wg", [width, hidden], width**-0.5)]  # fmt: skip
+    nodes = [
+        helper.make_node("MatMul", ["x", "wg"], ["gate"]),
+        helper.make_node("Sigmoid", ["gate"], ["sg"]),
+        helper.make_node("Mul", ["gate", "sg"], ["silu"]),
+        helper.make_node("MatMul", ["x", "w1"], ["up"]),
+        helper.make_node("Mul", ["silu", "up"], ["h"]),
+        helper.make_node("MatMul", ["h", "w2"], ["m"]),
+        helper.make_node("Add", ["x", "m"], ["y"]),
+    ]
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(nodes, "silu_mlp", [helper.make_tensor_value_info("x", f, [1, seq, width])],
+                              [helper.make_tensor_value_info("y", f, [1, seq, width])], inits)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return fm.quantize_w8a16(model, fm.mlp_calibration(model, seed=9), path)
+
+
+def _conv_a16(path: Path) -> Path:
+    """A convnet of 5x5 kernels with 16-bit activations and 8-bit weights."""
+    import numpy as np
+    from onnx import TensorProto, helper
+    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+    rng = np.random.default_rng(1234)
+
+    def w(name, shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape,
+                                  (rng.standard_normal(shape) * 0.1).astype(np.float32).ravel())  # fmt: skip
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[2, 2, 2, 2]),
+        helper.make_node("Sigmoid", ["c1"], ["s1"]),
+        helper.make_node("Conv", ["s1", "w2"], ["c2"], pads=[2, 2, 2, 2], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "conv_a16", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 24, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 12])],
+        [w("w1", [8, 4, 5, 5]), w("w2", [8, 8, 5, 5])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    float_path = path.with_name("conv_a16.float.onnx")
+    import onnx
+
+    onnx.save(model, float_path)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.items = iter(
+                [{"x": rng.standard_normal((1, 4, 24, 24)).astype(np.float32)} for _ in range(4)]
+            )
+
+        def get_next(self):
+            return next(self.items, None)
+
+    config = get_qnn_qdq_config(
+        model, Reader(), activation_type=QuantType.QUInt16, weight_type=QuantType.QUInt8
+    )
+    quantize(str(float_path), str(path), config)
+    return path
+
+
+HELD_OUT = {
+    "silu_mlp": _silu_mlp,
+    "conv_a16": _conv_a16,
+    "qwen_prompt": lambda path: REPO / "fixtures" / "qwen-mini" / "models" / "part_1_of_2_ar32.onnx",
+}
+
+
+def _stand_in(version: str, arch: int) -> int:
+    """The arch's SoC a generic build records on this QAIRT, from the shipped data (its explicit twin)."""
+    data = json.loads((REPO / "q9diff" / "format" / "generic_measured.json").read_text())
+    entry = data["qairt"].get(version, {}).get("arches", {}).get(str(arch), {})
+    return entry.get("default_soc") or FALLBACK_DEFAULT[arch]
+
+
+def _build(out: Path, version: str, python: str, model: Path, name: str, settings: dict) -> Path:
+    target = out / version / f"{name}.bin"
+    if target.is_file():
+        return target
+    part = rcp.Part(name, f"{name}.bin", (rcp.GraphSource("g", str(model)),))
+    recipe = rcp.Recipe(backend="ort-qnn", parts=(part,), settings=rcp.Settings(**settings),
+                        qairt_version=version, notes="validate_generic")  # fmt: skip
+    OrtQnnBackend(pythons={version: python}, timeout_s=900).compile(recipe, out / version)
+    return target
+
+
+def _q9diff(*args: str) -> dict:
+    run = subprocess.run([sys.executable, "-m", "q9diff", *args, "--json"], capture_output=True, text=True,
+                         timeout=300, cwd=REPO)  # fmt: skip
+    if run.returncode not in (0, 1):
+        raise SystemExit(f"q9diff {' '.join(args)}: exit {run.returncode}: {run.stderr.strip()}")
+    return json.loads(run.stdout)
+
+
+def check(out: Path, version: str, python: str, model_name: str, model: Path, arch: int) -> list[dict]:
+    d, o = _stand_in(version, arch), OTHERS[arch][0]
+    builds = {
+        "generic": _build(out, version, python, model, f"{model_name}_v{arch}_generic",
+                          {"soc_model": 0, "dsp_arch": f"v{arch}"}),
+        f"soc{d}": _build(out, version, python, model, f"{model_name}_v{arch}_soc{d}", {"soc_model": d}),
+        f"soc{o}": _build(out, version, python, model, f"{model_name}_v{arch}_soc{o}", {"soc_model": o}),
+    }  # fmt: skip
+    results = []
+    inspected = {k: _q9diff("inspect", str(p)) for k, p in builds.items()}
+    for k, s in inspected.items():
+        want = k == "generic"
+        got = s["target"]["generic_target"]
+        results.append({"check": f"inspect {k}", "ok": got is want, "said": s["target"]["evidence"][-1:]})
+    for a, b in (("generic", f"soc{d}"), ("generic", f"soc{o}"), (f"soc{d}", f"soc{o}")):
+        r = _q9diff(str(builds[a]), str(builds[b]))
+        roots = sorted(c["name"] for c in r["causes"] if c["role"] == "root")
+        loose = [c.get("option", c["name"]) for c in r["causes"] if c["role"] == "unexplained"]
+        want = ["soc_model"] + (["dsp_arch"] if r["a"]["dsp_arch"] != r["b"]["dsp_arch"] else [])
+        fix = [s["value"] for s in r["suggestions"] if s["setting"] == "soc_model"]
+        ok = roots == sorted(want) and not loose and fix == [r["b"]["target"]["soc_model_requested"]]
+        results.append({"check": f"diff {a} {b}", "ok": ok, "roots": roots, "unexplained": loose, "fix": fix})
+    for r in results:
+        r.update(qairt=version, model=model_name, arch=arch)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--python-for", action="append", default=[], metavar="QAIRT=PYTHON", required=True)
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "q9diff-validate-generic")
+    ap.add_argument("--json", action="store_true", help="print every check as JSON")
+    args = ap.parse_args(argv)
+    models_dir = args.out / "models"
+    models_dir.mkdir(parents=True, exist_ok=True)
+    models = {}
+    for name, make in HELD_OUT.items():
+        path = models_dir / f"{name}.onnx"
+        models[name] = path if path.is_file() else make(path)
+    results = []
+    for item in args.python_for:
+        version, python = item.split("=", 1)
+        for name, model in models.items():
+            for arch in ARCHES:
+                for r in check(args.out, version, python, name, model, arch):
+                    results.append(r)
+                    if not r["ok"]:
+                        print("FAIL", json.dumps(r), file=sys.stderr, flush=True)
+    bad = [r for r in results if not r["ok"]]
+    if args.json:
+        print(json.dumps(results, indent=1))
+    print(f"{len(results) - len(bad)} of {len(results)} checks hold", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
