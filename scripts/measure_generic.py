@@ -46,11 +46,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
-from q9diff.format.generic import GENERIC_MEASURED_PATH, op_base  # noqa: E402
+from q9diff.format.generic import GENERIC_BUILDS_PATH, GENERIC_MEASURED_PATH, op_base  # noqa: E402
 from q9diff.format.openers import open_binary  # noqa: E402
 from q9diff.recipes import recipe as rcp  # noqa: E402
 
 SCHEMA = "q9diff.generic_measured/1"
+SCHEMA_BUILDS = "q9diff.generic_builds/1"
 ARCHES = (68, 69, 73, 75, 79, 81)
 UNTAKEN_ARCH = 85  # an arch the 2.51 compiler knows (SM8975) that ONNX Runtime's htp_arch does not take
 # Two more SoCs per arch (q9diff/format/soc_measured.json: recorded dspArch and options arch both N).
@@ -417,13 +418,14 @@ def _rows(builds: dict) -> list[dict]:
     return rows
 
 
-def _dump(data: dict) -> str:
-    """JSON with one line per build row and per arch, so a diff of two runs reads row by row."""
+def _dump(data: dict) -> tuple[str, str]:
+    """The rules (what q9diff loads on every run, kept small) and the build rows (what the tests check the
+    rules against), each JSON with one line per row, so a diff of two runs reads row by row."""
     rows = data.pop("builds")
-    head = json.dumps(data, indent=1)
+    head = {"schema": SCHEMA_BUILDS, "commands": data["commands"], "measured_on": data["measured_on"]}
     body = ",\n".join("  " + json.dumps(r) for r in rows)
-    data["builds"] = rows
-    return head[:-2] + ',\n "builds": [\n' + body + "\n ]\n}\n"
+    builds = json.dumps(head, indent=1)[:-2] + ',\n "builds": [\n' + body + "\n ]\n}\n"
+    return json.dumps(data, indent=1) + "\n", builds
 
 
 # ---------- the run ----------
@@ -462,8 +464,10 @@ def main(argv: list[str] | None = None) -> int:
         raw["commands"] = sorted(set(raw.get("commands", [])) | {command})
         raw["measured_on"] = dt.date.today().isoformat()
         rcp.write_atomic(args.raw, json.dumps(raw))
-    rcp.write_atomic(args.out, _dump(derive(raw)))
-    print(f"wrote {args.out}", file=sys.stderr)
+    rules, builds = _dump(derive(raw))
+    rcp.write_atomic(args.out, rules)
+    rcp.write_atomic(args.out.with_name(GENERIC_BUILDS_PATH.name), builds)
+    print(f"wrote {args.out} and {GENERIC_BUILDS_PATH.name} beside it", file=sys.stderr)
     return 0
 
 

@@ -144,7 +144,8 @@ def _build(out: Path, version: str, python: str, model: Path, name: str, setting
 
 
 def _q9diff(*args: str) -> dict:
-    run = subprocess.run([sys.executable, "-m", "q9diff", *args, "--json"], capture_output=True, text=True,
+    argv = [sys.executable, "-c", "from q9diff.cli import main; main()", *args, "--json"]
+    run = subprocess.run(argv, capture_output=True, text=True,
                          timeout=300, cwd=REPO)  # fmt: skip
     if run.returncode not in (0, 1):
         raise SystemExit(f"q9diff {' '.join(args)}: exit {run.returncode}: {run.stderr.strip()}")

@@ -42,6 +42,7 @@ NOT_OUTPUT = {
     "q9diff.compat_measured/1",
     "q9diff.soc_measured/1",
     "q9diff.generic_measured/1",
+    "q9diff.generic_builds/1",
     "q9diff.recipe/1",
     "q9diff.recipe/2",
 }

@@ -532,7 +532,12 @@ def distinct_causes(parts: list[dict]) -> list[dict]:
     causes, seen = [], set()
     for p in parts:
         for c in p["causes"]:
-            key = (c["name"], json.dumps(c["a"], default=str), json.dumps(c["b"], default=str))
+            key = (
+                c["name"],
+                c.get("option"),
+                json.dumps(c["a"], default=str),
+                json.dumps(c["b"], default=str),
+            )
             if key not in seen:
                 seen.add(key)
                 causes.append(c)

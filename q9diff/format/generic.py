@@ -19,6 +19,8 @@ from pathlib import Path
 from q9diff.format.tables import GENERIC_SOC_TYPE
 
 GENERIC_MEASURED_PATH = Path(__file__).with_name("generic_measured.json")
+# Every build the rules were derived from, one row each (read by the tests, not by q9diff at run time).
+GENERIC_BUILDS_PATH = Path(__file__).with_name("generic_builds.json")
 SOURCE = "q9diff/format/generic_measured.json (scripts/measure_generic.py)"
 
 

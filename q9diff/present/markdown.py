@@ -16,12 +16,14 @@ from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import (
     clip,
+    headline,
+    label,
     models_line,
     reference_looks_wrong,
+    role,
     root_line,
     set_root,
     sides,
-    soc_note,
     warnings,
 )
 from q9diff.units import change, human, value
@@ -86,15 +88,7 @@ def _verdict(data: dict, over_set: bool = False) -> str:
         return out + "**Identical: no difference in any byte.**\n"
     lead = models_line(data.get("different_models", {}).get("evidence"))
     out += f"**{md(lead)}**\n\n" if lead else ""
-    line, note = root_line(causes), soc_note(causes)
-    head = "Root causes over the set" if over_set else "Root cause"
-    head = ("Settings that differ over the set" if over_set else "Settings that differ") if lead else head
-    text = (
-        f"{head}: {line}" + (f" ({note})" if note else "")
-        if line
-        else "No setting differs; only effects or data."
-    )
-    return out + f"**{md(text)}**\n"
+    return out + f"**{md(headline(causes, lead, over_set))}**\n"
 
 
 def _value(c: dict, side: str) -> str:
@@ -118,8 +112,8 @@ def _causes(
         return ""
     rows = [
         [
-            md(c["name"]),
-            md(c["role"]),
+            md(label(c)),
+            md(role(c)),
             _value(c, "a"),
             _value(c, "b"),
             "" if c["bytes"] is None else _bytes(c["bytes"]),

@@ -112,7 +112,7 @@ def _set_causes(sd, data: dict) -> None:
 def _key(c: dict) -> str:
     """What a cause says (its name and both values), as a key: comparing every set cause with every part
     cause was causes x parts x part causes of work on a saved result."""
-    return json.dumps([c["name"], c["a"], c["b"]], sort_keys=True, default=str)
+    return json.dumps([c["name"], c.get("option"), c["a"], c["b"]], sort_keys=True, default=str)
 
 
 def print_diff(res, verbose: bool = False) -> None:
