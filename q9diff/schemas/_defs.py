@@ -414,15 +414,6 @@ def _load_finding() -> dict:
     )
 
 
-def load_properties() -> dict:
-    """`q9diff.load/1`: the Python API's `will_load` result, the `load` object with its id and path."""
-    return {
-        "schema": const("q9diff.load/1", "The schema id of this object."),
-        "path": string("The build judged, as it was named."),
-        **_load()["properties"],
-    }
-
-
 def _load() -> dict:
     verdict = "will not load (the runtime refuses it), loads, recompile advised, or loads"
     device = maybe(string("The --target device's name; null when no device was named."))
