@@ -50,7 +50,9 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """What `dir(q9diff)` and a REPL's completion offer: the public names and the module's own dunders,
+    not the machinery above (the table of where names live, sys, import_module)."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
 
 
 class _Package(types.ModuleType):

@@ -27,12 +27,15 @@ from typing import TYPE_CHECKING
 
 from q9diff import inputs
 from q9diff.errors import FormatError, InputError
+
+# Imported, not only named for type checkers: typing.get_type_hints(q9diff.diff) resolves the names of a
+# public signature (every path a function reads imports these two anyway).
+from q9diff.format.tables import Device
+from q9diff.load.runtime import Runtime
 from q9diff.results import Build, DiffReport, DoctorReport, LoadReport, TargetReport
 
 if TYPE_CHECKING:
     from q9diff.compare.diff import DiffResult, SetDiff
-    from q9diff.format.tables import Device
-    from q9diff.load.runtime import Runtime
 
 PathLike = str | os.PathLike
 Progress = Callable[[str], None]
@@ -46,7 +49,7 @@ def _path(p: PathLike | Build) -> Path:
 def as_device(name: str | Device) -> Device:
     """The device a name means (QCS9100, SA8775P, Snapdragon 8 Gen 3, SM8650, a soc_model id), or
     UnknownDevice saying which names q9diff knows."""
-    from q9diff.format.tables import Device, find_device
+    from q9diff.format.tables import find_device
 
     return name if isinstance(name, Device) else find_device(str(name))
 
@@ -54,7 +57,7 @@ def as_device(name: str | Device) -> Device:
 def as_runtime(text: str | os.PathLike | Runtime) -> Runtime:
     """The QAIRT runtime a version (2.48, QAIRT 2.48.40, v2.48) or a runtime library or folder names, or
     UnknownRuntime."""
-    from q9diff.load.runtime import Runtime, parse
+    from q9diff.load.runtime import parse
 
     return text if isinstance(text, Runtime) else parse(str(text))
 
@@ -62,15 +65,23 @@ def as_runtime(text: str | os.PathLike | Runtime) -> Runtime:
 def open(path: PathLike) -> Build:  # q9diff.open, as the page names it (the builtin is not used here)
     """What `path` holds: a context binary, a folder of parts, a Genie bundle or config, an EPContext
     .onnx or a LiteRT .tflite, with its parts in order. InputError when it does not exist or holds no
-    context binary q9diff reads."""
-    from q9diff.kinds import kind_of
-
+    context binary q9diff reads; FormatError when a file is none (a text file, /dev/zero)."""
     p = _path(path)
     inputs.exists(p)
-    kind = kind_of(p)
-    if kind is None:  # there but no file or folder (a FIFO, a device): its opener says so when opened
-        return Build(p, "context binary", (p,))
+    kind = _readable(p)
     return Build(p, kind.name, tuple(inputs.parts(p)) if kind.is_set else (p,))
+
+
+def _readable(p: Path):
+    """The kind of an existing path, once a file said to be one context has been opened as one: a text
+    file, /dev/zero or a FIFO is refused here, in one line naming it (FormatError, InputError), not
+    returned as a build that fails when first read."""
+    from q9diff.kinds import kind_of
+
+    kind = kind_of(p)
+    if kind is None or not kind.is_set:
+        inputs.open_context(p).release()  # the header and metadata: what the opener checks first
+    return kind or kind_of(p)
 
 
 def diff(
@@ -188,7 +199,11 @@ def doctor(
 
     d = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
-    report = run(_path(bundle), None if reference is None else _path(reference), target=d, runtime=on)
+    given = [_path(b) for b in (bundle, reference) if b is not None]
+    for p in given:  # a path that is no bundle, folder or context is one line, not a report of errors
+        if p.exists() and not p.is_dir() and p.suffix != ".json":
+            _readable(p)
+    report = run(given[0], None if reference is None else given[1], target=d, runtime=on)
     return DoctorReport(report.result(), tuple(report.files()))
 
 

@@ -1,7 +1,9 @@
 """The results the Python API returns (q9diff.api), the same the command line prints from: each frozen,
 each with `to_json()` (the documented schema, equal to what `--json` prints), `to_html()` (the page
-`--html` writes, which a notebook shows inline through `_repr_html_`), `to_markdown()` and `show()` (the
-terminal view). They hold the compared objects as the presenters read them; nothing here computes.
+`--html` writes), `to_markdown()`, `show()` (the terminal view), a `repr()` of one line (what it is and
+its verdict: the data stays in `to_json()`) and `_repr_html_()`, the report as a notebook shows it (a
+fragment that leaves the notebook's own styles alone, q9diff.present.notebook). They hold the compared
+objects as the presenters read them; nothing here computes.
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+# Imported, not only named for type checkers, so typing.get_type_hints resolves every public method's
+# signature: neither loads the engines (q9diff.open imports the first already; the second is data).
+from q9diff.doctor.result import DoctorResult, Finding
+from q9diff.format.binary import ContextBinary
+
+if TYPE_CHECKING:  # the diff engine (numpy and the block search): loaded only by a diff
     from q9diff.compare.diff import DiffResult, SetDiff
-    from q9diff.doctor.run import DoctorResult, Finding
-    from q9diff.format.binary import ContextBinary
+
+LOAD_SCHEMA = "q9diff.load/1"
 
 
 def _saved(data):
@@ -42,8 +49,17 @@ class _Drawn:
 
         return markdown_text(self.to_json())
 
-    def _repr_html_(self) -> str:  # Jupyter's hook: the report, inline
-        return self.to_html()
+    def _repr_html_(self) -> str:
+        """Jupyter's hook: the report inline, as a fragment of the notebook's page."""
+        from q9diff.present.notebook import fragment
+
+        return fragment(self.to_html())
+
+    def _said(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<q9diff.{type(self).__name__} {self._said()}>"
 
 
 class _Judged(_Drawn):
@@ -76,7 +92,7 @@ class _Judged(_Drawn):
         return _saved(self.data)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Build:
     """What a path holds (q9diff.open): its kind as q9diff tells it (`context binary`, `folder of parts`,
     `Genie bundle`, `Genie config`, `container of contexts`, ...) and its context binaries in part order
@@ -113,8 +129,21 @@ class Build:
         data = self.to_json()
         return render_inspect(data.get("contexts", [data]))
 
+    def to_markdown(self) -> str:
+        """Each context as Markdown: what built it, its target, its graphs' settings, its regions."""
+        from q9diff.present.markdown import render_inspect
+
+        data = self.to_json()
+        return render_inspect(data.get("contexts", [data]))
+
     def _repr_html_(self) -> str:
-        return self.to_html()
+        from q9diff.present.notebook import fragment
+
+        return fragment(self.to_html())
+
+    def __repr__(self) -> str:
+        parts = f", {len(self.parts)} parts" if self.is_set else ""
+        return f"<q9diff.Build {str(self.path)!r}: {self.kind}{parts}>"
 
     def show(self) -> None:
         """The terminal view of `q9diff inspect`, each context in turn."""
@@ -125,7 +154,7 @@ class Build:
         print_contexts(binaries, [inspect_summary(cb) for cb in binaries])
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class DiffReport(_Judged):
     """Why `candidate` differs from `reference` (q9diff.diff): `q9diff.diff/1` for two files,
     `q9diff.setdiff/1` for two sets. `notes`: what the command line says on stderr (the counterpart part
@@ -150,6 +179,12 @@ class DiffReport(_Judged):
     def _subject(self) -> Path:
         return self.candidate
 
+    def _said(self) -> str:
+        from q9diff.present.verdict import short_verdict
+
+        verdict = "identical" if self.identical else short_verdict(self.data["causes"])
+        return f"{str(self.candidate)!r} vs {str(self.reference)!r}: {verdict}{_load_said(self.data)}"
+
     def show(self, verbose: bool = False) -> None:
         """The terminal view, as `q9diff CANDIDATE REFERENCE` (-v: `verbose`) prints it."""
         from q9diff.present.terminal_diff import print_set, show_pair
@@ -162,7 +197,7 @@ class DiffReport(_Judged):
         print_load(self.data.get("load"))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class TargetReport(_Judged):
     """A build judged against a device with no reference (q9diff.target): `q9diff.target/1`, with
     `load` (will each part load on the device, and on the runtime named)."""
@@ -179,6 +214,13 @@ class TargetReport(_Judged):
     def _subject(self) -> Path:
         return self.path
 
+    def _said(self) -> str:
+        from q9diff.present.verdict import short_verdict
+
+        verdict = "matches" if self.matches else short_verdict(self.data["causes"], "differs")
+        name = self.data["target"]["name"]
+        return f"{str(self.path)!r} against {name}: {verdict}{_load_said(self.data)}"
+
     def show(self, verbose: bool = False) -> None:
         """The terminal view, as `q9diff PATH --target DEVICE` prints it (`verbose`: as with -v)."""
         from q9diff.present.terminal_target import print_target
@@ -186,11 +228,11 @@ class TargetReport(_Judged):
         print_target(self.data, verbose)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class LoadReport(_Drawn):
     """Will each part of `path` load on the runtime and device named (q9diff.will_load): the worst
     verdict (`loads`, `loads, recompile advised`, `will not load`) and each part's findings. Its JSON is
-    the `load` object of `q9diff.diff/1` and `q9diff.target/1`."""
+    `q9diff.load/1`: the `load` object of `q9diff.diff/1` and `q9diff.target/1`, with its schema and path."""
 
     path: Path
     data: dict
@@ -205,7 +247,11 @@ class LoadReport(_Drawn):
         return self.data["verdict"] != "will not load"
 
     def to_json(self) -> dict:
-        return _saved(self.data)
+        return _saved({"schema": LOAD_SCHEMA, "path": str(self.path), **self.data})
+
+    def _said(self) -> str:
+        parts = len(self.data["parts"])
+        return f"{str(self.path)!r}{_load_said(self.data, ': ')} ({parts} part{'s' if parts != 1 else ''})"
 
     def to_html(self) -> str:
         from q9diff.present.pages import render_load
@@ -223,7 +269,7 @@ class LoadReport(_Drawn):
         print_load(self.data)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class DoctorReport(_Drawn):
     """A Genie bundle checked (q9diff.doctor): `q9diff.doctor/1`. `errors` and `warnings` are the
     findings of that severity; a build script fails on `errors`, as `q9diff doctor` exits 1 on them."""
@@ -250,8 +296,26 @@ class DoctorReport(_Drawn):
     def to_json(self) -> dict:
         return _saved(self.result.to_json())
 
+    def _said(self) -> str:
+        from q9diff.present.verdict import doctor_headline
+
+        return f"{self.result.bundle!r}: {doctor_headline(self.result)[0]}"
+
     def show(self) -> None:
         """The terminal view, as `q9diff doctor` prints it."""
         from q9diff.present.terminal_doctor import print_report
 
         print_report(self.result)
+
+
+def _load_said(data: dict, lead: str = "; ") -> str:
+    """`; will not load on QCS9100 and QAIRT 2.48`: a result's load verdict where one was asked, else ''.
+    `data`: a diff's or a target's JSON, or its `load` object itself."""
+    from q9diff.present.verdict import load_rows
+
+    load = data.get("load", data if "parts" in data and "verdict" in data else None)
+    if not load:
+        return ""
+    head = load_rows(load)[0].removeprefix("Will it load on ")  # `QCS9100 and QAIRT 2.48: will not load`
+    where, _, verdict = head.rpartition(": ")
+    return f"{lead}{verdict} on {where}"

@@ -92,14 +92,19 @@ _OPS = {"schedule", "graph_structure"}  # op counts (per graph, or in all graphs
 
 
 def value(name: str, v) -> str:
-    """A setting's value as a person reads it: VTCM in MiB, sizes in bytes, the level's 0 as not set; a
-    value per graph (a list) as 'a / b'."""
+    """A setting's value as a person reads it: VTCM in MiB, sizes in bytes, the level's 0 as not set, the
+    arch as v73, a switch as true or false (as the configs write it); a value per graph (a list) as
+    'a / b'."""
     if isinstance(v, (list, tuple)) and name in _OPS:
         return " / ".join(map(str, v)) + " ops"
     if isinstance(v, (list, tuple)):
         return " / ".join(value(name, x) for x in v)
-    if isinstance(v, bool) or not isinstance(v, int):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if not isinstance(v, int):
         return str(v)
+    if name == "dsp_arch":
+        return f"v{v}"
     if name == "vtcm_size":
         return vtcm(v)
     if name == "optimization_level":
@@ -112,5 +117,10 @@ def value(name: str, v) -> str:
 
 
 def config_value(name: str, v) -> str:
-    """A fix's value in the unit its config keys take: `vtcm_size = 8 MiB` (vtcm_mb, vtcm_size_in_mb)."""
+    """A fix's value in the unit its config keys take: `vtcm_size = 8 MiB` (vtcm_mb, vtcm_size_in_mb), the
+    arch as v73, a switch as true or false (each tool's own line spells it as that tool does)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if name == "dsp_arch" and isinstance(v, int):
+        return f"v{v}"
     return f"{v} MiB" if name == "vtcm_size" and isinstance(v, int) else str(v)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,12 +62,32 @@ REAL = ROOT.parent / "shared" / "real"
 CORPUS_REASON = f"the real corpus {REAL} is absent: other projects' files, see docs/formats.md"
 
 
+# What to install for a module a test imports when it can (pytest.importorskip says only that it could
+# not): the extra that brings it, from this checkout.
+INSTALL = {
+    "onnxruntime_qnn": "pip install -e '.[ort]' (Linux x86_64/aarch64, Python 3.11)",
+    "onnxruntime": "pip install -e '.[ort]' (Linux x86_64/aarch64, Python 3.11)",
+    "onnx": "pip install -e '.[ort]'",
+    "flatbuffers": "pip install -e '.[ort]' (onnxruntime brings it)",
+    "tokenizers": "pip install -e '.[ort]'",
+    "yaml": "pip install -e '.[test]' (pyyaml)",
+    "jsonschema": "pip install -e '.[test]'",
+}
+_NOT_IMPORTED = re.compile(r"could not import '([\w.]+)'")
+
+
 def skip_reason(report) -> str:
+    """The reason a test was skipped, as the summary says it: what is missing, and what to install or
+    set to run it, and where."""
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
     reason = reason.removeprefix("Skipped: ").strip()
     if "shared/real" in reason or "shared\\real" in reason or "third-party" in reason:
         return CORPUS_REASON
+    missing = _NOT_IMPORTED.search(reason)
+    if missing:
+        module = missing.group(1).split(".")[0]
+        return f"{module} is not installed: {INSTALL.get(module, 'pip install ' + module)}"
     return reason
 
 

@@ -325,7 +325,10 @@ def test_compile_backend_registers_both():
 # ---- opt-in: the real qairt package in its own interpreter ----
 
 
-@pytest.mark.skipif(not os.environ.get("Q9DIFF_QAIRT_PYTHON"), reason="set Q9DIFF_QAIRT_PYTHON to run")
+@pytest.mark.skipif(
+    not os.environ.get("Q9DIFF_QAIRT_PYTHON"),
+    reason="set Q9DIFF_QAIRT_PYTHON to a Python 3.10 or 3.12 with qairt-dev to run (docs/internals.md)",
+)
 def test_qairt_child_runs_the_real_package(tmp_path):
     """The parent/child plumbing with the real qairt: a real SDK builds, an SDK without its Python
     modules comes back as one line naming what failed, and nothing is left in the output directory."""

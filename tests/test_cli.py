@@ -195,7 +195,7 @@ def test_set_html_report_is_written_and_said(tmp_path, fixtures_dir):
     assert body.index("generic SoC") < body.index("Root causes over the set") < body.index("set total")
     assert body.index("set total") < body.index("part_1_of_2.bin vs part_1_of_2.bin")
     assert "part_2_of_2.bin vs part_2_of_2.bin" in body
-    assert 'title="+53,248 bytes">+52 KiB' in body  # the set's delta, human with exact bytes on hover
+    assert '<span title="+52 KiB">+53,248 B</span>' in body  # the set's delta in bytes, KiB on hover
     assert page.count("plotly-graph-div") >= 4 and 'src="https://cdn.plot.ly' not in page
     r = q9diff(str(LOCAL), str(REFERENCE), "--html", str(out), "--json")
     assert json.loads(r.stdout)["schema"] == "q9diff.setdiff/1"  # stdout stays JSON; the note goes to stderr
@@ -299,7 +299,8 @@ def test_json_is_strict_non_finite_numbers_are_null(fixtures_dir, capsys):
 
 
 @pytest.mark.skipif(
-    shutil.which("script") is None, reason="util-linux script (a pseudo-terminal) not installed"
+    shutil.which("script") is None,
+    reason="util-linux script (a pseudo-terminal) not installed: apt-get install bsdutils",
 )
 def test_progress_on_a_terminal_quiet_in_a_pipe_and_with_json(fixtures_dir):
     command = f"{sys.executable} -c 'from q9diff.cli import main; main()' {LOCAL} {REFERENCE}"

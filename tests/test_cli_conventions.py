@@ -56,7 +56,7 @@ def test_doctor_takes_the_reference_as_an_argument_and_keeps_the_option(tmp_path
     option = q9diff("doctor", bundle, "--reference", ref, "--json")
     assert positional.returncode == option.returncode == 1, positional.stderr
     assert json.loads(positional.stdout) == json.loads(option.stdout)
-    assert "vs reference" in " ".join(q9diff("doctor", bundle, ref).stdout.split())
+    assert f"{bundle} against the reference {ref}" in " ".join(q9diff("doctor", bundle, ref).stdout.split())
     r = q9diff("doctor", bundle, str(LOCAL), "--reference", ref)
     assert r.returncode == 2 and r.stdout == "" and "two references" in r.stderr
 

@@ -139,7 +139,10 @@ def test_diff_json_regions_add_up(fixtures_dir):
     assert all(r["delta"] == r["b_size"] - r["a_size"] for r in data["regions"])
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+@pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="Debian chromium not installed: apt-get install chromium (.ci/run installs it)",
+)
 def test_html_report_renders_in_chromium(tmp_path, fixtures_dir):
     local = FIXTURES / "qwen-mini" / "local" / "part_1_of_2.bin"
     ref = FIXTURES / "qwen-mini" / "reference" / "part_1_of_2.bin"

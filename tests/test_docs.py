@@ -42,7 +42,7 @@ NEEDS = {
     ),
     "chromium": (
         lambda: shutil.which("chromium") is not None,
-        "Debian chromium not installed (.ci/run installs it)",
+        "Debian chromium not installed: apt-get install chromium (.ci/run installs it)",
     ),
 }
 FENCE = re.compile(r"^```console\n(.*?)^```", re.S | re.M)

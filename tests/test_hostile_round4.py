@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -260,9 +261,10 @@ def test_meta_is_read_by_the_safe_reader(tmp_path):
 
 
 def _shell(command: str) -> subprocess.CompletedProcess:
-    prog = f"{sys.executable} -c 'from q9diff.cli import run; run()'"
-    return subprocess.run(["bash", "-c", command.replace("q9diff", prog)], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    """`command` run by bash with `q9diff` a shell function running this checkout's command line: the
+    command's text is left as it is, so a path with "q9diff" in it (a clone's folder) stays a path."""
+    define = f"q9diff() {{ {shlex.quote(sys.executable)} -c 'from q9diff.cli import run; run()' \"$@\"; }}\n"
+    return subprocess.run(["bash", "-c", define + command], capture_output=True, text=True, timeout=120)
 
 
 def test_a_closed_or_full_stream_leaves_the_status_the_answer():

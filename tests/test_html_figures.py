@@ -14,7 +14,7 @@ from conftest import FIXTURES
 
 from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json
 from q9diff.format.openers import open_binary
-from q9diff.present import charts, embed, html
+from q9diff.present import charts, embed, figures, html
 from q9diff.present.saved import as_saved, json_text
 
 VARIANTS = FIXTURES / "variants"
@@ -79,7 +79,7 @@ def test_every_figure_is_one_plotly_accepts_unchanged_and_writes_as_plotly_does(
             checked = go.Figure(fig)  # validates every property: a wrong name or value raises
             assert checked.to_dict() == fig  # and coerces nothing: the same values
             text = pio.to_json(fig, validate=False, engine="json").replace("<", "\\u003c")
-            assert charts.chart_json(fig) == text
+            assert figures.chart_json(fig) == text
 
 
 def test_the_template_and_plotly_js_are_plotlys_own():
@@ -87,13 +87,13 @@ def test_the_template_and_plotly_js_are_plotlys_own():
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
-    ours = charts.figure([], {})["layout"]["template"]
+    ours = figures.figure([], {})["layout"]["template"]
     assert json.dumps(ours) == json.dumps(pio.templates[pio.templates.default].to_plotly_json())
-    assert charts.plotly_data("plotly.min.js") == get_plotlyjs().encode()
-    nan = charts.figure([{"type": "bar", "y": [math.nan, 1.0]}], {"title": {"text": "</script>"}})
-    assert charts.chart_json(nan) == pio.to_json(nan, validate=False, engine="json")
+    assert figures.plotly_data("plotly.min.js") == get_plotlyjs().encode()
+    nan = figures.figure([{"type": "bar", "y": [math.nan, 1.0]}], {"title": {"text": "</script>"}})
+    assert figures.chart_json(nan) == pio.to_json(nan, validate=False, engine="json")
 
 
 def test_no_string_of_a_result_can_take_plotly_js_place():
-    fig = charts.figure([], {"title": {"text": embed.PLOTLY_JS}})
-    assert embed.PLOTLY_JS not in html.esc(embed.PLOTLY_JS) + charts.chart_json(fig)
+    fig = figures.figure([], {"title": {"text": embed.PLOTLY_JS}})
+    assert embed.PLOTLY_JS not in html.esc(embed.PLOTLY_JS) + figures.chart_json(fig)

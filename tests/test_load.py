@@ -94,6 +94,20 @@ def test_runtime_versions_as_users_write_them():
             parse(bad)
 
 
+def test_a_version_q9diff_cannot_judge_or_knows_nothing_of_is_one_line():
+    """issue 45: `--runtime 2.10` was accepted (q9diff reads 2.22 and later), and so was any version past
+    the newest q9diff has read."""
+    with pytest.raises(UnknownRuntime, match=r"^--runtime 2.10: q9diff reads QNN 2.22 and later"):
+        parse("2.10")
+    with pytest.raises(
+        UnknownRuntime, match=r"^--runtime 2.99: no QAIRT 2.99 q9diff knows of \(the newest it"
+    ):
+        parse("2.99")
+    assert parse("2.22").qairt == (2, 22, None) and parse("2.51.0").qairt == (2, 51, 0)
+    done = q9diff_cli("doctor", str(FIXTURES / "variants" / "soc_0.bin"), "--runtime", "2.10")
+    assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
+
+
 def _wheel() -> Path:
     from importlib.util import find_spec
 

@@ -30,7 +30,7 @@ def test_the_packing_pair_names_exactly_weights_packing():
     assert fix["graphs"] == ["mlp_w4range"]
     assert fix["targets"]["htp_backend_ext_config"] == {"graphs[0].weights_packing": True}
     r = q9diff("diff", str(OFF), str(ON))
-    assert "Root cause: weights_packing False → True" in r.stdout
+    assert "Root cause: weights_packing false → true" in r.stdout  # as the configs write it (issue 45)
 
 
 def test_one_binary_says_its_4bit_weights_are_stored_one_per_byte():

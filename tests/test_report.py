@@ -16,7 +16,10 @@ from test_cli import q9diff
 
 QWEN = FIXTURES / "qwen-mini"
 PART = "part_1_of_2.bin"
-chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+chromium = pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="Debian chromium not installed: apt-get install chromium (.ci/run installs it)",
+)
 
 
 def _pair(tmp_path: Path) -> tuple[Path, Path]:
@@ -412,7 +415,7 @@ def test_strings_of_a_saved_result_are_escaped_in_every_presenter(single, tmp_pa
 # --- doctor and verify ----------------------------------------------------------------------------------
 
 
-def test_doctor_report_from_saved_json_names_the_implicated_first(tmp_path):
+def test_doctor_report_from_saved_json_leads_with_the_verdict_then_the_implicated(tmp_path):
     args = ["doctor", str(QWEN / "local"), "--reference", str(QWEN / "reference")]
     saved = q9diff(*args, "--json")
     assert saved.returncode == 1, saved.stderr
@@ -422,19 +425,47 @@ def test_doctor_report_from_saved_json_names_the_implicated_first(tmp_path):
     assert r.returncode == 1 and r.stdout.startswith(q9diff(*args).stdout)
     page = (tmp_path / "r.html").read_text()
     assert page == (tmp_path / "direct.html").read_text()
-    implicated = re.search(r"<h2>Implicated</h2><ul class='implicated'>(.*?)</ul>", page).group(1)
+    # issue 45: the verdict is the page's first and largest heading, the findings follow, then the
+    # hypotheses, implicated first
+    body = page[page.index("<body>") :]
+    assert body.startswith("<body>\n<h1 class='error'>Not ready: 1 error, 2 warnings</h1>")
+    assert re.findall(r"<h1", body) == ["<h1"] and "no device named (--target DEVICE)" in body
+    implicated = re.search(r"<h2>Hypotheses implicated</h2><ul class='implicated'>(.*?)</ul>", page).group(1)
     assert re.findall(r"<li>(\d) ", implicated) == ["6", "9"]
     ruled_out = re.search(r"<p class='ruled-out'><b>Ruled out:</b> (.*?)</p>", page).group(1)
     assert "6 VTCM" not in ruled_out and "1 split count" in ruled_out
-    assert "<title>q9diff doctor local/genie_config.json</title>" in page
-    # issue 38: what is wrong, with its fix as code, comes before the nine hypotheses and the passed checks
-    order = [page.index(h) for h in ("<h2>Findings</h2>", "<h2>Hypotheses</h2>", "<h2>Checks passed")]
+    assert "<title>q9diff doctor local/genie_config.json: Not ready: 1 error, 2 warnings</title>" in page
+    order = [
+        page.index(h) for h in ("<h2>Findings</h2>", "<h2>Hypotheses implicated</h2>", "<h2>Checks passed")
+    ]
     assert order == sorted(order)
-    assert "<pre class='fix'>set soc_model 77 (the reference" in page
-    md = _rendered(q9diff("report", str(tmp_path / "d.json"), "--markdown", "-").stdout)
-    # findings as a list, each fix a code block that is never clipped (issue 38: table cells were)
-    assert "build.soc_model" in " ".join(md.text["strong"]) and "li" in md.tags
-    assert any(t.startswith("set soc_model 77 (the reference's, QCS9100 / QCS9075)") for t in md.text["pre"])
+    # a fix is a sentence: a paragraph that wraps, not a code block
+    assert "<p class='fix'><b>fix:</b> set soc_model 77 (the reference" in page
+    text = q9diff("report", str(tmp_path / "d.json"), "--markdown", "-").stdout
+    assert text.startswith("## Not ready: 1 error, 2 warnings\n\nq9diff doctor: ")
+    md = _rendered(text)
+    # findings as a list, each fix a paragraph under it (issue 38: table cells clipped it; issue 45: a
+    # sentence in a 200-character code block scrolled)
+    assert "build.soc_model" in " ".join(md.text["strong"]) and "li" in md.tags and "pre" not in md.tags
+    assert "set soc_model 77 (the reference's, QCS9100 / QCS9075)" in text.replace("\\", "")
+    assert text.index("### Errors") < text.index("**Hypotheses implicated:** 6 VTCM 4 vs 8 MiB; 9 soc")
+
+
+def test_doctor_says_the_runtime_and_device_it_was_asked_in_its_headline(tmp_path):
+    """issue 45: `doctor BUNDLE --runtime 2.48 --html` had "No hypothesis implicated" as its largest
+    heading, above the finding that the bundle will not load, and no "QAIRT 2.48" in its header."""
+    page = tmp_path / "d.html"
+    args = ["doctor", str(QWEN / "reference"), "--runtime", "2.48"]
+    r = q9diff(*args, "--html", str(page), "--markdown", str(tmp_path / "d.md"))
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith("Will not load on QAIRT 2.48: 1 error\n")
+    body = page.read_text().split("<body>", 1)[1]
+    assert body.startswith("\n<h1 class='error'>Will not load on QAIRT 2.48: 1 error</h1>")
+    assert "implicated" not in body.split("<details>", 1)[0]  # no hypothesis heading when none is
+    assert (tmp_path / "d.md").read_text().startswith("## Will not load on QAIRT 2.48: 1 error\n")
+    aimed = q9diff(*args[:2], "--runtime", "2.51", "--target", "QCS9100", "--markdown", "-")
+    assert aimed.returncode == 0 and aimed.stdout.startswith("## Loads on QCS9100 and QAIRT 2.51: no error")
+    assert "**Hypotheses" not in aimed.stdout
 
 
 def test_verify_report_from_saved_json_and_its_drift_chart(tmp_path):
@@ -469,8 +500,32 @@ def test_doctor_writes_markdown_and_no_two_reports_share_a_file(tmp_path):
     out = tmp_path / "d.md"
     r = q9diff("doctor", str(QWEN / "local"), str(QWEN / "reference"), "--markdown", str(out))
     assert r.returncode == 1 and f"wrote the Markdown report: {out}" in r.stdout
-    assert out.read_text().startswith("## q9diff doctor: 1 error(s), 2 warning(s)")
+    assert out.read_text().startswith("## Not ready: 1 error, 2 warnings")
     same = tmp_path / "x.out"
     for args in (("doctor", str(QWEN / "local")), (str(QWEN / "local"), str(QWEN / "reference"))):
         line = _one_line(q9diff(*args, "--html", str(same), "--markdown", str(same)))
         assert "name one file" in line and not same.exists()
+
+
+def test_markdown_names_both_builds_first_and_cuts_no_word():
+    """issue 45: a set diff's Markdown never named the two builds; the target Markdown cut an evidence
+    cell mid-word with no ellipsis, and headed its columns `reference` where there is none."""
+    text = q9diff(str(QWEN / "local"), str(QWEN / "reference"), "--markdown", "-").stdout
+    assert text.startswith(
+        f"## q9diff set diff: local vs reference\n\ncandidate {QWEN / 'local'} (2 parts) vs reference"
+        f" {QWEN / 'reference'} (2 parts)\n".replace("_", "\\_")
+    )
+    target = q9diff(str(QWEN / "local"), "--target", "QCS9100", "--markdown", "-").stdout
+    data = json.loads(q9diff(str(QWEN / "local"), "--target", "QCS9100", "--json").stdout)
+    assert "| cause | role | build | QCS9100 | bytes | evidence |" in target and "| reference |" not in target
+    rows = [ln for ln in target.splitlines() if ln.startswith("| ") and ln.count(" | ") == 5][1:]
+    evidence = {c["name"]: "; ".join(c["evidence"]) for c in data["causes"]}
+    assert len(rows) == len(data["causes"]) >= 3
+    for row in rows:
+        name, cell = row.split(" | ")[0][2:].replace("\\", ""), row.rsplit(" | ", 1)[1][:-2]
+        said = cell.replace("\\", "").replace("&#8203;", "")
+        whole = evidence[name]
+        assert said == whole or (
+            said.endswith(" …") and whole.startswith(said[:-2]) and whole[len(said) - 2] in " ,;"
+        )
+    assert any(row.endswith(" … |") for row in rows)  # the long one is cut, and says so

@@ -51,6 +51,12 @@ NOT_OUTPUT = {
 }
 
 
+def _api():
+    import q9diff
+
+    return q9diff
+
+
 def _emulator() -> str | None:
     from q9diff.runners.local import LocalRunner
 
@@ -69,12 +75,13 @@ def _real() -> str | None:
 
 @dataclass(frozen=True)
 class Case:
-    """One command line: its arguments (or a function of a scratch folder that makes them), the exit
-    statuses it may end with, the schema id it prints, and what it needs (a reason to skip, or None)."""
+    """One command line: its arguments (or a function of a scratch folder that makes them, or the
+    document a Python API call returns, for a schema no command prints), the exit statuses it may end
+    with, the schema id it prints, and what it needs (a reason to skip, or None)."""
 
     name: str
     schema: str
-    args: tuple[str, ...] | Callable[[Path], tuple[str, ...]]
+    args: tuple[str, ...] | Callable[[Path], tuple[str, ...] | dict]
     codes: tuple[int, ...] = (0, 1)
     needs: Callable[[], str | None] = lambda: None
 
@@ -176,6 +183,12 @@ CASES = [
     Case("doctor-reference", DR, ("doctor", L, R, "--json")),
     Case("doctor-target", DR, ("doctor", L, *TG, "--json")),
     Case("doctor-runtime", DR, ("doctor", R, *RT, "--json")),
+    Case(
+        "will-load-api",
+        "q9diff.load/1",
+        lambda tmp: _api().will_load(L, runtime="2.48", target="QCS9100").to_json(),
+    ),
+    Case("will-load-api-file", "q9diff.load/1", lambda tmp: _api().will_load(V8, runtime="2.51").to_json()),
     Case("doctor-everything", DR, ("doctor", L, "--reference", R, *TG, *RT, "--json")),
     Case("doctor-one-file", DR, ("doctor", V0, "--json")),
     Case("inspect", IN, ("inspect", V0, "--json"), (0,)),
@@ -220,6 +233,9 @@ def document(tmp_path_factory) -> Callable[[str], dict]:
             if why:
                 pytest.skip(why)
             args = case.args(tmp_path_factory.mktemp(name)) if callable(case.args) else case.args
+            if isinstance(args, dict):  # a Python API result's to_json(), as json.dumps writes it
+                _OUT[name] = json.loads(json.dumps(args))
+                return copy.deepcopy(_OUT[name])
             r = q9diff(*args)
             assert r.returncode in case.codes, f"{args}: exit {r.returncode}\n{r.stderr[-3000:]}"
             _OUT[name] = json.loads(r.stdout)

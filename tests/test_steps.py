@@ -30,7 +30,7 @@ def test_steps_from_local_to_reference(tmp_path, monkeypatch):
     assert lines[-1] == f"wrote the HTML page: {page}"
     html = page.read_text()
     assert html.count("<tr>") == len(steps) + 1 and "+ optimization_level=3" in html
-    assert all(f'title="{s["delta_vs_reference"]:+,d} bytes"' in html for s in steps)
+    assert all(f"{s['delta_vs_reference']:+,d} B</span>" in html for s in steps)  # bytes, as the table
     start = next(i for i, ln in enumerate(lines) if ln.startswith("# settings added"))
     table = lines[start : start + len(steps) + 1]
     assert max(map(len, table)) <= 80

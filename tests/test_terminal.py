@@ -4,6 +4,7 @@ number under one name, one unit per quantity, every size change with its percent
 from __future__ import annotations
 
 import json
+import re
 
 from conftest import FIXTURES
 from test_cli import q9diff
@@ -127,9 +128,10 @@ def test_parts_that_need_different_fixes_get_each_its_own(tmp_path):
     assert sum(ln.startswith("  optimization_level = 1  ") for ln in lines) == 1
 
 
-def test_a_wrapped_item_hangs_under_its_item_and_fix_lines_never_wrap():
+def test_a_wrapped_item_hangs_under_its_item_and_prose_wraps_at_the_width():
     """At 80 columns doctor's findings wrap under their item (two spaces deeper), never at column 0, so
-    the next item's name stands out; its fix lines stay whole to paste (issue 38 item 2)."""
+    the next item's name stands out (issue 38 item 2); its fix is a sentence and wraps too, hanging under
+    `fix:` (issue 45: it ran to 290 columns and broke mid-word in the terminal)."""
     r = q9diff("doctor", str(LOCAL), str(REFERENCE), env=COLS)
     lines = r.stdout.splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("  build.soc_model (hypothesis 9)"))
@@ -138,5 +140,60 @@ def test_a_wrapped_item_hangs_under_its_item_and_fix_lines_never_wrap():
     assert lines[at + 3].startswith("      on the device")
     errors, warnings = lines.index("Errors"), lines.index("Warnings")
     assert all(ln.startswith("  ") for ln in lines[errors + 1 : warnings])  # nothing back at column 0
-    fixes = [ln for ln in lines if ln.startswith("    fix: ")]
-    assert len(fixes) == 3 and any(len(ln) > 80 for ln in fixes)  # whole, however long
+    fixes = [i for i, ln in enumerate(lines) if ln.startswith("    fix: ")]
+    assert len(fixes) == 3 and all(lines[i + 1].startswith("      ") for i in fixes)
+    assert max(map(len, lines)) <= 80
+
+
+def test_commands_in_wrapped_prose_stay_whole():
+    """The swapped-arguments warning wraps as prose; the command it ends with is one line to copy."""
+    r = q9diff(str(REFERENCE), str(LOCAL), env=COLS)
+    lines = r.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Arguments swapped? "))
+    assert f"q9diff {LOCAL} {REFERENCE}" in lines[at : at + 5]
+    assert all(len(ln) <= 80 for ln in lines[at : at + 5] if not ln.startswith("q9diff "))
+    inspect = q9diff("inspect", str(FIXTURES / "pte" / "two_delegates.pte"), env=COLS).stdout.splitlines()
+    at = next(i for i, ln in enumerate(inspect) if ln.startswith("  method 'forward' delegate 0"))
+    assert inspect[at : at + 2] == [
+        "  method 'forward' delegate 0: QnnBackend, segment 1 -> context forward:0",
+        "    (compile spec soc_model 57, htp_arch 75, VTCM 8 MiB, fp16)",
+    ]
+
+
+def test_after_apply_a_next_line_says_how_to_rebuild_and_diff_again(tmp_path):
+    """issue 45: after suggest --apply nothing said the binaries were still the old ones."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "qwen-mini", tmp_path / "qm")
+    local, ref = tmp_path / "qm" / "local", tmp_path / "qm" / "reference"
+    args = ("suggest", str(local), str(ref), "--apply", str(local / "recipe.json"))
+    r = q9diff(*args, env=COLS)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == (
+        f"next: q9diff recompile {local / 'recipe.json'} --out q9diff-out && q9diff q9diff-out {ref}"
+    )
+    target = q9diff(
+        "suggest", str(local), "--target", "QCS9100", "--apply", str(local / "htp_backend_ext_config.json")
+    )
+    assert target.stdout.splitlines()[-1] == (
+        "next: rebuild with the fixed config, then diff the new build again:"
+        " q9diff NEW_BUILD --target QCS9100"
+    )
+
+
+def test_switches_are_true_or_false_and_the_arch_v73_everywhere(tmp_path):
+    """issue 45: `weights_packing False → True` in Python's words, and `dsp_arch 73 → 75` beside `v73`."""
+    variants = FIXTURES / "variants"
+    packing = q9diff(str(variants / "packing_off.bin"), str(variants / "packing_on.bin"))
+    assert "Root cause: weights_packing false → true (size)" in packing.stdout
+    assert "False" not in packing.stdout and "True" not in packing.stdout.replace("weights_packing=True)", "")
+    arch = q9diff(str(variants / "soc_0.bin"), "--target", "SM8650", env=COLS)
+    assert "dsp_arch v73 → v75" in arch.stdout and "  dsp_arch = v75  " in arch.stdout
+    page = tmp_path / "p.html"
+    assert q9diff(str(PART_A), str(PART_B), "--html", str(page)).returncode == 1
+    assert ">8,388,608 B</span>" not in page.read_text()  # VTCM in MiB, as the terminal says it
+    spans = re.findall(r'<span title="[^"]*">([^<]*)</span>', page.read_text())
+    assert spans and all(re.fullmatch(r"[+-]?\d{1,3}(,\d{3})* B", x) for x in spans), spans  # bytes
+    regions = q9diff("inspect", str(PART_A)).stdout
+    sizes = re.findall(r"│\s+0x[0-9a-f]+ │\s+([\d,]+) │", regions)
+    assert sizes and all(re.fullmatch(r"\d{1,3}(,\d{3})*", x) for x in sizes)  # thousands separators

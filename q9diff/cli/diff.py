@@ -70,9 +70,9 @@ def diff_cmd(
         report_path(md_out, [candidate, reference], "--markdown")
     stdout_once(as_json, md_out, html_out)
     if html_out is not None:  # plotly.js packed (0.13 s of deflate) while the diff runs, not after it
-        from q9diff.present import charts
+        from q9diff.present import figures
 
-        charts.start_packing()
+        figures.start_packing()
     out = Outputs(as_json, html_out, md_out, verbose, brief)
     if reference is None:
         if device is None and qairt is None:

@@ -88,7 +88,7 @@ def _exit_code(saved) -> int:
         return 0 if s.verify_result(saved.data).passed else 1
     if saved.schema == s.TARGET:
         return 0 if saved.data["matches"] and not refused else 1
-    from q9diff.doctor.run import DoctorResult
+    from q9diff.doctor.result import DoctorResult
 
     return DoctorResult.from_json(saved.data).exit_code
 
@@ -97,8 +97,7 @@ def _swap(saved) -> None:
     """A saved diff whose reference looks like the broken build, saved by a q9diff that still gave its
     fix: the report draws it as a diff does now, with no fix and the reason last."""
     from q9diff.present import saved as s
-    from q9diff.present.html import set_root
-    from q9diff.present.verdict import sides, swap_advice
+    from q9diff.present.verdict import set_root, sides, swap_advice
 
     data = saved.data
     if saved.schema not in (s.DIFF, s.SET) or "reference_looks_wrong" in data:
@@ -123,8 +122,8 @@ def _terminal(saved) -> None:
     data = saved.data
     if saved.schema in (s.DIFF, s.SET):
         from q9diff.compare.result import saved_diff, saved_set
-        from q9diff.present.html import set_root
         from q9diff.present.terminal_diff import print_set, show_pair
+        from q9diff.present.verdict import set_root
 
         a, b = (
             (data["a"]["path"], data["b"]["path"])
@@ -142,7 +141,7 @@ def _terminal(saved) -> None:
     elif saved.schema == s.TARGET:
         print_target(data)
     else:
-        from q9diff.doctor.run import DoctorResult
+        from q9diff.doctor.result import DoctorResult
         from q9diff.present.terminal_doctor import print_report
 
         print_report(DoctorResult.from_json(data))

@@ -140,6 +140,12 @@ def suggest(
             row["backup"] = backups.get(row["path"])
         if not as_json:
             view.print_written(written)
+            if not recompile_:  # the files are fixed, the binaries not yet: say how to close the loop
+                from q9diff.recipes.recipe import is_recipe_text
+
+                recipes = [e.path for e in edits if is_recipe_text(e.after)]
+                against = str(reference) if reference is not None else f"--target {device.name}"
+                view.print_next_rebuild(recipes[0] if recipes else None, against)
     if dry_run:
         if not as_json:
             view.print_dry_run()

@@ -123,8 +123,8 @@ def packing_notice(cb: ContextBinary) -> PackingNotice | None:
     four_bit = stats.four_bit_bytes
     compress, native = _option(cb, "compress_weights"), _option(cb, "native_hmx_a16w4")
     where = (
-        f"{four_bit} of the {stats.pool_bytes} weights-pool bytes hold 4-bit values stored one per byte "
-        f"(4 KiB blocks with >= {IN_RANGE_MIN:.0%} of their bytes in [-8, 7])"
+        f"{four_bit:,d} of the {stats.pool_bytes:,d} weights-pool bytes hold 4-bit values stored one per "
+        f"byte (4 KiB blocks with >= {IN_RANGE_MIN:.0%} of their bytes in [-8, 7])"
     )
     if native == "false":
         save = four_bit // 2
@@ -135,7 +135,7 @@ def packing_notice(cb: ContextBinary) -> PackingNotice | None:
             compress,
             native,
             f"{where}: INT4 weights stored unpacked, the compiler options say native_hmx_a16w4=false; "
-            f"the default (true) stores them two per byte, about {save} bytes less",
+            f"the default (true) stores them two per byte, about {save:,d} bytes less",
         )
     if compress == "true":
         return PackingNotice(
@@ -156,7 +156,7 @@ def packing_notice(cb: ContextBinary) -> PackingNotice | None:
         compress,
         native,
         f"{where}; weights packing is off ({state}). Packing stores per-tensor int8 weights in [-7, 7] two "
-        f"per byte: about {save} bytes less. Per-channel int8 weights do not pack in QAIRT 2.51, and the "
+        f"per byte: about {save:,d} bytes less. Per-channel int8 weights do not pack in QAIRT 2.51, and the "
         "binary does not say which tensors are per-channel",
     )
 

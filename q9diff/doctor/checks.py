@@ -175,7 +175,8 @@ def _order_check(ctx: Context, named: bool) -> Iterator[Hit | Note]:
                 f"{why}: it will run {order}; ctx-bins lists {listed}",
                 "list ctx-bins in split order"
                 if named
-                else "rename the graphs with AI Hub's _i_of_n suffix (ONNX Runtime cannot: QNN_FACTS), or "
+                else "rename the graphs with AI Hub's _i_of_n suffix (ONNX Runtime's QNN EP has no option "
+                "for graph names: it writes QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0), or "
                 "rebuild so that the names sort in split order; reordering ctx-bins changes nothing",
             )
         else:

@@ -42,7 +42,7 @@ def check_paths(ctx: Context) -> Iterator[Hit | Note]:
         fix = "name a file inside the bundle folder" if r.kind == "outside" else "write the real file name"
         yield Hit(r.where, r.problem, f"{fix} ({r.where.split(': ', 1)[-1]})")
     if not bad:
-        yield Note(b.name, f"all {len(refs)} paths the config names resolve inside {b.root}")
+        yield Note(b.name, f"all {len(refs)} paths the config names resolve inside {b.folder}")
     yield from _start_folders(b, refs)
 
 

@@ -274,8 +274,10 @@ def check_soc(ctx: Context) -> Iterator[Hit | Note]:
             evidence += f" (the metadata records {recorded}; {said})"
         if len(ref) == 1 and ref[0]:
             value = f"soc_model {ref[0]} (the reference's, {soc_name(ref[0])})"
+        elif ctx.target is not None:
+            value = f"soc_model {ctx.target.soc_model} ({ctx.target.name}'s)"
         else:
-            value = "your device's soc_model (q9diff cannot know which device you run)"
+            value = "your device's soc_model (name the device with --target DEVICE and doctor says which)"
         devices = ext_devices(ctx.bundle)
         key, now = ext_soc(devices[0]) if devices else ("soc_model", None)
         device_side = (

@@ -81,7 +81,8 @@ class Soc:
 SOC_SOURCES: dict[str, str] = {
     "litert": "google-ai-edge/LiteRT litert/vendors/qualcomm/supported_soc.csv @ e306bb30"
     " (../shared/real/litert_supported_soc.csv)",
-    "facts": "../shared/docs/QNN_FACTS.md: ExecuTorch qc_schema.py, LiteRT soc_table.h, AI Hub devices",
+    "facts": "the public tables these were read from: ExecuTorch's qc_schema.py (_soc_info_table), LiteRT's"
+    " soc_table.h, AI Hub's device list (qai_hub.get_devices())",
     "executorch": "pytorch/executorch backends/qualcomm/serialization/qc_schema.py @ 0e9182a3 (Qualcomm's"
     " code): _soc_info_table, each SoC's HtpArch and VTCM size in MB",
     "compiled": "compiled here: the soc_type the compiler records (fixtures/variants/soc_*)",

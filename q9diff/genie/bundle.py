@@ -90,7 +90,14 @@ class Bundle:
     def name(self) -> str:
         if self.single_file:
             return str(self.given)
-        return self.config_path.name if self.config_path else str(self.root)
+        return self.config_path.name if self.config_path else str(self.folder)
+
+    @property
+    def folder(self) -> Path:
+        """The bundle folder as the user named it (a report carries no path of the machine beyond it)."""
+        if self.config_path is not None:
+            return self.config_path.parent
+        return self.given if self.given.is_dir() else self.given.parent
 
     def files(self) -> list[Path]:
         """The files q9diff read for this bundle (config, ctx-bins, extension file, tokenizer), resolved."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -67,6 +67,24 @@ def measured() -> dict:
     return json.loads(COMPAT_PATH.read_text(encoding="utf-8"))
 
 
+# The oldest QAIRT whose context binaries q9diff reads: QNN 2.22's 16-byte header (q9diff.format.binary;
+# the 2.22 binaries of the real corpus). A runtime older than that is one q9diff cannot judge.
+OLDEST = (2, 22)
+
+
+def newest_known() -> tuple[int, int]:
+    """The newest QAIRT q9diff has read, as a runtime or as binaries it built (compat_measured.json): a
+    version past it is one q9diff knows nothing of, a typo or a release newer than its data."""
+    data = measured()
+    found = [_version(r.get("qairt", "")) for r in data.get("runtimes", [])]
+    found += [
+        _version(m.group(1))
+        for b in data.get("binaries", [])
+        if (m := re.match(r"v(\d+\.\d+)\.", b.get("build_id") or ""))
+    ]
+    return max((v[:2] for v in found if v and len(v) >= 2), default=OLDEST)
+
+
 def _version(text: str) -> tuple[int, ...] | None:
     parts = text.split(".")
     try:
@@ -112,6 +130,16 @@ def parse(text: str) -> Runtime:
         if qairt[0] != 2:
             raise UnknownRuntime(
                 f"--runtime {_cut(text)}: expected a QAIRT 2.x version (e.g. 2.48 or 2.48.40)"
+            )
+        newest, asked = newest_known(), f"--runtime {_cut(text.strip())}"
+        if qairt[:2] < OLDEST:
+            raise UnknownRuntime(
+                f"{asked}: q9diff reads QNN {OLDEST[0]}.{OLDEST[1]} and later; not a runtime it judges"
+            )
+        if qairt[:2] > newest:
+            raise UnknownRuntime(
+                f"{asked}: no QAIRT {qairt[0]}.{qairt[1]} q9diff knows of (the newest it has read is "
+                f"{newest[0]}.{newest[1]}); give the path of that runtime's libQnnHtp.so to read it"
             )
         api, why = backend_api_of(qairt)
         return Runtime(qairt, f"--runtime {text.strip()}", api, why)
@@ -193,9 +221,11 @@ def in_folder(folder: Path) -> Runtime | None:
                     return None
                 if e.name in VERSIONED and e.is_file(follow_symlinks=False):
                     try:
-                        return from_library(Path(e.path))
+                        found = from_library(Path(e.path))
                     except UnknownRuntime:
                         continue
+                    # named under the folder as given: a report carries no path of the machine beyond it
+                    return replace(found, source=str(Path(folder) / os.path.relpath(e.path, top)))
                 if e.is_dir(follow_symlinks=False) and not e.name.startswith("."):
                     below.append(Path(e.path))
         level = below

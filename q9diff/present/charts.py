@@ -5,26 +5,20 @@ hover. Graph names are shortened where they are long, keeping the words that tel
 file apart (prompt vs token), never only the tail.
 
 Each chart is a plotly figure written as the dict plotly.graph_objects would give for it (`to_dict()`:
-the same keys, in the same order, with the default "plotly" template in its layout), not built through
-graph_objects: plotly validates every property it is given, which took 1.5 s of a seed-scale set's
-report for 36 charts. test_report checks each figure against plotly's own validation.
+the same keys, in the same order, with the default "plotly" template in its layout: q9diff.present.figures),
+not built through graph_objects: plotly validates every property it is given, which took 1.5 s of a
+seed-scale set's report for 36 charts. test_report checks each figure against plotly's own validation.
 """
 
 from __future__ import annotations
 
-import base64
-import functools
-import gzip
 import html
-import json
 import re
-import threading
 from collections import Counter
-from importlib.util import find_spec
 from itertools import chain
-from pathlib import Path
 
 from q9diff.errors import printable
+from q9diff.present.figures import figure
 from q9diff.units import human, sizes, value
 
 NEW_COLOR, MOVED_COLOR = "#d62728", "#9ecae1"  # new content stands out; moved content is muted
@@ -71,65 +65,29 @@ def graph_label(region: str, short: list[str]) -> str:
     return region
 
 
-def plotly_data(name: str) -> bytes:
-    """A file of the installed plotly package's data (plotly.js, the templates), read without importing
-    plotly (0.04 s): plotly's own get_plotlyjs() and its template registry read these same files."""
-    spec = find_spec("plotly")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("plotly is not installed")
-    return (Path(spec.submodule_search_locations[0]) / "package_data" / name).read_bytes()
+# A legend under the chart, at the bottom of the figure (the container), below the x axis' title: placed
+# on the plot's own scale (y=-0.25 of the plot) it covered that title at any width. The loader
+# (embed.FIT_JS) gives the bottom margin room for its rows at the width drawn.
+BOTTOM_LEGEND = {
+    "orientation": "h",
+    "x": 0,
+    "xanchor": "left",
+    "y": 0,
+    "yanchor": "bottom",
+    "yref": "container",
+}
 
 
-@functools.cache
-def template() -> dict:
-    """The "plotly" template, plotly's default, as graph_objects puts it into every figure's layout."""
-    raw = json.loads(plotly_data("templates/plotly.json"))
-    return {"data": raw["data"], "layout": raw["layout"]}
-
-
-def figure(traces: list[dict], layout: dict) -> dict:
-    """A figure as `go.Figure(...).to_dict()` gives it: the template first in its layout."""
-    return {"data": traces, "layout": {"template": template(), **layout}}
-
-
-_packing = threading.Lock()  # one packing at a time: the page waits for the thread's
-
-
-def plotly_packed() -> str:
-    """plotly.js gzipped and base64'd, once a process; waits for `start_packing`'s thread if it runs."""
-    with _packing:
-        return _packed()
-
-
-@functools.cache
-def _packed() -> str:
-    js = plotly_data("plotly.min.js")  # what plotly.offline.get_plotlyjs() reads, as bytes
-    return base64.b64encode(gzip.compress(js, 6, mtime=0)).decode("ascii")
-
-
-def start_packing() -> None:
-    """Pack plotly.js on another thread while the page is drawn: the 0.13 s of deflate (zlib lets go
-    of the GIL) then overlaps the drawing instead of adding to it; the bytes are the same."""
-    threading.Thread(target=plotly_packed, name="pack plotly.js", daemon=True).start()
-
-
-def chart_json(f) -> str:
-    """A figure's JSON as plotly.io.to_json writes it with its json engine: compact, NaN and infinities
-    as null, and <, > and / as \\u escapes (the same characters to JSON), so no "</script>" can end the
-    script that holds it. `f`: a figure dict (this module's) or a plotly Figure (verify's charts)."""
-    if not isinstance(f, dict):
-        import plotly.io as pio
-
-        return pio.to_json(f, validate=False).replace("<", "\\u003c")
-    text = json.dumps(f, separators=(",", ":"))
-    if "NaN" in text or "Infinity" in text:
-        text = json.dumps(json.loads(text, parse_constant=lambda _: None), separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")
+def narrow(layout: dict | None = None, traces: list[dict] | None = None, **space) -> dict:
+    """What a chart changes on a phone (a page narrower than 600 px), in its layout's `meta` for the
+    loader to apply (embed.FIT_JS): layout keys, each trace's keys, and `above` (px between the title
+    and the plot for labels drawn above it) or `below` (px under the plot before the legend)."""
+    return {"narrow": {"layout": layout or {}, "traces": traces or []}, **space}
 
 
 def _title(text: str) -> dict:
-    """A chart's title, broken into lines of about 60 characters (plotly does not wrap a title: on a
-    phone's 412 px a long one ran off the chart), at spaces only."""
+    """A chart's title, broken into lines of about 60 characters (plotly does not wrap a title), at spaces
+    only; the loader breaks it again for the width it is drawn at (embed.FIT_JS: 412 px holds ~45)."""
     import textwrap
 
     return {
@@ -172,7 +130,8 @@ def waterfall(data: dict, title: str = "Size change by region, candidate → ref
     }
     a, b = data["a"]["size"], data["b"]["size"]
     layout = {"title": _title(f"{title}: {sizes(a, b)}"), "yaxis": {"title": _title(f"size change ({unit})")}}
-    return figure([trace], layout | {"height": 400, "margin": {"b": 120}})
+    # on a phone the rotated region names take the plot's height: a taller chart keeps a plot area
+    return figure([trace], layout | {"height": 400, "margin": {"b": 120}, "meta": narrow({"height": 600})})
 
 
 def scale(n: int) -> tuple[int, str]:
@@ -242,11 +201,22 @@ def maps(data: dict):
                 "yref": "paper",
             }
         )
+    # on a phone the two maps side by side were ~180 px each and their titles ran into each other: one
+    # above the other, each titled above itself
+    stacked = narrow(
+        {
+            "height": 820,
+            "annotations": [t | {"x": 0.5, "y": y} for t, y in zip(titles, (1.0, 0.46))],
+        },
+        [{"domain": {"x": [0.0, 1.0], "y": y}} for y in ([0.54, 1.0], [0.0, 0.46])],
+        above=30,
+    )
     layout = {
         "annotations": titles,
         "title": _title("Region maps (every byte; area is size)"),
         "height": 480,
         "uniformtext": {"minsize": 10, "mode": "hide"},  # a label too small to read is left out
+        "meta": stacked,
     }
     return figure(traces, layout)
 
@@ -336,9 +306,11 @@ def where_changed(data: dict):
         "title": _title(f"Where bytes changed, along the reference: moved vs new, per region{note}"),
         "barmode": "stack",
         "xaxis": {"title": _title(f"offset in the reference ({unit})")},
-        "legend": {"orientation": "h", "y": -0.25, "yanchor": "top"},
-        "height": 380,
+        "legend": BOTTOM_LEGEND,
+        "height": 420,
         "bargap": 0,
+        # the band labels fit ~1000 px: on a phone they ran into each other (the hover names each band)
+        "meta": narrow({"annotations": []}, above=20 if labels else 0),
     }
     return figure(traces, layout)
 
@@ -375,14 +347,18 @@ def ops(data: dict, most: int | None = None):
     differ = sum(1 for k in kinds if ca[k] != cb[k])
     rest = f"; {len(kinds) - most} more kinds not drawn" if most is not None and len(kinds) > most else ""
     layout = {
-        "legend": {"orientation": "h", "y": -0.05, "yanchor": "top"},
+        "legend": BOTTOM_LEGEND,
         "yaxis": {"automargin": True, "tickfont": {"size": 11}},
         "title": _title(
             f"Ops per kind, all graphs: {differ} of {len(kinds)} kinds differ in count (first){rest}"
         ),
         "barmode": "group",
         "xaxis": {"title": _title("ops of this kind")},
-        "height": 140 + 26 * len(shown),
+        "height": 200 + 26 * len(shown),
+        # on a phone the kernel names take half the width: smaller, and a title that fits what is left
+        "meta": narrow(
+            {"xaxis": {"title": _title("ops")}, "yaxis": {"automargin": True, "tickfont": {"size": 9}}}
+        ),
     }
     return figure(traces, layout)
 
@@ -413,24 +389,23 @@ def set_effects(data: dict):
             }
         )
     layout = {
-        "legend": {"orientation": "h", "y": -0.1, "yanchor": "top"},
+        "legend": BOTTOM_LEGEND,
         "title": _title("Across the set: changed bytes per part, by effect"),
         "barmode": "stack",
         "xaxis": {"title": _title("changed bytes")},
-        "height": 200 + 40 * len(parts),
+        "height": 260 + 40 * len(parts),
+        "meta": narrow({"height": 360 + 40 * len(parts)}),  # the legend's rows under a phone's plot
     }
     return figure(traces, layout)
 
 
 def shown_value(name: str, v) -> str:
-    """A setting's value as a person reads it (units.value), for tables: v73 for an arch, yes/no, lists
-    joined with ` / `, nothing of Python's reprs."""
+    """A setting's value as a person reads it (units.value), for tables: v73 for an arch, true/false,
+    lists joined with ` / `, nothing of Python's reprs."""
     if v is None:
         return "not recorded"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if name == "dsp_arch" and isinstance(v, int):
-        return f"v{v}"
+    if isinstance(v, (bool, int)):
+        return value(name, v)
     if isinstance(v, list):
         if v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
             return value(name, v)
@@ -449,9 +424,11 @@ def settings(data: dict):
 
     def short(k: str, v) -> str:
         """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes,
-        the arch as v73, yes/no, a list as `a / b`; never a Python repr."""
+        the arch as v73, true/false, a list as `a / b`; never a Python repr."""
         s = shown_value(k, v)
-        return text(s if len(s) < 60 else s[:59] + "…")
+        from q9diff.present.verdict import clip
+
+        return text(clip(s, 60))
 
     differs = [oa.get(k) != ob.get(k) for k in keys]
 
@@ -476,4 +453,7 @@ def settings(data: dict):
         "type": "table",
     }
     title = f"Settings: {sum(differs)} of {len(keys)} differ (marked ≠, bold, dark)"
-    return figure([table], {"title": _title(title), "height": 200 + 30 * len(keys)})
+    # on a phone: smaller type, the names' column wider, room for the rows that wrap
+    small = {"cells": {"font": {"size": 10}}, "header": {"font": {"size": 11}}, "columnwidth": [1.5, 1, 1]}
+    phone = narrow({"height": 200 + 44 * len(keys)}, [small])
+    return figure([table], {"title": _title(title), "height": 200 + 30 * len(keys), "meta": phone})

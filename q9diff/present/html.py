@@ -3,8 +3,8 @@
 Every page reads only the command's result as its JSON gives it (`q9diff.diff/1`, `q9diff.setdiff/1`,
 `q9diff.verify/1`), so `q9diff report RESULT.json --html FILE` draws the same page as the command itself,
 with the binaries gone. The verdict comes first, in the terminal's words (`q9diff.present.verdict`);
-sizes are shown in human units with the exact byte count on hover; every string from a file or a saved
-result is escaped (`esc`), and the charts get them escaped too (plotly reads tags in its labels).
+sizes are shown in bytes as the terminal shows them, in KiB or MiB on hover; every string from a file or
+a saved result is escaped (`esc`), and the charts get them escaped too (plotly reads tags in its labels).
 """
 
 from __future__ import annotations
@@ -14,40 +14,39 @@ import html
 from q9diff.compare import outside
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
-from q9diff.present import charts, embed, verdict
+from q9diff.present import charts, embed, figures, verdict
 from q9diff.present.verdict import (
+    clip,
     headline,
     models_line,
     reference_looks_wrong,
     role,
     root_line,
+    set_root,
     sides,
     warnings,
 )
 from q9diff.units import human
 from q9diff.units import sizes as size_change
 
-STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px}
+STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px;overflow-wrap:break-word}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
 div.scroll{overflow-x:auto;max-width:100%}td.ev{min-width:18em}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
+p.warn{color:#b00;font-weight:bold;font-size:1.15em}p.ok{color:#070;font-size:1.15em}p.swap{color:#a60;font-weight:bold}
 span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
 pre.fix{background:#f6f6f6;padding:.5em .8em;overflow-x:auto;white-space:pre;max-width:100%}
 @media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}
-table.c{width:100%;table-layout:fixed}
-table.c td,table.c th{overflow-wrap:anywhere;font-size:12px;padding:2px 3px}
-td.ev{min-width:0}table.c th:last-child{width:34%}code{font-size:12px}}</style>"""
+table.c{width:100%}table.c td,table.c th{font-size:12px;padding:2px 3px}
+td.ev{min-width:8em;overflow-wrap:anywhere}table.c th:last-child{width:34%}code{font-size:12px}}
+th,td{overflow-wrap:normal;word-break:keep-all;hyphens:none}td.n,th.n{white-space:nowrap}</style>"""
 
 
 def size_span(n: int, signed: bool = False) -> str:
-    """A size for people, the exact bytes on hover."""
-    text = ("+" if signed and n > 0 else "") + human(n)
-    return (
-        f'<span title="{n:+,d} bytes">{text}</span>'
-        if signed
-        else f'<span title="{n:,d} bytes">{text}</span>'
-    )
+    """A size in bytes, as the terminal and the Markdown write it (`1,159,168 B`), the same in KiB or MiB
+    on hover."""
+    text = f"{n:+,d} B" if signed else f"{n:,d} B"
+    return f'<span title="{("+" if signed and n > 0 else "") + human(n)}">{text}</span>'
 
 
 def esc(v) -> str:
@@ -80,7 +79,7 @@ def _verdict(data: dict) -> str:
     return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>" + compared
 
 
-SIZE_CAUSES = {"vtcm_size", "spill_fill", "const_size"}
+SIZE_CAUSES = {"spill_fill", "const_size"}  # in bytes; VTCM in MiB, as every view says it (units.value)
 
 
 def _cause_value(c: dict, side: str) -> str:
@@ -91,10 +90,14 @@ def _cause_value(c: dict, side: str) -> str:
     if c["name"] in SIZE_CAUSES and isinstance(c[side], list) and all(isinstance(v, int) for v in c[side]):
         return " / ".join(size_span(v) for v in c[side])
     v = charts.shown_value(c["name"], c[side])  # in its unit, as the terminal says it; never a repr
-    return esc(v if len(v) <= 80 else v[:79] + "…")
+    return esc(clip(v, 80))
 
 
-def causes_table(causes: list[dict]) -> str:
+def causes_table(causes: list[dict], sides: tuple[str, str] = ("candidate", "reference")) -> str:
+    """Each cause with both values; `sides` heads the two value columns (a target run has no reference:
+    the build against the device). No table where nothing differs."""
+    if not causes:
+        return ""
     rows = "".join(
         f"<tr><td>{esc(verdict.label(c))}</td><td>{esc(role(c))}</td><td>{_cause_value(c, 'a')}</td>"
         f"<td>{_cause_value(c, 'b')}</td>"
@@ -103,7 +106,7 @@ def causes_table(causes: list[dict]) -> str:
         for c in causes
     )
     return scroll_table(
-        "<tr><th>cause</th><th>role</th><th>candidate</th><th>reference</th><th>bytes</th>"
+        f"<tr><th>cause</th><th>role</th><th>{esc(sides[0])}</th><th>{esc(sides[1])}</th><th>bytes</th>"
         f"<th>evidence</th></tr>{rows}"
     )
 
@@ -141,7 +144,7 @@ def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
     if (data or {}).get("reference_looks_wrong"):
         return "<h3>Fix</h3><p>No fix is shown: the arguments look swapped (see above).</p>"
     if not suggestions:
-        return "<h3>Fix</h3><p>Nothing to change.</p>"
+        return "" if (data or {}).get("identical") else "<h3>Fix</h3><p>Nothing to change.</p>"
     out = "<h3>Fix</h3>"
     for i, (label, lines) in enumerate(fixes.blocks(suggestions, data)):
         body = "\n".join(esc(x) for x in lines)  # each line escaped: a newline is the block's own
@@ -164,7 +167,7 @@ def wrap_page(title: str, body: str) -> str:
 {body}
 </body></html>
 """
-    return page.replace(embed.PLOTLY_JS, charts.plotly_packed(), 1) if embed.PLOTLY_JS in page else page
+    return page.replace(embed.PLOTLY_JS, figures.plotly_packed(), 1) if embed.PLOTLY_JS in page else page
 
 
 def page_name(path: str) -> str:
@@ -172,9 +175,13 @@ def page_name(path: str) -> str:
 
 
 def _figures(data: dict) -> list:
-    """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops."""
+    """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops. Of identical
+    files only the region maps (what the file holds): every other chart would be empty or all alike."""
     safe = _escaped(data)
-    figs = [charts.waterfall(safe), charts.maps(safe), charts.where_changed(safe)]
+    if data["identical"]:
+        return [charts.maps(safe)]
+    changed = any(r["moved_bytes"] or r["new_bytes"] for r in data["regions"])
+    figs = [charts.waterfall(safe), charts.maps(safe)] + ([charts.where_changed(safe)] if changed else [])
     if data.get("settings"):  # a result saved before settings were recorded has none
         figs.append(charts.settings(data))
     return figs + [charts.ops(data)]  # ops escapes its kinds once counted
@@ -209,7 +216,7 @@ def load_section(data: dict) -> str:
     head, rows = load_rows(data["load"])
     cells = "".join(
         f"<tr><td>{esc(r)}</td><td>{esc(parts)}</td><td>{esc(text)}</td><td>{esc(error or '')}</td>"
-        f"<td>{'' if fix is None else f'<code>{esc(fix)}</code>'}</td></tr>"
+        f"<td>{esc(fix or '')}</td></tr>"  # a sentence (rebuild with ...), not code
         for r, parts, text, error, fix in rows
     )
     head_row = "<tr><th>rule</th><th>parts</th><th>why</th><th>it prints</th><th>fix</th></tr>"
@@ -228,7 +235,7 @@ def structure_section(data: dict) -> str:
 
 def render(data: dict) -> str:
     """The report for two files, from the diff's JSON (`q9diff.diff/1`)."""
-    charts.start_packing()  # plotly.js packed while the page is drawn
+    figures.start_packing()  # plotly.js packed while the page is drawn
     a, b = data["a"]["path"], data["b"]["path"]
     body = (
         _verdict(data)
@@ -248,7 +255,7 @@ def render_set(data: dict) -> str:
     """The report for two sets of parts, from the set's JSON (`q9diff.setdiff/1`): the verdict over
     the set, the set's totals part by part and a chart across the set, then each part as a diff of two
     files is shown (verdict, causes, fix, every chart)."""
-    charts.start_packing()  # plotly.js packed while the page is drawn
+    figures.start_packing()  # plotly.js packed while the page is drawn
 
     def row(cells, tag="td") -> str:
         return "<tr>" + "".join(f"<{tag}{' class=n' if n else ''}>{c}</{tag}>" for c, n in cells) + "</tr>"
@@ -296,7 +303,8 @@ def render_set(data: dict) -> str:
     )
     draw = embed.Charts()
     effects = {"parts": [{"part": p["part"], "attribution": p.get("attribution")} for p in data["parts"]]}
-    across = draw([charts.set_effects(_escaped(effects))]) if data["parts"] else ""  # all it reads
+    moved = any(p.get("attribution") for p in data["parts"])  # no chart of nothing across identical parts
+    across = draw([charts.set_effects(_escaped(effects))]) if moved else ""  # all it reads
     sections = []
     for part in data["parts"]:
         pa, pb = part["part"], page_name(part["b"]["path"])
@@ -324,10 +332,3 @@ def render_set(data: dict) -> str:
         + "".join(sections)
     )
     return wrap_page(f"q9diff set diff {page_name(ra)} vs {page_name(rb)}", body)
-
-
-def set_root(data: dict, side: str) -> str:
-    """The folder a side's parts come from (the common parent), for the title."""
-    paths = [p[side]["path"] for p in data["parts"]] + data[f"unpaired_{side}"]
-    parents = {p.rpartition("/")[0] or "." for p in paths}
-    return parents.pop() if len(parents) == 1 else ", ".join(sorted(parents))

@@ -16,12 +16,14 @@ from q9diff.compare import outside
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import (
+    clip,
     headline,
     label,
     models_line,
     reference_looks_wrong,
     role,
     root_line,
+    set_root,
     sides,
     warnings,
 )
@@ -101,10 +103,14 @@ def _value(c: dict, side: str) -> str:
     v = c[side]
     s = value(c["name"], v) if isinstance(v, (int, list)) and not isinstance(v, bool) else None
     s = s if s is not None else (json.dumps(v, default=str) if not isinstance(v, str) else v)
-    return md(s if len(s) <= 80 else s[:79] + "…")
+    return md(clip(s, 80))
 
 
-def _causes(causes: list[dict], level: str = "###") -> str:
+def _causes(
+    causes: list[dict], level: str = "###", sides: tuple[str, str] = ("candidate", "reference")
+) -> str:
+    """Each cause with both values; `sides` heads the two value columns (a target run: the build and the
+    device)."""
     if not causes:
         return ""
     rows = [
@@ -114,12 +120,12 @@ def _causes(causes: list[dict], level: str = "###") -> str:
             _value(c, "a"),
             _value(c, "b"),
             "" if c["bytes"] is None else _bytes(c["bytes"]),
-            md("; ".join(c["evidence"])[:300]),
+            md(clip("; ".join(c["evidence"]), 300)),
         ]
         for c in causes
     ]
     return f"\n{level} Causes\n\n" + _table(
-        ["cause", "role", "candidate", "reference", "bytes", "evidence"], rows
+        ["cause", "role", md(sides[0]), md(sides[1]), "bytes", "evidence"], rows
     )
 
 
@@ -186,8 +192,8 @@ def _load(data: dict) -> str:
             ["rule", "parts", "why", "it prints"],
             [[md(r), md(p), md(t), md(e or "")] for r, p, t, e, _ in rows],
         )
-    fixes = list(dict.fromkeys(f for *_, f in rows if f))
-    return out + ("\n" + code_block(fixes) if fixes else "")
+    fixes = list(dict.fromkeys(f for *_, f in rows if f))  # sentences (rebuild with ...), not lines to paste
+    return out + "".join(f"\n**Fix:** {md(f)}\n" for f in fixes)
 
 
 def _name(path: str) -> str:
@@ -240,8 +246,11 @@ def render_set(data: dict) -> str:
         + _structure(p, "#####")
         for p in data["parts"]
     )
+    ra, rb = set_root(data, "a"), set_root(data, "b")
+    na, nb = len(data["parts"]) + len(data["unpaired_a"]), len(data["parts"]) + len(data["unpaired_b"])
     return (
-        "## q9diff set diff\n\n"
+        f"## q9diff set diff: {md(_name(ra))} vs {md(_name(rb))}\n\n"
+        f"candidate {md(ra)} ({na} parts) vs reference {md(rb)} ({nb} parts)\n\n"
         + _verdict(data, over_set=True)
         + _fixes(data["suggestions"], data)
         + _load(data)
@@ -289,28 +298,23 @@ def render_verify(res) -> str:
 
 
 def render_doctor(report) -> str:
-    """doctor (`DoctorResult`): counts, implicated hypotheses, then every error and warning with its fix."""
-    e, w = report.count("error"), report.count("warning")
-    out = f"## q9diff doctor: {e} error(s), {w} warning(s)\n\n{md(report.bundle)}"
-    out += f" vs reference {md(report.reference)}\n" if report.reference else "\n"
+    """doctor (`DoctorResult`): the verdict (`Will not load on QAIRT 2.48: 1 error`) and what it was
+    judged for, every error and warning with its fix, then the hypotheses implicated, when one is."""
+    from q9diff.present.verdict import doctor_asked, doctor_headline
+
+    out = f"## {md(doctor_headline(report)[0])}\n\nq9diff doctor: {md(doctor_asked(report))}\n"
     if report.target is not None:
-        out += f"\n--target {md(report.target['label'])}: {md(report.profile['sentence'])}\n"
-    hyps = report.hypotheses()
-    implicated = [f"{n} {md(h['title'])}" for n, h in hyps.items() if h["status"] == "implicated"]
-    out += "\n**Implicated:** " + ("; ".join(implicated) if implicated else "none") + "\n"
+        out += f"\n{md(report.profile['sentence'])}\n"
     for severity in ("error", "warning"):  # each with its evidence, and its fix as a line to copy
         shown = [f for f in report.findings if f.severity == severity]
         if shown:
             out += f"\n### {severity.capitalize()}s\n"
         for f in shown:
             out += f"\n- **{md(f.check)}** ({md(f.where)}): {md(f.evidence)}\n"
-            out += ("\n" + _indented(code_block([f.fix]))) if f.fix else ""
-    return out
-
-
-def _indented(block: str) -> str:
-    """A block nested in the list item above it."""
-    return "".join(f"  {line}\n" if line else "\n" for line in block.splitlines())
+            out += f"\n  **Fix:** {md(f.fix)}\n" if f.fix else ""  # a sentence, not a line to paste
+    hyps = report.hypotheses()
+    implicated = [f"{n} {md(h['title'])}" for n, h in hyps.items() if h["status"] == "implicated"]
+    return out + (f"\n**Hypotheses implicated:** {'; '.join(implicated)}\n" if implicated else "")
 
 
 def render_target(data: dict) -> str:
@@ -328,9 +332,44 @@ def render_target(data: dict) -> str:
     )
     out += f"**{md(verdict)}**\n\n{md(data['profile']['sentence'])}\n"
     out += "".join(f"\n> **error:** {md(e)}\n" for e in data["errors"])
-    return out + _causes(data["causes"]) + _fixes(data["suggestions"], data) + _load(data)
+    causes = _causes(data["causes"], sides=("build", name))
+    return out + causes + _fixes(data["suggestions"], data) + _load(data)
 
 
 def render_load(load: dict) -> str:
     """Will it load (the `load` of a diff's or a target's JSON) alone: the Python API's `will_load`."""
     return f"## q9diff: {md(load['verdict'])}\n" + _load({"load": load})
+
+
+GENERIC_TARGET = "Generic target (soc_model 0): it loads everywhere and may compute garbage on the device."
+
+
+def render_inspect(summaries: list[dict]) -> str:
+    """Each context (`q9diff.inspect/1`): what built it, its target, its graphs' settings, every region;
+    the Python API's `Build.to_markdown()`."""
+    from q9diff.units import nbytes, opt_level, vtcm
+
+    out = []
+    for s in summaries:
+        t = s["target"]
+        req = t["soc_model_requested"]
+        arch = f"v{s['dsp_arch']}" if s["dsp_arch"] else "not recorded"
+        text = f"## q9diff inspect: {md(s['path'])}, {nbytes(s['size'])}\n\n"
+        if t["generic_target"]:
+            text += f"> **{md(GENERIC_TARGET)}**\n\n"
+        text += (
+            f"QAIRT build {md(s['build_id'])}, blob {md(s['context_blob_version'])}; target soc_model "
+            f"{'not recorded' if req is None else req}, dsp_arch {arch} ({md('; '.join(t['evidence']))})\n\n"
+        )
+        graphs = [
+            [md(g["name"]), f"{len(g['inputs'])} / {len(g['outputs'])} / {len(g['ops'])}",
+             vtcm(g["vtcm_size"]), md(opt_level(g["optimization_level"], g["options"].get("O"))),
+             str(g["num_hvx_threads"]), "unknown" if g["const_size"] is None else nbytes(g["const_size"])]
+            for g in s["graphs"]
+        ]  # fmt: skip
+        head = ["graph", "inputs / outputs / ops", "vtcm_size", "optimization_level", "hvx_threads", "const"]
+        text += _table(head, graphs)
+        text += "".join(f"\n- not recorded: {md(k)}: {md(why)}" for k, why in s["unknown"].items())
+        regions = [[md(r["name"]), f"{r['offset']:#x}", nbytes(r["size"])] for r in s["regions"]]
+        out.append(text + "\n### Regions (every byte)\n\n" + _table(["region", "offset", "size"], regions))
+    return "\n".join(out)

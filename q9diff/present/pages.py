@@ -5,7 +5,7 @@ verify reports."""
 
 from __future__ import annotations
 
-from q9diff.present.html import causes_table, esc, fixes_list, size_span, wrap_page
+from q9diff.present.html import causes_table, esc, fixes_list, scroll_table, size_span, wrap_page
 from q9diff.present.verdict import target_words
 from q9diff.units import opt_level, percent_text, vtcm
 
@@ -24,7 +24,7 @@ def _table(head: list[str], rows: list[list[tuple[str, bool]]]) -> str:
     body = "".join(
         "<tr>" + "".join(f"<td{' class=n' if n else ''}>{c}</td>" for c, n in row) + "</tr>" for row in rows
     )
-    return f"<table class='c'><tr>{th}</tr>{body}</table>"
+    return scroll_table(f"<tr>{th}</tr>{body}")  # wider than a phone: it scrolls in its own box
 
 
 def _one(s: dict) -> str:
@@ -149,7 +149,7 @@ def render_target(data: dict) -> str:
         + (f'<p class="warn">{esc(generic_soc(t["soc_model"]))}</p>' if generic else "")
         + f"<h2>{esc(verdict)}</h2><p>{esc(data['profile']['sentence'])}</p>"
         + "".join(f'<p class="warn">error: {esc(e)}</p>' for e in data["errors"])
-        + causes_table(data["causes"])
+        + causes_table(data["causes"], ("build", t["name"]))
         + fixes_list(data["suggestions"], data)
     )
     for part in data["parts"]:

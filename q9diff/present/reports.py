@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
     """(html, markdown) of a saved result whose shape was checked (or that a command just made)."""
-    from q9diff.present import html, markdown, verify_html
+    from q9diff.present import html, markdown
     from q9diff.present import saved as s
 
     schema = data["schema"]
@@ -22,12 +22,14 @@ def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
         return (lambda: html.render_set(data)), (lambda: markdown.render_set(data))
     if schema == s.VERIFY:
         res = s.verify_result(data)
-        return (lambda: verify_html.render_verify(res)), (lambda: markdown.render_verify(res))
+        from q9diff.present.verify_page import render_verify
+
+        return (lambda: render_verify(res)), (lambda: markdown.render_verify(res))
     if schema == s.TARGET:
         from q9diff.present.pages import render_target
 
         return (lambda: render_target(data)), (lambda: markdown.render_target(data))
-    from q9diff.doctor.run import DoctorResult
+    from q9diff.doctor.result import DoctorResult
     from q9diff.present.doctor import render_doctor
 
     result = DoctorResult.from_json(data)

@@ -22,8 +22,9 @@ class _Console:
 
     Markup is off: strings from a file are data, never markup. Our own styling goes through `text`.
     Prose (a Text printed without soft_wrap) is wrapped here, not by rich: at the terminal's width (or
-    COLUMNS), never inside a number and its unit (`8 MiB` stays whole), with no trailing spaces, and not
-    at all in a pipe (a line a paragraph, for grep and for pasting)."""
+    COLUMNS), never inside a number and its unit (`8 MiB` stays whole) or a part marked `whole` (a
+    command, a path), with no trailing spaces, and not at all in a pipe (a line a paragraph, for grep and
+    for pasting). Lines that are all command or config (soft_wrap=True) are never wrapped."""
 
     _console = None
 
@@ -78,6 +79,10 @@ def wrapped(line, width: int | None) -> list:
     from rich.text import Text
 
     plain = _UNBROKEN.sub(_joined, line.plain)  # textwrap breaks at ASCII whitespace only
+    for span in line.spans:  # a command or a path in the prose (`whole`) is never broken
+        if getattr(span.style, "meta", None) and span.style.meta.get("whole"):
+            kept = plain[span.start : span.end].replace(" ", "\u00a0")
+            plain = plain[: span.start] + kept + plain[span.end :]
     indent = len(plain) - len(plain.lstrip(" "))
     hang = " " * (indent + 2) if indent and indent + 2 < (width or 0) // 2 else ""
     cuts = []
@@ -92,6 +97,7 @@ def wrapped(line, width: int | None) -> list:
                 cut += 1
             cuts.append(cut)
     parts = [_trimmed(part) for part in (line.divide(cuts[:-1]) if cuts else [line])]
+    parts = parts[:1] + [part for part in parts[1:] if part.plain]  # a break's lone space is no line
     return parts[:1] + [Text(hang) + part for part in parts[1:]]
 
 
@@ -102,6 +108,14 @@ def _trimmed(part):
     kept = part.plain.rstrip()
     spans = [s for s in part.spans if s.start < len(kept)]
     return Text(kept, style=part.style, spans=spans, end=part.end)
+
+
+def whole(value: str, style: str | None = None) -> tuple:
+    """A part of a `text` that wrapped prose never breaks: a command to copy, a path, a config line. On a
+    line of its own where it does not fit beside the prose, and never cut however long."""
+    from rich.style import Style
+
+    return value, Style.combine([Style.parse(style or "none"), Style(meta={"whole": True})])
 
 
 def text(*parts):
@@ -116,7 +130,7 @@ def text(*parts):
 
 
 def wrote(path: Path, what: str) -> None:
-    """`wrote the HTML report: PATH`, on stdout with the view."""
+    """`wrote the HTML report: PATH`, on stdout with the view: one line, for the path to be copied."""
     console.print(text(f"wrote {what}: {path}"), soft_wrap=True)
 
 
@@ -147,8 +161,8 @@ def print_suggestions(
         pad = "  " if form else "    "
         for head, s in zip(heads, suggestions):
             found = fixes.lines(s, f)
-            if not found:
-                console.print(text(f"{pad}{head:<{width}}  ({fixes.missing(s, f)})"), soft_wrap=True)
+            if not found:  # why there is no line: a sentence, wrapped
+                console.print(text(f"{pad}{head:<{width}}  ({fixes.missing(s, f)})"))
             for line in found:
                 caveat = fixes.note(s, f) if notes else None
                 line = line + (f"  # {caveat}" if caveat else "")
@@ -191,7 +205,7 @@ def print_more(verbose: bool, data: dict | None = None) -> None:
     if nxt:
         console.print(text(("next: ", "bold"), nxt), soft_wrap=True)
     for line in data.get("read_as", []) if verbose and data else []:
-        console.print(text(line), soft_wrap=True)
+        console.print(text(line))
     if not verbose:
         console.print("more: -v (evidence, every toolchain form, where the bytes went), --json (all)")
     words = fixes.terms_named(data) if data else []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from q9diff.errors import printable
-from q9diff.present.terminal import console, text, wrote
+from q9diff.present.terminal import console, text, whole, wrote
 
 
 def print_models_only(evidence) -> None:
@@ -30,6 +30,22 @@ def print_written(written: list[tuple[Path, Path]]) -> None:
         wrote(path, f"the fixed config (the original is kept as {backup})")
 
 
+def print_next_rebuild(recipe: Path | None, against: str) -> None:
+    """After --apply: the binaries are still the old ones. With a recipe among the files fixed, the two
+    commands that rebuild and diff again; else what to do with the build's own tools, then the diff."""
+    from shlex import quote
+
+    if recipe is not None:
+        # into q9diff-out, the folder suggest --recompile writes by default
+        steps = f"q9diff recompile {quote(str(recipe))} --out q9diff-out && q9diff q9diff-out"
+        console.print(text(("next: ", "bold"), steps + f" {against}"), soft_wrap=True)
+    else:
+        console.print(
+            text(("next: ", "bold"), "rebuild with the fixed config, then diff the new build again: ",
+                 whole(f"q9diff NEW_BUILD {against}"))
+        )  # fmt: skip
+
+
 def print_dry_run() -> None:
     console.print("--dry-run: nothing written")
 
@@ -40,7 +56,7 @@ def print_recipe_kept(target: Path) -> None:
 
 
 def print_rebuilt(built: list[Path], out: Path) -> None:
-    console.print(
+    console.print(  # one line, for the paths to be copied
         text(f"rebuilt {len(built)} binaries into {out} (recipe: {out / 'recipe.json'})"), soft_wrap=True
     )
 
@@ -86,10 +102,13 @@ def print_steps(result, candidate: Path, reference: Path, builds: Path) -> None:
 
     console.print(
         text(
-            f"steps from {candidate} to {reference} (bytes; Δ, changed, new: against the"
-            " reference; %: Δ of the reference's size; the moved bytes are in --json and --html)"
-        ),
-        soft_wrap=True,
+            "steps from ",
+            whole(str(candidate)),
+            " to ",
+            whole(str(reference)),
+            " (bytes; Δ, changed, new: against the reference; %: Δ of the reference's size; the moved"
+            " bytes are in --json and --html)",
+        )
     )
     t = Table(box=None, padding=(0, 0, 0, 1), pad_edge=False, header_style="bold")
     # 80 columns hold the longest setting the steps add (`optimization_level=3`) beside sizes of MBs: the
@@ -98,7 +117,7 @@ def print_steps(result, candidate: Path, reference: Path, builds: Path) -> None:
     cols = ("#", "settings added", "size", "Δ ref", "%", "changed", "new", "same as")
     for col in cols:
         left = col in ("settings added", "same as")
-        wraps = col == "settings added"  # folded, never cut: `weights_packing=True` was shown `Tr…` at 80
+        wraps = col == "settings added"  # folded, never cut: `weights_packing=true` was shown `tr…` at 80
         t.add_column(
             col,
             justify="left" if left else "right",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from q9diff.present.terminal import console, print_fix, print_more, print_packing, text
-from q9diff.present.verdict import label, role
+from q9diff.present.terminal import console, print_fix, print_more, print_packing, text, whole
+from q9diff.present.verdict import clip, label, role
 
 
 def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
@@ -50,8 +50,10 @@ def swapped(data: dict, say: bool = False) -> bool:
     """The reference looks like the broken build: no fix is given (it would break the good build), and
     the view ends with why, where it is read last."""
     why = data.get("reference_looks_wrong")
-    if why and say:
-        console.print(text(("Arguments swapped? ", "bold red"), why), soft_wrap=True)
+    if why and say:  # a sentence, wrapped; the command that gives the two in order, whole
+        prose, command = why.split(": q9diff ", 1) if ": q9diff " in why else (why, None)
+        tail = (": ", whole("q9diff " + command)) if command else ()
+        console.print(text(("Arguments swapped? ", "bold red"), prose, *tail))
         console.print(text("No fix is shown: the fix would make the known-good build like the broken one."))
     return bool(why)
 
@@ -285,7 +287,7 @@ def _print_causes(causes, verbose: bool = False) -> None:
                 console.print(text(f"      {_row_bytes(c)}"))
             if not verbose:
                 continue
-            evidence = _clip("; ".join(c.evidence), 400)
+            evidence = clip("; ".join(c.evidence), 400)
             for line in textwrap.wrap(
                 evidence, console.width - 6, break_long_words=False, break_on_hyphens=False
             ):
@@ -303,18 +305,9 @@ def _print_causes(causes, verbose: bool = False) -> None:
         ca, cb = _cause_values(c)
         changed = "" if c.bytes is None else f"{c.bytes:,d}"
         delta = "" if c.size_delta is None else f"{c.size_delta:+,d}"
-        evidence = text(_clip("; ".join(c.evidence), 400))
+        evidence = text(clip("; ".join(c.evidence), 400))
         t.add_row(text(label(c)), text(role(c)), text(ca), text(cb), changed, delta, evidence)
     console.print(t)
-
-
-def _clip(s: str, n: int) -> str:
-    """At most n characters, cut at a word boundary with an ellipsis, never mid-word."""
-    if len(s) <= n:
-        return s
-    cut = s[: n - 1]
-    space = max(cut.rfind(" "), cut.rfind(","))
-    return (cut[:space] if space > n // 2 else cut).rstrip(" ,;") + " …"
 
 
 def _cell(v) -> str:

@@ -8,25 +8,23 @@ from typing import TYPE_CHECKING
 from q9diff.present.terminal import console, text
 
 if TYPE_CHECKING:
-    from q9diff.doctor.run import DoctorResult, Finding
+    from q9diff.doctor.result import DoctorResult, Finding
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 STATUS_STYLE = {"implicated": "bold red", "ruled out": "green", "open": "yellow"}
 
 
 def print_report(report: DoctorResult, out=None) -> None:
-    """The verdict first (the counts), then each error and warning with its fix (a fix line is never
-    wrapped), then the device's profile, the nine hypotheses by status, and what is not settled, each
-    said once. Strings from files are escaped rich Text, never markup. `out`: a rich Console."""
+    """The verdict first (will it load where asked, the counts) and what it was asked about, then each
+    error and warning with its fix, then the device's profile, the nine hypotheses by status, and what
+    is not settled, each said once. Strings from files are escaped rich Text, never markup. `out`: a
+    rich Console."""
+    from q9diff.present.verdict import doctor_asked, doctor_headline
+
     out = console if out is None else out
-    against = (" vs reference ", report.reference) if report.reference is not None else ()
-    aimed = (f" --target {report.target['label']}",) if report.target is not None else ()
-    on = (f" --runtime QAIRT {report.runtime['qairt']}",) if report.runtime is not None else ()
-    out.print(text(("q9diff doctor ", "bold"), report.bundle, *against, *aimed, *on))
-    e, w = report.count("error"), report.count("warning")
-    passed = sum(1 for f in report.findings if f.ruled_out)
-    style = "bold red" if e else ("yellow" if w else "bold green")
-    out.print(text((f"{e} error(s), {w} warning(s)", style), f", {passed} checks passed"))
+    head, level = doctor_headline(report)
+    out.print(text((head, {"error": "bold red", "warning": "bold yellow", "ok": "bold green"}[level])))
+    out.print(text(doctor_asked(report)))
     for note in report.notes:
         out.print(text((note, "dim")))
     for severity in ("error", "warning"):
@@ -38,7 +36,7 @@ def print_report(report: DoctorResult, out=None) -> None:
             out.print(text((f"  {f.check}", STYLE[severity]), hyp, "  ", (f.where, "cyan")))
             out.print(text(f"    {f.evidence}"))
             if f.fix:
-                out.print(text(("    fix: ", "green"), f.fix), soft_wrap=True)
+                out.print(text(("    fix: ", "green"), f.fix))  # a sentence: wrapped, never cut
     if report.profile is not None:
         out.print(text(("Target: ", "bold"), report.profile["sentence"]))
     _hypotheses(report, out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from q9diff.present.terminal import console, print_packing, text
+from q9diff.present.terminal import console, print_packing, text, whole
 from q9diff.present.verdict import target_words
 
 MAX_ROWS = 100  # rows of a table (regions, delegates) shown; past it one line counts the rest
@@ -40,18 +40,17 @@ def print_contexts(binaries: list, summaries: list[dict], meta: Path | None = No
 def print_meta(meta: Path, m: dict, lines: list[str]) -> None:
     """The judgement of a qnn-context-binary-utility dump, in as few lines as it needs."""
     if not m["describes_this_binary"]:
-        console.print(text(("meta", "red"), f" {meta}: {lines[0]}"), soft_wrap=True)
+        console.print(text(("meta", "red"), " ", whole(str(meta)), f": {lines[0]}"))
         return
     for d in lines:
-        console.print(text(("meta disagrees", "red"), f": {d}"), soft_wrap=True)
+        console.print(text(("meta disagrees", "red"), f": {d}"))
     keys = sorted({n.split(":", 1)[0].rsplit(".", 1)[-1].split("[", 1)[0] for n in m["not_compared"]})
     verdict = "agrees on all of them" if not lines else f"disagrees on {len(lines)}"
     console.print(
         text(
             f"meta ({m['header']}): {m['compared']} fields compared, {verdict}; "
             f"not compared ({len(m['not_compared'])}, q9diff does not read them): {', '.join(keys)}"
-        ),
-        soft_wrap=True,
+        )
     )
 
 
@@ -115,8 +114,7 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
                     ("  options differ from what the file records", "yellow"),
                     f" (options: what the compiler was asked; recorded: graphBlobInfo/contextMetadata):"
                     f" {asked}",
-                ),
-                soft_wrap=True,
+                )
             )
     if s["unknown"]:
         reasons: dict[str, list[str]] = {}
@@ -130,7 +128,8 @@ def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     t.add_column("size", justify="right")
     t.add_column("%", justify="right")
     for r in s["regions"][:MAX_ROWS]:
-        t.add_row(text(r["name"]), f"{r['offset']:#x}", str(r["size"]), f"{100 * r['size'] / s['size']:.1f}")
+        share = f"{100 * r['size'] / s['size']:.1f}"
+        t.add_row(text(r["name"]), f"{r['offset']:#x}", f"{r['size']:,d}", share)
     console.print(t)
     _more(s["regions"], "regions")
     unk = unknown_bytes(cb)
@@ -154,7 +153,7 @@ def print_container(c: dict) -> None:
 
     from q9diff.units import human, nbytes
 
-    console.print(text((c["path"], "bold"), f" ExecuTorch program {human(c['size'])} ({nbytes(c['size'])})"))
+    console.print(text((c["path"], "bold"), f" ExecuTorch program {nbytes(c['size'])} ({human(c['size'])})"))
     from q9diff.format.pte import cut, shown
 
     for d in c["delegates"][:MAX_ROWS]:
@@ -163,7 +162,7 @@ def print_container(c: dict) -> None:
             f" {d['location']} {d['index']}"
         )
         if not d.get("context"):
-            console.print(text(head + ": not read"), soft_wrap=True)
+            console.print(text(head + ": not read"))
             continue
         spec = d["compile_spec"]
         asked = (
@@ -174,15 +173,15 @@ def print_container(c: dict) -> None:
             else f"compile spec soc_model {spec['soc_model']}, htp_arch {spec['htp_arch']},"
             f" VTCM {spec['vtcm_mb']} MiB, {spec['precision']}"
         )
-        console.print(text(head + f" -> context {d['context']} ({asked})"), soft_wrap=True)
+        console.print(text(head + f" -> context {d['context']} ({asked})"))
         for f in d["compile_spec_findings"]:
-            console.print(text(("    compile spec disagrees", "yellow"), f": {f}"), soft_wrap=True)
+            console.print(text(("    compile spec disagrees", "yellow"), f": {f}"))
     _more(c["delegates"], "delegates")
     t = Table(title="regions of the .pte", show_lines=False)
     for column, justify in (("region", "left"), ("offset", "right"), ("size", "right")):
         t.add_column(column, justify=justify)
     for r in c["regions"][:MAX_ROWS]:
-        t.add_row(text(r["name"]), f"{r['offset']:#x}", str(r["size"]))
+        t.add_row(text(r["name"]), f"{r['offset']:#x}", f"{r['size']:,d}")
     console.print(t)
     _more(c["regions"], "regions")
     console.rule()

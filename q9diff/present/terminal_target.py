@@ -13,10 +13,7 @@ def print_head(data: dict) -> None:
     arch = f"v{t['dsp_arch']}" if t["dsp_arch"] else "dsp_arch unknown"
     vtcm = f"VTCM {t['vtcm_mb']} MiB" if t["vtcm_mb"] else "VTCM not documented"
     console.print(
-        text(
-            (f"Target: {t['name']}", "bold"), f" = soc_model {t['soc_model']} ({t['part']}), {arch}, {vtcm}"
-        ),
-        soft_wrap=True,
+        text((f"Target: {t['name']}", "bold"), f" = soc_model {t['soc_model']} ({t['part']}), {arch}, {vtcm}")
     )
     note = f"; {t['note']}" if t["note"] else ""
     sources = ", ".join(t["sources"])
@@ -106,7 +103,7 @@ def print_load(load: dict | None) -> None:
         if error:
             console.print(text(f"    it prints {error}"))
         if fix:
-            console.print(text(("    fix: ", "green"), fix), soft_wrap=True)
+            console.print(text(("    fix: ", "green"), fix))  # a sentence: wrapped, never cut
     for part in load["parts"]:
         for why in part["not_judged"]:
             console.print(text(("  not judged", "yellow"), f" ({part['part']}): {why}"))

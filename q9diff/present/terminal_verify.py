@@ -12,8 +12,11 @@ def _fmt(m) -> str:
 
 
 def print_verify(res) -> None:
+    """The verdict first (PASS or FAIL, where, and what that place cannot show), then where each side ran
+    and what was compared, then the reach and the command to run next."""
     from rich.table import Table
 
+    print_verdict(res)
     for side in res.sides:
         console.print(text((side.label, "bold"), f": {side.source} ({side.runner})"))
         for note in side.notes:
@@ -35,9 +38,9 @@ def print_verify(res) -> None:
                 )
             )
         if not c.steps:
-            print_verdict(res)
+            print_reach(res)
             return
-        t = Table(title="per step (logits teacher-forced on the anchor's tokens): max|Δ| / cosine")
+        t = Table(title="per step (logits teacher-forced on the anchor's tokens): max abs Δ / cosine")
         labels = list(c.tokens)
         short = {"candidate": "cand", "reference": "ref"}
         for col in ["step", *[short.get(x, x) for x in labels], "cand~cpu", "ref~cpu", "cand~ref"]:
@@ -53,7 +56,7 @@ def print_verify(res) -> None:
         console.print(t)
     else:
         t = Table(title="outputs: candidate against each other side")
-        for col in ("graph", "output", "against", "max|Δ|", "rel", "cosine", "ok"):
+        for col in ("graph", "output", "against", "max abs Δ", "rel", "cosine", "ok"):
             t.add_column(col, overflow="fold")
         for o in res.outputs:
             m = o.metrics
@@ -62,10 +65,11 @@ def print_verify(res) -> None:
             graph = o.graph if len(o.graph) <= 32 else "…" + o.graph[-31:]
             t.add_row(text(graph), text(o.output), text(o.against), *cells)
         console.print(t)
-    print_verdict(res)
+    print_reach(res)
 
 
 def print_verdict(res) -> None:
+    """PASS or FAIL with what it rests on, the caveats, and a CPU divergence: the view's first lines."""
     c = res.llm
     if c is not None and "cpu" in c.tokens:
         cpu_div = next(
@@ -84,9 +88,16 @@ def print_verdict(res) -> None:
     from q9diff.verify.verdict import judge
 
     v = judge(res)
-    console.print(text(f"reach: {v.reach}"))
     console.print(text((v.headline, "bold green" if v.passed else "bold red")))
     for caveat in v.caveats:
         console.print(text((caveat, "bold red")))
+
+
+def print_reach(res) -> None:
+    """What the place the builds ran can show, and the command that shows more: the view's last lines."""
+    from q9diff.verify.verdict import judge
+
+    v = judge(res)
+    console.print(text(f"reach: {v.reach}"))
     if v.next_command:
         console.print(text(f"  {v.next_command}"), soft_wrap=True)  # a line to copy: never wrapped

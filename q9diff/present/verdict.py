@@ -236,3 +236,77 @@ def load_rows(load: dict) -> tuple[str, list[tuple[str, str, str, str | None, st
         which = f"all {total} parts" if len(parts) == total > 1 else ", ".join(parts)
         out.append((rule, which, f"{verdict}: {evidence}", error, fix))
     return f"Will it load on {on}: {load['verdict']}", out
+
+
+def counted(n: int, word: str) -> str:
+    """`1 error`, `2 errors`, `no warning`: a count as a sentence says it."""
+    return f"no {word}" if n == 0 else f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def doctor_on(result) -> str:
+    """What doctor was asked to judge the bundle for: `QCS9100 and QAIRT 2.48`, '' when nothing named."""
+    device = result.target["name"] if result.target else None
+    runtime = f"QAIRT {result.runtime['qairt']}" if result.runtime else None
+    return " and ".join(x for x in (device, runtime) if x)
+
+
+def doctor_headline(result) -> tuple[str, str]:
+    """doctor's verdict, the first thing every view of it says, and its class (`error`, `warning`, `ok`):
+    `Will not load on QAIRT 2.48: 1 error` where a load check refused a part; `Not ready: ...` for other
+    errors; `Loads on ...` or `No error` otherwise. `result`: a DoctorResult."""
+    errors = [f for f in result.findings if f.severity == "error" and not f.ruled_out]
+    e, w = len(errors), result.count("warning")
+    counts = counted(e, "error") + (f", {counted(w, 'warning')}" if w or not e else "")
+    on = doctor_on(result)
+    refused = any(f.check.startswith("load.") for f in errors)
+    if refused:
+        return f"Will not load on {on}: {counts}", "error"
+    if e:
+        return f"Not ready: {counts}", "error"
+    judged = result.runtime is not None or result.target is not None
+    head = f"Loads on {on}" if judged else "No error"
+    return (f"{head}: {counts}" if judged else f"{head}, {counted(w, 'warning')}"), "warning" if w else "ok"
+
+
+def doctor_asked(result) -> str:
+    """What the verdict is about, and what was not named: `fixtures/.../genie_config.json for QAIRT 2.48,
+    no device named (--target DEVICE); 25 checks passed`. `result`: a DoctorResult."""
+    said = result.bundle + (f" against the reference {result.reference}" if result.reference else "")
+    on = doctor_on(result)
+    unnamed = [
+        what
+        for what, named in (
+            ("no device named (--target DEVICE)", result.target),
+            ("no runtime named (--runtime VERSION)", result.runtime),
+        )
+        if named is None
+    ]
+    passed = sum(1 for f in result.findings if f.ruled_out)
+    return ", ".join([said + (f" for {on}" if on else ""), *unnamed]) + f"; {passed} checks passed"
+
+
+def short_verdict(causes, verb: str = "differ", most: int = 3) -> str:
+    """`differ: soc_model 0 → 77, vtcm_size 4 MiB → 8 MiB`: the root causes of a result in a line (a
+    repr, a log line), what decides correctness first; the rest counted, not listed."""
+    found = ranked(causes)
+    if not found:
+        return f"{verb}: no setting differs (only effects or data)"
+    more = f" and {len(found) - most} more" if len(found) > most else ""
+    return f"{verb}: " + ", ".join(change(c) for c in found[:most]) + more
+
+
+def set_root(data: dict, side: str) -> str:
+    """The folder a side's parts come from (the common parent), for the title."""
+    paths = [p[side]["path"] for p in data["parts"]] + data[f"unpaired_{side}"]
+    parents = {p.rpartition("/")[0] or "." for p in paths}
+    return parents.pop() if len(parents) == 1 else ", ".join(sorted(parents))
+
+
+def clip(s: str, n: int) -> str:
+    """At most `n` characters, cut at a word boundary with an ellipsis, never mid-word (a table cell, a
+    chart's label); `s` itself when it fits."""
+    if len(s) <= n:
+        return s
+    cut = s[: n - 1]
+    space = max(cut.rfind(" "), cut.rfind(","))
+    return (cut[:space] if space > n // 2 else cut).rstrip(" ,;") + " …"

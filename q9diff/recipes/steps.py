@@ -54,6 +54,11 @@ def find_recipe(candidate: Path) -> Path:
     raise FormatError(str(candidate), None, "a recipe.json beside the candidate (or pass --recipe)")
 
 
+def _said(value) -> str:
+    """A recipe value in a step's label as the recipe's JSON writes it: `true`, not Python's `True`."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 def plan(recipe, suggestions: list[dict]) -> list[tuple[tuple[str, ...], str, dict]]:
     """(settings added, their label, cumulative recipe settings) per step, in ORDER; soc_model and
     dsp_arch are one step (a SoC is set as a pair)."""
@@ -75,7 +80,7 @@ def plan(recipe, suggestions: list[dict]) -> list[tuple[tuple[str, ...], str, di
         for setting in g:
             name, value = wanted[setting]
             cumulative[name] = value
-        label = ", ".join(f"{setting}={wanted[setting][1]}" for setting in g)
+        label = ", ".join(f"{setting}={_said(wanted[setting][1])}" for setting in g)
         steps.append((g, label, dict(cumulative)))
     return steps
 

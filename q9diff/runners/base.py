@@ -12,6 +12,17 @@ import numpy as np
 
 from q9diff.errors import Q9Error
 
+
+def shown_path(path: str | os.PathLike) -> str:
+    """A path as a report carries it: relative to the working folder when it lies under it (as the user
+    named the inputs), so a saved report or a CI artifact carries no path of the machine that ran it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve())) if p.is_absolute() else str(p)
+    except (ValueError, OSError):
+        return str(p)
+
+
 # QNN data type name (q9diff.format.tables.DATATYPE_NAMES) -> numpy dtype name of the I/O buffer.
 QNN_TO_NUMPY = {
     "INT_8": "int8",

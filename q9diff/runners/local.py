@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from q9diff.guard import child_env, no_telemetry, python_argv
-from q9diff.runners.base import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs
+from q9diff.runners.base import GraphSpec, RunnerError, RunnerUnavailable, TensorSpec, graph_specs, shown_path
 from q9diff.runners.worker import WorkerClient, WorkerSession
 
 
@@ -82,13 +82,13 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     missing = [m for m in models if not m.is_file()]
     if missing:
         raise RunnerError(f"{binary}: cannot rebuild it unshared, source model {missing[0]} not found")
-    origin = f"{r.path} part {part.name}"
+    origin = f"{shown_path(r.path)} part {part.name}"
     try:
         home, cached = cached_compile(unshared, cache_root() / "unshared")
     except (BackendUnavailable, RuntimeError) as exc:
         raise RunnerError(f"{binary}: rebuilding without weight sharing failed: {exc}") from None
     outputs = [output_path(home, p) for p in parts]
-    return outputs, f"{origin}, {'cached' if cached else 'kept'} in {home}"
+    return outputs, f"{origin}, {'cached' if cached else 'kept'} in q9diff's cache as unshared/{home.name}"
 
 
 class LocalSession(WorkerSession):
@@ -159,10 +159,10 @@ def _rebuilt_note(rebuilt: list[tuple[str, int, str]], crash: str) -> str:
     names = ", ".join(f"{name} ({n} graphs)" for name, n, _ in rebuilt)
     origins = "; ".join(dict.fromkeys(origin for *_, origin in rebuilt))
     return (
-        f"{len(rebuilt)} weight-shared binar{'y' if len(rebuilt) == 1 else 'ies'} ({names}), which the x86"
-        f" emulator cannot load ({crash}): ran {'its' if len(rebuilt) == 1 else 'their'} recipe ({origins})"
-        " rebuilt with one context per graph and no weight sharing instead. The shared binaries themselves"
-        " are verified only on a device."
+        f"{len(rebuilt)} weight-shared binar{'y' if len(rebuilt) == 1 else 'ies'} ({names}) ran as"
+        f" {'its' if len(rebuilt) == 1 else 'their'} recipe ({origins}) rebuilt with one context per graph"
+        f" and no weight sharing: the x86 emulator does not load weight-shared binaries (as tried: {crash})."
+        " The shared binaries themselves are verified only on a device."
     )
 
 
@@ -231,7 +231,8 @@ class CpuSession:
         import onnxruntime as ort
 
         self.notes = (
-            f"CPU reference: the recipe's source ONNX models ({recipe.path}) on ONNX Runtime's CPU EP",
+            f"CPU reference: the recipe's source ONNX models ({shown_path(recipe.path)}) on ONNX Runtime's"
+            " CPU EP",
         )
         graphs, self._sessions = [], {}
         for i, part in enumerate(recipe.parts):

@@ -22,6 +22,7 @@ SCHEMAS = (
     "q9diff.diff/1",
     "q9diff.setdiff/1",
     "q9diff.target/1",
+    "q9diff.load/1",
     "q9diff.doctor/1",
     "q9diff.verify/1",
     "q9diff.inspect/1",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from q9diff.compare.attribution import KIND_BUCKETS
-from q9diff.doctor.run import HYPOTHESES, SEVERITIES
+from q9diff.doctor.result import HYPOTHESES, SEVERITIES
 from q9diff.doctor.run import RULES as DOCTOR_RULES
 from q9diff.format.model import KINDS
 from q9diff.load.rules import RULES as LOAD_RULES
 from q9diff.schemas._defs import (
     BUCKETS,
+    DEFS,
     EARLIER,
     anything,
     array,
@@ -400,4 +401,13 @@ def doctor_properties() -> dict:
         "runtime": ref(
             "runtime", "--runtime given, or the runtime the bundle ships: what loads were judged for."
         ),
+    }
+
+
+def load_properties() -> dict:
+    """`q9diff.load/1`: the Python API's `will_load` result, the `load` object with its id and path."""
+    return {
+        "schema": const("q9diff.load/1", "The schema id of this object."),
+        "path": string("The build judged, as it was named."),
+        **DEFS["load"]()["properties"],
     }

@@ -28,6 +28,7 @@ from q9diff.schemas._compare import (
     diff_properties,
     different_models,
     doctor_properties,
+    load_properties,
     pair,
     region_row,
     setdiff_properties,
@@ -89,6 +90,14 @@ DOCUMENTS = {
         "`q9diff A --target DEVICE --json`.",
         target_properties,
         ("load", "toolchain", "next"),
+    ),
+    "q9diff.load/1": (
+        "q9diff.will_load(...).to_json()",
+        "Will each part of a build load on the runtime and device named: the Python API's `will_load` "
+        "result (docs/python.md), the `load` object of q9diff.diff/1 and q9diff.target/1 with its id and "
+        "the path judged.",
+        load_properties,
+        (),
     ),
     "q9diff.doctor/1": (
         "q9diff doctor --json",

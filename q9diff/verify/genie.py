@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from q9diff.genie import config as genie_config
-from q9diff.runners.base import RunnerError, Session
+from q9diff.runners.base import RunnerError, Session, shown_path
 from q9diff.verify import llm
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def decode_bundle(
                 notes.append(f"no recipe beside {candidate}'s ctx-bins: no CPU reference")
             else:
                 sessions["cpu"] = cpu_session(r)
-                sides.append(Side("cpu", str(r.path), "onnxruntime CPU", sessions["cpu"].notes))
+                sides.append(Side("cpu", shown_path(r.path), "onnxruntime CPU", sessions["cpu"].notes))
         ids = ([dialog.bos] if dialog.bos is not None else []) + list(prompt)
         pad = dialog.eos if dialog.eos is not None else 0
         tokens = {k: llm.greedy(s, llm.layout(s.graphs), ids, steps, theta=dialog.theta, pad=pad).tokens

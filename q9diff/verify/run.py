@@ -19,7 +19,7 @@ import numpy as np
 from q9diff import kinds
 from q9diff.genie import config as genie_config
 from q9diff.guard import contained, no_telemetry
-from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, to_device
+from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, shown_path, to_device
 from q9diff.verify import llm
 from q9diff.verify.verdict import judge
 
@@ -424,7 +424,7 @@ def verify(
                 notes.append(f"no recipe beside {candidate}: no CPU reference (pass --recipe)")
             else:
                 opened["cpu"] = cs
-                sides.append(Side("cpu", str(cpu_from[0].path), "onnxruntime CPU", cs.notes))
+                sides.append(Side("cpu", shown_path(cpu_from[0].path), "onnxruntime CPU", cs.notes))
         lay = llm.layout(opened["candidate"].graphs)
         if lay is None:
             cand = opened["candidate"]

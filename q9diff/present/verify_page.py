@@ -1,10 +1,18 @@
-"""The HTML page of `q9diff verify`: each side against the CPU and against each other, per output and, for an
-LLM, per decoding step (plotly), the verdict first; drawn from the verify result alone."""
+"""verify's HTML report, from its result (`VerifyResult`, as `q9diff.verify/1` saves it): the verdict
+(PASS or FAIL, then the sentences that say what it rests on and what it cannot show), where each side
+ran, the tokens or the outputs compared, and the drift per step (or the cosine per output) as a chart.
+On the report page of q9diff.present.html; every string escaped.
+"""
 
 from __future__ import annotations
 
 from q9diff.present import charts, embed
-from q9diff.present.html import esc, page_name, scroll_table, wrap_page
+from q9diff.present.html import esc, scroll_table, wrap_page
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
 
 # Each pair its colour, its dash and its marker, so a line hidden under another still shows.
 _PAIRS = {
@@ -103,14 +111,15 @@ def _outputs_figure(res):
         labels = [charts.text(f"{charts.short_names([o.graph])[0]}:{o.output}") for o in rows]
         name = charts.text(f"candidate vs {against}")
         fig.add_trace(go.Bar(x=labels, y=[o.metrics.cosine for o in rows], name=name))
-    for against, cosine in sorted(_tolerances(res).items()):
-        if any(o.against == against for o in outputs):
-            fig.add_hline(
-                y=cosine,
-                line_dash="longdash",
-                line_color="#555",
-                annotation_text=charts.text(f"tolerance vs {against}: {cosine}"),
-            )
+    drawn = [(a, c) for a, c in sorted(_tolerances(res).items()) if any(o.against == a for o in outputs)]
+    for (against, cosine), where in zip(drawn, ("top left", "bottom right")):  # 0.99 and 0.999: apart
+        fig.add_hline(
+            y=cosine,
+            line_dash="longdash",
+            line_color="#555",
+            annotation_text=charts.text(f"tolerance vs {against}: {cosine}"),
+            annotation_position=where,
+        )
     fig.update_layout(
         title="Cosine similarity per output",
         barmode="group",
@@ -126,8 +135,10 @@ def render_verify(res) -> str:
     from q9diff.verify.verdict import judge
 
     v = judge(res)
-    verdict = esc(v.headline) + "".join(f"<br><small>{esc(c)}</small>" for c in v.caveats)
-    verdict += f"<br><small><code>{esc(v.next_command)}</code></small>" if v.next_command else ""
+    status = "PASS" if v.passed else "FAIL"  # the heading: the word; the paragraphs under it: the sentences
+    verdict = f"<p class='{'ok' if v.passed else 'warn'}'><b>{esc(v.headline)}</b></p>"
+    verdict += "".join(f'<p class="warn">{esc(c)}</p>' for c in v.caveats)
+    verdict += f"<p>Next: <code>{esc(v.next_command)}</code></p>" if v.next_command else ""
     sides = "".join(
         f"<li><b>{esc(s.label)}</b>: {esc(s.source)} ({esc(s.runner)})"
         + "".join(f"<br><i>{esc(n)}</i>" for n in s.notes)
@@ -160,16 +171,15 @@ def render_verify(res) -> str:
             for o in res.outputs
         )
         body = scroll_table(
-            "<tr><th>graph</th><th>output</th><th>against</th><th>max|Δ|</th><th>rel</th>"
+            "<tr><th>graph</th><th>output</th><th>against</th><th>max abs Δ</th><th>rel</th>"
             f"<th>cosine</th><th>ok</th></tr>{rows}"
         )
         fig = _outputs_figure(res)
     chart = embed.Charts()([fig]) if fig is not None else ""
     cand = next((s.source for s in res.sides if s.label == "candidate"), "")
     ref = next((s.source for s in res.sides if s.label == "reference"), "")
-    status = "PASS" if v.passed else "FAIL"  # the tab's title: the word; the page: the whole verdict
-    title = f"q9diff verify {page_name(cand)}" + (f" vs {page_name(ref)}" if ref else "") + f": {status}"
-    page = f"""<h1>q9diff verify: {verdict}</h1>
+    title = f"q9diff verify {_name(cand)}" + (f" vs {_name(ref)}" if ref else "") + f": {status}"
+    page = f"""<h1>q9diff verify: {status}</h1>{verdict}
 <ul>{sides}</ul>{f"<ul>{notes}</ul>" if notes else ""}
 {body}
 {chart}"""
