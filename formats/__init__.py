@@ -1,6 +1,6 @@
 """The byte layouts of QNN HTP context binaries and the files that carry them, as construct definitions.
 
-This is the spec; `q9diff.format` walks files with it and keeps no layout of its own. One definition
+This is the spec; `q9diff.read` walks files with it and keeps no layout of its own. One definition
 parses (the walker) and builds (tests/test_formats.py, scripts/fuzz.py, the hostile-input tests). Installed
 as `q9diff.formats` (pyproject.toml maps this folder); every definition carries its evidence.
 

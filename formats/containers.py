@@ -1,6 +1,6 @@
 """The fixed parts of the files that carry context binaries: a LiteRT `.tflite` and its dispatch op's payload.
 
-An ONNX Runtime EPContext model is a protobuf read by the onnx package (q9diff.format.openers); nothing of
+An ONNX Runtime EPContext model is a protobuf read by the onnx package (q9diff.read.openers); nothing of
 it is declared here. The ExecuTorch `.pte` (its header, Program slots, the QnnContextCustomProtocol before
 each QNN context binary and the compile spec) has a module of its own: `pte`.
 """

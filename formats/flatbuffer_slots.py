@@ -3,7 +3,7 @@
 A FlatBuffer carries no schema, and tables share vtables, so a schema-less walk misreads fields: these maps
 are the schema. A kind is a construct scalar (the field's inline value), a fixed-size construct Struct (an
 inline struct), or one of STRING, BYTES, TABLE, TABLES or a `Vector` of a scalar (reached through an
-offset). `q9diff.format.flatbuf` reads a field by its row here, with every offset bounds-checked.
+offset). `q9diff.read.flatbuf` reads a field by its row here, with every offset bounds-checked.
 
 Evidence: "oracle" means every value was checked against libQnnSystem.so (tests/test_parser.py compares
 every field on every fixture).

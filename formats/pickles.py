@@ -79,7 +79,7 @@ Contents = Struct(
     "inner_offset_16" / Optional(Int32ul),
     "rest" / GreedyBytes,
 )
-# Op: the compiler options string, `key=value;` entries (q9diff.format.options decodes them); the text
+# Op: the compiler options string, `key=value;` entries (q9diff.read.options decodes them); the text
 # ends at the first NUL, the record is NUL-padded to whole words.
 OPTIONS_END = b"\x00"
 Options = Struct("text" / GreedyBytes)

@@ -33,7 +33,7 @@ _WHERE = {
     "Q9Error": "q9diff.errors",
     "InputError": "q9diff.errors",
     "FormatError": "q9diff.errors",
-    "UnknownDevice": "q9diff.format.tables",
+    "UnknownDevice": "q9diff.read.tables",
     "UnknownRuntime": "q9diff.load.runtime",
     "BundleError": "q9diff.genie.bundle",
 }

@@ -10,7 +10,7 @@ file, never with SystemExit.
 
 What a path is (a context binary, a folder of parts, a Genie bundle or config, an EPContext .onnx, a
 LiteRT .tflite, an ExecuTorch .pte) is decided by the one registry of kinds (q9diff.kinds) over the openers of
-q9diff.format.openers: a new container is a row there, and every function here takes it unchanged.
+q9diff.read.openers: a new container is a row there, and every function here takes it unchanged.
 
 The other functions here (as_device, as_runtime, judged, load_verdicts, reference_findings, diff_pair,
 diff_parts) are the steps the command line composes; they are public to q9diff's own modules, not part
@@ -30,8 +30,8 @@ from q9diff.errors import FormatError, InputError
 
 # Imported, not only named for type checkers: typing.get_type_hints(q9diff.diff) resolves the names of a
 # public signature (every path a function reads imports these two anyway).
-from q9diff.format.tables import Device
 from q9diff.load.runtime import Runtime
+from q9diff.read.tables import Device
 from q9diff.results import Build, DiffReport, DoctorReport, LoadReport, TargetReport
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def _path(p: PathLike | Build) -> Path:
 def as_device(name: str | Device) -> Device:
     """The device a name means (QCS9100, SA8775P, Snapdragon 8 Gen 3, SM8650, a soc_model id), or
     UnknownDevice saying which names q9diff knows."""
-    from q9diff.format.tables import find_device
+    from q9diff.read.tables import find_device
 
     return name if isinstance(name, Device) else find_device(str(name))
 

@@ -1,6 +1,6 @@
 """The paths a user gives q9diff, checked before any work: each exists, a set holds parts, a file given
 against a set has its counterpart there, and a context opens. What a path *is* is decided by the one
-registry of kinds (q9diff.kinds), and what a file carries by its opener (q9diff.format.openers); this
+registry of kinds (q9diff.kinds), and what a file carries by its opener (q9diff.read.openers); this
 module turns their failures into the one-line errors a user reads (`InputError`, or the opener's own
 `FormatError`), for the command line and the Python API alike.
 """
@@ -23,8 +23,8 @@ def read_errors() -> tuple[type[Exception], ...]:
 def nameable(path: str | os.PathLike) -> Path:
     """`path` as a Path, or InputError when it is no name the system can look up: a part of it over 255
     bytes or the whole over 4096 (os.stat raises "File name too long"), a NUL, a lone surrogate."""
-    from q9diff.format.openers import split_name
     from q9diff.guard import nameable as can_name
+    from q9diff.read.openers import split_name
 
     # FILE#NAME names a context of FILE, however long NAME is: only FILE is looked up
     if not can_name(path) and not (can_name(split_name(path)[0]) and split_name(path)[1] is not None):
@@ -39,7 +39,7 @@ def nameable(path: str | os.PathLike) -> Path:
 
 def exists(path: Path) -> None:
     """The path exists, or names one context of a file that does (`FILE#NAME`, as sets list them)."""
-    from q9diff.format.openers import split_name
+    from q9diff.read.openers import split_name
 
     nameable(path)
     if split_name(path)[1] is not None or os.path.lexists(path):
@@ -87,7 +87,7 @@ def check(path: Path) -> None:
 
 def _container(path: Path) -> bool:
     """A container file (.onnx, .tflite, .pte) given whole, however many contexts it holds."""
-    from q9diff.format.openers import kind
+    from q9diff.read.openers import kind
 
     return os.path.isfile(path) and kind(path) is not None
 
@@ -99,7 +99,7 @@ def parts_or_self(path: Path) -> list[Path]:
 
 def open_context(path: str | os.PathLike):
     """The `ContextBinary` at `path` (`FILE#NAME` for one of several in a container)."""
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     try:
         return open_binary(path)
@@ -139,7 +139,7 @@ def toolchain_of(candidate: Path) -> dict:
     form a fix leads with (q9diff.present.fixes). An ExecuTorch .pte, an ONNX Runtime EPContext model, a
     folder (or the folder of a file) holding a backend extension config, a q9diff recipe's backend; else
     the qairt Python API, the seed's own toolchain."""
-    from q9diff.format.openers import kind, split_name
+    from q9diff.read.openers import kind, split_name
 
     p = Path(candidate)
     k = kind(split_name(p)[0])

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from q9diff.format.openers import part_paths, split_name
 from q9diff.genie import config as genie_config
 from q9diff.genie.layout import file_split
+from q9diff.read.openers import part_paths, split_name
 
 
 @dataclass(frozen=True)

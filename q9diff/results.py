@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 # Imported, not only named for type checkers, so typing.get_type_hints resolves every public method's
 # signature: neither loads the engines (q9diff.open imports the first already; the second is data).
 from q9diff.doctor.result import DoctorResult, Finding
-from q9diff.format.binary import ContextBinary
+from q9diff.read.binary import ContextBinary
 
 if TYPE_CHECKING:  # the diff engine (numpy and the block search): loaded only by a diff
     from q9diff.compare.diff import DiffResult, SetDiff

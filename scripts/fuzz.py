@@ -3,7 +3,7 @@
 Seeds are the committed fixtures (fixtures/**/*.bin, the ExecuTorch fixtures/pte/*.pte) and the real
 third-party files in ../shared/real/binaries (when that folder is there); a file in an ONNX/LiteRT/ExecuTorch
 container is fuzzed both as the container (written to a temporary file, every context opened with
-q9diff.format.openers.contexts; a .pte's own region map and compile specs too) and as the context binary
+q9diff.read.openers.contexts; a .pte's own region map and compile specs too) and as the context binary
 q9diff finds inside it. `--pte` fuzzes the .pte fixtures alone.
 Mutations are byte-level (flips, interesting words, truncations, copies, FlatBuffer offsets made to share
 children) and structural: a field of a record that formats/ declares (a file or blob header, a pickle header
@@ -51,10 +51,10 @@ from construct import ConstructError  # noqa: E402
 
 from q9diff.compare.diff import diff, to_json  # noqa: E402
 from q9diff.errors import FormatError  # noqa: E402
-from q9diff.format import flatbuf, openers  # noqa: E402
-from q9diff.format.binary import ContextBinary  # noqa: E402
-from q9diff.format.openers import CONTAINERS, contexts, open_binary  # noqa: E402
-from q9diff.format.sites import Site, record_sites  # noqa: E402
+from q9diff.read import flatbuf, openers  # noqa: E402
+from q9diff.read.binary import ContextBinary  # noqa: E402
+from q9diff.read.openers import CONTAINERS, contexts, open_binary  # noqa: E402
+from q9diff.read.sites import Site, record_sites  # noqa: E402
 
 HANG_S = 2.0  # a case slower than this is a hang
 ALARM_S = 20  # a case still running after this is stopped (and counted as a hang)
@@ -134,8 +134,8 @@ def pte_sites(data: bytes) -> tuple[Site, ...]:
     """The records of a .pte that formats/pte declares (its header, each QNN payload header) and the
     Program's integer fields that place the payloads (each segment's offset and size, each delegate's data
     location and index), each read as one integer of its width."""
-    from q9diff.format import pte
     from q9diff.formats import pte as P
+    from q9diff.read import pte
 
     try:
         walked = pte.read(memoryview(data), "seed")

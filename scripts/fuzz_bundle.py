@@ -16,7 +16,7 @@ libraries: their children are capped before they are asked and tested in tests/t
 its terminal, HTML and JSON presenters (which must show no raw control character), the path registry
 (kinds.parts_of) and verify's DialogConfig over the bundle, apply.plan through the config, and for
 EPContext models
-q9diff.format.openers (part_paths, contexts, open_one for each name) and diff_sets. The expected refusals are
+q9diff.read.openers (part_paths, contexts, open_one for each name) and diff_sets. The expected refusals are
 FormatError, BundleError, ApplyError and RunnerError with a one-line message; anything else is a crash.
 """
 
@@ -35,12 +35,12 @@ from q9diff.doctor import run as doctor
 from q9diff.errors import FormatError
 from q9diff.fix import extconfig
 from q9diff.fix.apply import ApplyError, BuildFacts, plan
-from q9diff.format.binary import ContextBinary
-from q9diff.format.sites import record_sites
 from q9diff.genie.bundle import BundleError
 from q9diff.kinds import parts_of
 from q9diff.present.saved import json_safe
 from q9diff.present.terminal_doctor import print_report
+from q9diff.read.binary import ContextBinary
+from q9diff.read.sites import record_sites
 from q9diff.runners.base import RunnerError
 from q9diff.verify.run import DialogConfig
 
@@ -175,7 +175,7 @@ def _one_line(exc: Exception, folder: Path) -> None:
 
 
 def _read_model(model: Path) -> None:
-    from q9diff.format.openers import contexts, open_one, part_paths
+    from q9diff.read.openers import contexts, open_one, part_paths
 
     parts = part_paths(model)
     found = contexts(model)

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from q9diff.cli import main  # noqa: E402
 from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json  # noqa: E402
-from q9diff.format.openers import open_binary  # noqa: E402
+from q9diff.read.openers import open_binary  # noqa: E402
 
 HANG_S = 10.0
 QWEN = ROOT / "fixtures" / "qwen-mini"

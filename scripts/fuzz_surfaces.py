@@ -132,7 +132,7 @@ def variant(rng: random.Random, methods, segments, offsets, data: bytes) -> byte
 def pte_case(i: int, rng: random.Random, tmp: Path, faults: Faults) -> None:
     from q9diff import api
     from q9diff.compare.container import container_json
-    from q9diff.format import openers
+    from q9diff.read import openers
 
     methods, segments, offsets = program(rng)
     data = W.write(methods, segments, offsets=offsets)

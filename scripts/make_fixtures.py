@@ -129,7 +129,7 @@ QWEN_BUILDS = {
 BASE = rcp.Settings(soc_model=77, dsp_arch="v73", vtcm_mb=8, optimization_level=3)
 SOC_ARCH = {0: "v73", 30: "v68", 36: "v69", 43: "v73", 57: "v75", 69: "v79", 77: "v73", 87: "v81"}
 # A generic build (soc_model 0) of every other arch, beside soc_N: the pairs the generic-target rules
-# (q9diff/format/generic_measured.json, scripts/measure_generic.py) are checked against; and QAIRT 2.48's
+# (q9diff/read/generic_measured.json, scripts/measure_generic.py) are checked against; and QAIRT 2.48's
 # generic v79 build, which records v68, beside its explicit SM8750 one.
 GENERIC_ARCHES = ("v68", "v69", "v75", "v79", "v81")
 OLD_GENERIC = (("2.48", 0, "v79"), ("2.48", 69, "v79"))

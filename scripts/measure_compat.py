@@ -56,9 +56,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from q9diff.format import flatbuf  # noqa: E402
-from q9diff.format import structs as F  # noqa: E402
-from q9diff.format.openers import contexts  # noqa: E402
+from q9diff.formats import context_binary as CB  # noqa: E402
+from q9diff.formats import flatbuffer_slots as S  # noqa: E402
+from q9diff.read import flatbuf  # noqa: E402
+from q9diff.read.openers import contexts  # noqa: E402
 from q9diff.recipes import recipe as rcp  # noqa: E402
 from q9diff.runners.base import graph_specs  # noqa: E402
 
@@ -407,15 +408,15 @@ def _public(record: dict) -> dict:
 
 def _binary_info(buf: bytearray) -> flatbuf.Table:
     """The BinaryInfo table of a QNN 2.25+ binary's metadata (the 40-byte header files)."""
-    if bytes(buf[:16]) != F.FILE_MAGIC:
+    if bytes(buf[: CB.MAGIC_SIZE]) != CB.FILE_MAGIC:
         raise ValueError("header edits need a QNN 2.25+ file header")
-    h = F.FileHeader.parse(bytes(buf[: F.FILE_HEADER_SIZE]))
-    top = flatbuf.root(memoryview(buf), F.METADATA_OFFSET, h.metadata_size, "edit")
-    return top.table(F.METADATA_ROOT_SLOT).table(F.WRAPPER_SLOTS["body"])
+    h = CB.FileHeader.parse(bytes(buf[: CB.FILE_HEADER_SIZE])).sizes
+    top = flatbuf.root(memoryview(buf), CB.METADATA_OFFSET, h.metadata_size, "edit")
+    return top.table(S.METADATA_ROOT["binary_info"].slot).table(S.WRAPPER["body"].slot)
 
 
 def _set_version(buf: bytearray, field: str, value: list[int]) -> None:
-    pos = _binary_info(buf).field(F.BINARY_INFO_SLOTS[f"{field}_version"])
+    pos = _binary_info(buf).field(S.BINARY_INFO_V3[f"{field}_version"].slot)
     struct.pack_into("<3I", buf, pos, *value)
 
 
@@ -423,15 +424,15 @@ def _set_build_id(buf: bytearray, text: str) -> None:
     """Point the build id at `text`: in place when it fits, else appended after the metadata (in the
     padding before the blob) with the header's metadata size grown to cover it."""
     info = _binary_info(buf)
-    ref = info.field(F.BINARY_INFO_SLOTS["build_id"])
+    ref = info.field(S.BINARY_INFO_V3["build_id"].slot)
     old = ref + struct.unpack_from("<I", buf, ref)[0]
     raw = text.encode()
     if len(raw) <= struct.unpack_from("<I", buf, old)[0]:
         n_old = struct.unpack_from("<I", buf, old)[0]
         buf[old : old + 4 + n_old + 1] = struct.pack("<I", len(raw)) + raw.ljust(n_old + 1, b"\0")
         return
-    h = F.FileHeader.parse(bytes(buf[: F.FILE_HEADER_SIZE]))
-    new = F.METADATA_OFFSET + h.metadata_size
+    h = CB.FileHeader.parse(bytes(buf[: CB.FILE_HEADER_SIZE])).sizes
+    new = CB.METADATA_OFFSET + h.metadata_size
     new += -new % 4
     end = new + 4 + len(raw) + 1
     end += -end % 8
@@ -439,7 +440,7 @@ def _set_build_id(buf: bytearray, text: str) -> None:
         raise ValueError("no room for a longer build id before the blob")
     buf[new:end] = (struct.pack("<I", len(raw)) + raw).ljust(end - new, b"\0")
     struct.pack_into("<I", buf, ref, new - ref)
-    struct.pack_into("<Q", buf, 16, end - F.METADATA_OFFSET)
+    struct.pack_into("<Q", buf, 16, end - CB.METADATA_OFFSET)
 
 
 def _bumped_build(build_id: str) -> str:

@@ -22,7 +22,7 @@ For every QAIRT, every `htp_arch` ONNX Runtime's QNN EP takes (68, 69, 73, 75, 7
   for which compiler options follow which setting.
 Each build is read back with q9diff's own reader: the socModel and dspArch it records, every compiler option,
 its op kinds and counts, its tensor types, its size. The raw builds go to `--raw` (outside the repository,
-resumable: written after every compile); the committed data, q9diff/format/generic_measured.json, is
+resumable: written after every compile); the committed data, q9diff/read/generic_measured.json, is
 derived from them (`derive`): per QAIRT and arch, what a generic build records and the options whose value
 tells it from every explicit build that records the same socModel, and per QAIRT, which options moved
 when one setting moved. q9diff reads generic-build rules from that file only, and says "not measured"
@@ -46,15 +46,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
-from q9diff.format.generic import GENERIC_BUILDS_PATH, GENERIC_MEASURED_PATH, op_base  # noqa: E402
-from q9diff.format.openers import open_binary  # noqa: E402
+from q9diff.read.generic import GENERIC_BUILDS_PATH, GENERIC_MEASURED_PATH, op_base  # noqa: E402
+from q9diff.read.openers import open_binary  # noqa: E402
 from q9diff.recipes import recipe as rcp  # noqa: E402
 
 SCHEMA = "q9diff.generic_measured/1"
 SCHEMA_BUILDS = "q9diff.generic_builds/1"
 ARCHES = (68, 69, 73, 75, 79, 81)
 UNTAKEN_ARCH = 85  # an arch the 2.51 compiler knows (SM8975) that ONNX Runtime's htp_arch does not take
-# Two more SoCs per arch (q9diff/format/soc_measured.json: recorded dspArch and options arch both N).
+# Two more SoCs per arch (q9diff/read/soc_measured.json: recorded dspArch and options arch both N).
 OTHERS = {68: (39, 62), 69: (53, 42), 73: (77, 52), 75: (67, 82), 79: (75, 104), 81: (95, 97)}
 # Where the generic build records socModel 0, the explicit build asked is the newest QAIRT's default.
 FALLBACK_DEFAULT = {68: 30, 69: 36, 73: 43, 75: 57, 79: 69, 81: 87}

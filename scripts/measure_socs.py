@@ -15,7 +15,7 @@ A second probe asks for VTCM sizes (`--vtcm-probe 77`, `vtcm_mb` 0, 8, 16, 32) a
 binary records, since the compiler records what it is asked, not what the device has. A third compares
 two ids' builds whole (`--same 52:77`): the compiler options that differ, and the file sizes.
 
-The result, q9diff/format/soc_measured.json, names the QAIRT build and the command; it is written after
+The result, q9diff/read/soc_measured.json, names the QAIRT build and the command; it is written after
 every compile (atomically), so an interrupted run resumes where it stopped. The machine is shared:
 one compile at a time.
 """
@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from q9diff.backends.ort_qnn import OrtQnnBackend  # noqa: E402
-from q9diff.format.openers import open_binary  # noqa: E402
-from q9diff.format.tables import SOC_MEASURED_PATH, SOCS  # noqa: E402
+from q9diff.read.openers import open_binary  # noqa: E402
+from q9diff.read.tables import SOC_MEASURED_PATH, SOCS  # noqa: E402
 from q9diff.recipes import recipe as rcp  # noqa: E402
 
 MODEL = REPO / "fixtures" / "variants" / "models" / "mlp.onnx"

@@ -61,7 +61,7 @@ class Parts:
 
 
 def _program(data: bytes):
-    from q9diff.format import flatbuf
+    from q9diff.read import flatbuf
 
     return flatbuf.root(memoryview(data), 0, struct.unpack_from("<Q", data, 0x10)[0], "fixture")
 

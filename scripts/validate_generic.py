@@ -127,7 +127,7 @@ HELD_OUT = {
 
 def _stand_in(version: str, arch: int) -> int:
     """The arch's SoC a generic build records on this QAIRT, from the shipped data (its explicit twin)."""
-    data = json.loads((REPO / "q9diff" / "format" / "generic_measured.json").read_text())
+    data = json.loads((REPO / "q9diff" / "read" / "generic_measured.json").read_text())
     entry = data["qairt"].get(version, {}).get("arches", {}).get(str(arch), {})
     return entry.get("default_soc") or FALLBACK_DEFAULT[arch]
 

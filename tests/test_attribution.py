@@ -8,7 +8,7 @@ from conftest import FIXTURES
 
 from q9diff.compare.attribution import bucket_of
 from q9diff.compare.diff import diff, to_json
-from q9diff.format.binary import ContextBinary
+from q9diff.read.binary import ContextBinary
 
 V = FIXTURES / "variants"
 
@@ -187,7 +187,7 @@ def test_distinct_is_numpys_unique_on_the_searches_inputs():
             got, want = distinct(x), np.unique(x)
             assert got.dtype == want.dtype and got.tolist() == want.tolist(), (dtype, n)
     code = (
-        "import sys; from q9diff.compare.diff import diff, to_json; from q9diff.format.binary import"
+        "import sys; from q9diff.compare.diff import diff, to_json; from q9diff.read.binary import"
         f" ContextBinary as C; to_json(diff(C.open({str(V / 'precision_fp16.bin')!r}),"
         f" C.open({str(V / 'precision_w8a16.bin')!r}))); print('numpy.ma' in sys.modules)"
     )

@@ -252,7 +252,7 @@ def test_terminal_follows_its_width_and_keeps_copyable_lines(fixtures_dir):
 def _hostile_copy(tmp_path) -> tuple[Path, Path]:
     """A binary with its graph name and build id replaced (same length) by markup and escape sequences
     (qairt_2.50.bin: its graph keeps ONNX Runtime's long hash name, room for the hostile one)."""
-    from q9diff.format.binary import ContextBinary
+    from q9diff.read.binary import ContextBinary
 
     src = ROOT / "fixtures" / "variants" / "qairt_2.50.bin"
     cb = ContextBinary.open(src)
@@ -284,7 +284,7 @@ def test_strings_from_a_file_are_text_not_markup_nor_escapes(tmp_path, fixtures_
 def test_json_is_strict_non_finite_numbers_are_null(fixtures_dir, capsys):
     from q9diff.cli.common import print_json
     from q9diff.compare.summary import inspect_summary
-    from q9diff.format.binary import ContextBinary
+    from q9diff.read.binary import ContextBinary
 
     s = inspect_summary(ContextBinary.open(LOCAL / "part_1_of_2.bin"))
     s["graphs"][0]["inputs"][0]["scale"] = float("nan")  # what the parser returns for a NaN scale in a file

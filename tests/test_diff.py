@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from test_cli import q9diff
 
 from q9diff.compare.diff import diff, to_json
-from q9diff.format.binary import ContextBinary
+from q9diff.read.binary import ContextBinary
 
 # Recipe setting -> canonical root-cause name.
 SETTING_CAUSE = {

@@ -15,7 +15,7 @@ from conftest import q9diff_cli as q9diff
 from q9diff.compare.diff import diff, to_json
 from q9diff.compare.models import MODEL_CAUSES, different_models
 from q9diff.compare.rules import FIX_TARGETS
-from q9diff.format.openers import open_binary
+from q9diff.read.openers import open_binary
 
 REAL = ROOT.parent / "shared" / "real" / "binaries"
 QNN_225 = REAL / "simple_model_qualcomm.bin"  # QNN 2.25, graph "simple"

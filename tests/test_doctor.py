@@ -15,8 +15,8 @@ from q9diff.doctor import run as doctor
 from q9diff.doctor.result import HYPOTHESES
 from q9diff.doctor.run import RULES
 from q9diff.fix import extconfig
-from q9diff.format.tables import soc_name
 from q9diff.genie import parser as genieconfig
+from q9diff.read.tables import soc_name
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN = ROOT / "fixtures" / "qwen-mini"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from q9diff.format.tables import EXECUTORCH_CHIPSETS
+from q9diff.read.tables import EXECUTORCH_CHIPSETS
 from q9diff.settings import SETTINGS
 
 SRC = Path(os.environ.get("Q9DIFF_EXECUTORCH_SRC", "/nonexistent")) / "executorch" / "backends" / "qualcomm"

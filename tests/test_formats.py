@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, all_bins
 
-from q9diff.format import read
-from q9diff.format.binary import ContextBinary
-from q9diff.format.openers import contexts
-from q9diff.format.sites import record_sites
 from q9diff.formats import containers as C
 from q9diff.formats import context_binary as CB
 from q9diff.formats import pickles as P
+from q9diff.read import parse
+from q9diff.read.binary import ContextBinary
+from q9diff.read.openers import contexts
+from q9diff.read.sites import record_sites
 
 FORMATS = Path(__import__("q9diff.formats").formats.__file__).parent
 REAL = FIXTURES.parent.parent / "shared" / "real" / "binaries"
@@ -48,7 +48,7 @@ spec = importlib.util.spec_from_file_location("q9diff.formats", copy + "/__init_
 module = importlib.util.module_from_spec(spec)
 sys.modules["q9diff.formats"] = module
 spec.loader.exec_module(module)
-from q9diff.format.binary import ContextBinary
+from q9diff.read.binary import ContextBinary
 cb = ContextBinary.open(sys.argv[2])
 g = cb.graphs[0]
 print(json.dumps({"formats": module.__file__, "soc_model": cb.soc_model, "vtcm_size": g.vtcm_size,
@@ -135,7 +135,7 @@ def test_the_tail_page_starts_with_the_barrel_trailers_signature():
 def test_the_dispatch_ops_flexbuffer_builds_back_in_a_buffer_of_its_size():
     import io
 
-    from q9diff.format import flatbuf
+    from q9diff.read import flatbuf
 
     for path in sorted(REAL.glob("*.tflite")):
         buf = memoryview(path.read_bytes())
@@ -175,7 +175,7 @@ def test_compiled_and_interpreted_parsers_agree_on_every_record_and_on_mutations
 def _parsed(definition, data: bytes):
     """What a parse through q9diff's door gives: the value, or the error's kind."""
     try:
-        return read.parse(definition, data, 0, "x", "a record")
+        return parse.parse(definition, data, 0, "x", "a record")
     except Exception as exc:
         return type(exc).__name__
 
@@ -183,10 +183,10 @@ def _parsed(definition, data: bytes):
 def test_hot_definitions_are_compiled_once_parsed_often_and_walk_the_same(monkeypatch):
     paths = all_bins()[:8]
     interpreted = [ContextBinary.open(p).regions for p in paths]
-    monkeypatch.setattr(read, "HOT", read.Hot(compile_after=3))
-    assert not read.HOT.is_compiled(P.PickleHeader)
+    monkeypatch.setattr(parse, "HOT", parse.Hot(compile_after=3))
+    assert not parse.HOT.is_compiled(P.PickleHeader)
     compiled = [ContextBinary.open(p).regions for p in paths]
-    assert read.HOT.is_compiled(P.PickleHeader) and read.HOT.is_compiled(P.AuxRecord)
+    assert parse.HOT.is_compiled(P.PickleHeader) and parse.HOT.is_compiled(P.AuxRecord)
     assert compiled == interpreted
 
 
@@ -208,6 +208,6 @@ def test_the_fuzzers_field_mutations_are_built_by_the_definitions():
             continue
         assert len(out) == len(data)
         assert out[: site.offset] == data[: site.offset] and out[site.end :] == data[site.end :]
-        again = read.matches(site.definition, out, site.offset, site.end)
+        again = parse.matches(site.definition, out, site.offset, site.end)
         read_back += again is not None and fuzz.leaf(again, path) == value
     assert read_back >= 30  # the rest: computed fields, or a length that no longer fits the record

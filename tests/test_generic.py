@@ -1,5 +1,5 @@
 """The origin bug on every arch (issue 47): a generic build (soc_model 0) is named as one on v68, v69, v73,
-v75, v79 and v81 by the rules measured on the compiler (q9diff/format/generic_measured.json, made by
+v75, v79 and v81 by the rules measured on the compiler (q9diff/read/generic_measured.json, made by
 scripts/measure_generic.py), the shipped data agrees with the fixtures the fixture script builds, a QAIRT
 outside the data is said not to be measured, and every compiler option that differs is either a setting's or
 named with no known cause."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, q9diff_cli
 
-from q9diff.format import generic
+from q9diff.read import generic
 
 V = FIXTURES / "variants"
 # (generic build, explicit build of the SoC the generic one records, arch): fixtures/variants, QAIRT 2.51
@@ -73,7 +73,7 @@ def test_qairt_2_48s_generic_v79_build_records_v68_and_both_are_named():
 def test_the_shipped_rules_hold_on_the_fixtures(gen, exp, arch):
     """The data is read against the fixture script's builds of another model than the measured ones' mix:
     what the generic build records and its signature, and the explicit build's other values."""
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     g, e = open_binary(V / f"{gen}.bin"), open_binary(V / f"{exp}.bin")
     assert generic.qairt_of(g.build_id) == "2.51"

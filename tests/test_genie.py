@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from q9diff.format.openers import open_binary
+from q9diff.read.openers import open_binary
 from q9diff.runners.genie import CONFIG_NAME, GenieError, GenieRunner
 
 RUNNER = GenieRunner(timeout_s=120)

@@ -400,7 +400,7 @@ def test_an_epcontext_model_naming_one_context_3000_times_opens_it_once(tmp_path
     assert run.rss_mib < 250, run.rss_mib
     run = q9("diff", model, model, "--json")
     assert run.returncode == 0 and run.rss_mib < 250, (run.stderr, run.rss_mib)
-    from q9diff.format.openers import open_one
+    from q9diff.read.openers import open_one
 
     assert open_one(f"{model}#node_2999").size == CONTEXT.stat().st_size  # every node still addresses it
 
@@ -419,7 +419,7 @@ def test_a_set_of_distinct_contexts_reads_its_container_once_per_command(tmp_pat
     # Each FILE#NAME of a set diff re-read the whole model and every context: N parts cost N * N.
     onnx = pytest.importorskip("onnx")
     from q9diff.compare.diff import diff_sets
-    from q9diff.format import openers as inputs
+    from q9diff.read import openers as inputs
 
     model = epcontext_model(tmp_path / "many.onnx", [CONTEXT.read_bytes()] * 200, embed=1)
     loads = []

@@ -17,7 +17,7 @@ from conftest import FIXTURES
 from test_hostile_bundle import dispatch_tflite, q9
 
 from q9diff.errors import printable
-from q9diff.format.labels import MAX_LABEL, label, unique
+from q9diff.read.labels import MAX_LABEL, label, unique
 
 sys.path.insert(0, str(FIXTURES.parent / "scripts"))
 import pte_writer as W  # noqa: E402

@@ -11,11 +11,11 @@ import pytest
 from conftest import FIXTURES
 
 from q9diff.errors import FormatError
-from q9diff.format import flatbuf
-from q9diff.format.binary import ContextBinary
 from q9diff.formats import context_binary as CB
 from q9diff.formats import flatbuffer_slots as S
 from q9diff.formats import pickles as P
+from q9diff.read import flatbuf
+from q9diff.read.binary import ContextBinary
 
 ONE_GRAPH = FIXTURES / "variants" / "graphs_1.bin"
 
@@ -88,7 +88,7 @@ def test_epcontext_node_names_that_are_not_utf8_are_shown_as_text(tmp_path):
     from conftest import q9diff_cli
     from onnx import helper
 
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     blob = (FIXTURES / "variants" / "opt_1.bin").read_bytes()
     nodes = [

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, q9diff_cli
 
-from q9diff.format import structs as F
-from q9diff.format.binary import ContextBinary
+from q9diff.formats import context_binary as CB
+from q9diff.formats import flatbuffer_slots as S
+from q9diff.read.binary import ContextBinary
 
 
 def _many_graphs(n: int) -> bytes:
@@ -37,11 +38,11 @@ def _many_graphs(n: int) -> bytes:
     for i in range(n):
         name = m.CreateString(f"g{i}")
         m.StartObject(5)
-        m.PrependUOffsetTRelativeSlot(F.GRAPH_V1_SLOTS["name"], name, 0)
+        m.PrependUOffsetTRelativeSlot(S.GRAPH_V1["name"].slot, name, 0)
         body = m.EndObject()
         m.StartObject(3)
-        m.PrependUint32Slot(F.WRAPPER_SLOTS["version"], 1, 0)
-        m.PrependUOffsetTRelativeSlot(F.WRAPPER_SLOTS["body"], body, 0)
+        m.PrependUint32Slot(S.WRAPPER["version"].slot, 1, 0)
+        m.PrependUOffsetTRelativeSlot(S.WRAPPER["body"].slot, body, 0)
         wrappers.append(m.EndObject())
     graphs = vector(m, wrappers)
     d = flatbuffers.Builder(0)
@@ -49,32 +50,32 @@ def _many_graphs(n: int) -> bytes:
     for i in range(n):
         name = d.CreateString(f"X/{i}")
         d.StartObject(5)
-        d.PrependUOffsetTRelativeSlot(F.RECORD_SLOTS["name"], name, 0)
-        d.PrependUint64Slot(F.RECORD_SLOTS["offset"], 64, 1)
+        d.PrependUOffsetTRelativeSlot(S.RECORD["name"].slot, name, 0)
+        d.PrependUint64Slot(S.RECORD["offset"].slot, 64, 1)
         records.append(d.EndObject())
     recs = vector(d, records)
     d.StartObject(3)
-    d.PrependUOffsetTRelativeSlot(F.DIRECTORY_SLOTS["records"], recs, 0)
+    d.PrependUOffsetTRelativeSlot(S.DIRECTORY["records"].slot, recs, 0)
     d.Finish(d.EndObject())
     directory = bytes(d.Output())
     blob = struct.pack("<4Q", 4, 0, 6, len(directory)) + directory
     blob += b"\0" * (-len(blob) % 64 + 64)
-    s = F.BINARY_INFO_SLOTS
+    s = S.slots(S.BINARY_INFO_V3)
     m.StartObject(17)
     m.PrependUint32Slot(s["num_graphs"], n, 0)
     m.PrependUOffsetTRelativeSlot(s["graphs"], graphs, 0)
     m.PrependUint64Slot(s["context_blob_size"], len(blob), 0)
     info = m.EndObject()
     m.StartObject(3)
-    m.PrependUint32Slot(F.WRAPPER_SLOTS["version"], 3, 0)
-    m.PrependUOffsetTRelativeSlot(F.WRAPPER_SLOTS["body"], info, 0)
+    m.PrependUint32Slot(S.WRAPPER["version"].slot, 3, 0)
+    m.PrependUOffsetTRelativeSlot(S.WRAPPER["body"].slot, info, 0)
     wrapper = m.EndObject()
     m.StartObject(1)
-    m.PrependUOffsetTRelativeSlot(F.METADATA_ROOT_SLOT, wrapper, 0)
+    m.PrependUOffsetTRelativeSlot(S.METADATA_ROOT["binary_info"].slot, wrapper, 0)
     m.Finish(m.EndObject())
     meta = bytes(m.Output())
-    at = -(-(F.METADATA_OFFSET + len(meta)) // F.PAGE) * F.PAGE
-    head = F.FILE_MAGIC + struct.pack("<3Q", len(meta), at, len(blob)) + meta
+    at = -(-(CB.METADATA_OFFSET + len(meta)) // CB.PAGE) * CB.PAGE
+    head = CB.FILE_MAGIC + struct.pack("<3Q", len(meta), at, len(blob)) + meta
     return head + b"\0" * (at - len(head)) + blob
 
 

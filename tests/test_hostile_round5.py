@@ -22,7 +22,7 @@ sys.path.insert(0, str(FIXTURES.parent / "scripts"))
 import fuzz_surfaces  # noqa: E402
 import pte_writer as W  # noqa: E402
 
-from q9diff.format import structs as F  # noqa: E402
+from q9diff.formats import context_binary as CB  # noqa: E402
 from q9diff.formats import flatbuffer_slots as S  # noqa: E402
 
 PTE, VARIANTS = FIXTURES / "pte", FIXTURES / "variants"
@@ -130,39 +130,39 @@ def shaped(tensors: list[tuple[str, list[int]]]) -> bytes:
         made.append(m.EndObject())
     inputs, name = vector(made), m.CreateString("g")
     m.StartObject(5)
-    m.PrependUOffsetTRelativeSlot(F.GRAPH_V1_SLOTS["name"], name, 0)
-    m.PrependUint32Slot(F.GRAPH_V1_SLOTS["num_inputs"], len(made), 0)
-    m.PrependUOffsetTRelativeSlot(F.GRAPH_V1_SLOTS["inputs"], inputs, 0)
+    m.PrependUOffsetTRelativeSlot(S.GRAPH_V1["name"].slot, name, 0)
+    m.PrependUint32Slot(S.GRAPH_V1["num_inputs"].slot, len(made), 0)
+    m.PrependUOffsetTRelativeSlot(S.GRAPH_V1["inputs"].slot, inputs, 0)
     body = m.EndObject()
     m.StartObject(3)
-    m.PrependUint32Slot(F.WRAPPER_SLOTS["version"], 1, 0)
-    m.PrependUOffsetTRelativeSlot(F.WRAPPER_SLOTS["body"], body, 0)
+    m.PrependUint32Slot(S.WRAPPER["version"].slot, 1, 0)
+    m.PrependUOffsetTRelativeSlot(S.WRAPPER["body"].slot, body, 0)
     graphs = vector([m.EndObject()])
     d = flatbuffers.Builder(0)
     d.StartVector(4, 0, 4)
     records = d.EndVector()
     d.StartObject(3)
-    d.PrependUOffsetTRelativeSlot(F.DIRECTORY_SLOTS["records"], records, 0)
+    d.PrependUOffsetTRelativeSlot(S.DIRECTORY["records"].slot, records, 0)
     d.Finish(d.EndObject())
     directory = bytes(d.Output())
     blob = struct.pack("<4Q", 4, 0, 6, len(directory)) + directory
     blob += b"\0" * (-len(blob) % 64 + 64)
-    s = F.BINARY_INFO_SLOTS
+    s = S.slots(S.BINARY_INFO_V3)
     m.StartObject(17)
     m.PrependUint32Slot(s["num_graphs"], 1, 0)
     m.PrependUOffsetTRelativeSlot(s["graphs"], graphs, 0)
     m.PrependUint64Slot(s["context_blob_size"], len(blob), 0)
     info = m.EndObject()
     m.StartObject(3)
-    m.PrependUint32Slot(F.WRAPPER_SLOTS["version"], 3, 0)
-    m.PrependUOffsetTRelativeSlot(F.WRAPPER_SLOTS["body"], info, 0)
+    m.PrependUint32Slot(S.WRAPPER["version"].slot, 3, 0)
+    m.PrependUOffsetTRelativeSlot(S.WRAPPER["body"].slot, info, 0)
     wrapper = m.EndObject()
     m.StartObject(1)
-    m.PrependUOffsetTRelativeSlot(F.METADATA_ROOT_SLOT, wrapper, 0)
+    m.PrependUOffsetTRelativeSlot(S.METADATA_ROOT["binary_info"].slot, wrapper, 0)
     m.Finish(m.EndObject())
     meta = bytes(m.Output())
-    at = -(-(F.METADATA_OFFSET + len(meta)) // F.PAGE) * F.PAGE
-    head = F.FILE_MAGIC + struct.pack("<3Q", len(meta), at, len(blob)) + meta
+    at = -(-(CB.METADATA_OFFSET + len(meta)) // CB.PAGE) * CB.PAGE
+    head = CB.FILE_MAGIC + struct.pack("<3Q", len(meta), at, len(blob)) + meta
     return head + b"\0" * (at - len(head)) + blob
 
 

@@ -13,9 +13,9 @@ import pytest
 from conftest import FIXTURES
 
 from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json
-from q9diff.format.openers import open_binary
 from q9diff.present import charts, embed, figures, html
 from q9diff.present.saved import as_saved, json_text
+from q9diff.read.openers import open_binary
 
 VARIANTS = FIXTURES / "variants"
 PAIRS = [

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT, q9diff_cli
 
-from q9diff.format.openers import open_binary
-from q9diff.format.tables import find_device
 from q9diff.load.rules import LOADS, RECOMPILE, RULES, WILL_NOT_LOAD, judge
 from q9diff.load.runtime import UnknownRuntime, measured, parse
+from q9diff.read.openers import open_binary
+from q9diff.read.tables import find_device
 
 VARIANTS = FIXTURES / "variants"
 REAL = ROOT.parent / "shared" / "real" / "binaries"

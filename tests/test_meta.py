@@ -17,9 +17,9 @@ import pytest
 from conftest import FIXTURES, ROOT, oracle_of
 from conftest import q9diff_cli as q9diff
 
-from q9diff.format.binary import ContextBinary
-from q9diff.format.openers import contexts
 from q9diff.oracle.crosscheck import NOT_READ, utility_view
+from q9diff.read.binary import ContextBinary
+from q9diff.read.openers import contexts
 
 BIN = FIXTURES / "qwen-mini" / "reference" / "part_1_of_2.bin"
 UTILITY = ROOT.parent / "shared" / "real" / "utility"

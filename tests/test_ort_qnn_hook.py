@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES
 
 from q9diff.backends.ort_qnn import OrtQnnBackend
-from q9diff.format.binary import ContextBinary
+from q9diff.read.binary import ContextBinary
 from q9diff.recipes import recipe as rcp
 
 pytest.importorskip("onnxruntime_qnn")

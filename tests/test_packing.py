@@ -11,7 +11,7 @@ from conftest import FIXTURES
 from test_cli import q9diff
 
 from q9diff.compare import packing
-from q9diff.format.binary import ContextBinary
+from q9diff.read.binary import ContextBinary
 
 VARIANTS = FIXTURES / "variants"
 OFF, ON = VARIANTS / "packing_off.bin", VARIANTS / "packing_on.bin"

@@ -6,8 +6,8 @@ import pytest
 from conftest import all_bins, oracle_of
 
 from q9diff.compare.summary import unknown_bytes
-from q9diff.format.binary import ContextBinary
 from q9diff.oracle.crosscheck import disagreements
+from q9diff.read.binary import ContextBinary
 
 BINS = all_bins()
 IDS = [str(p.relative_to(p.parents[2])) for p in BINS]

@@ -27,10 +27,10 @@ from conftest import FIXTURES
 from test_hostile_bundle import q9, refused
 
 from q9diff.compare.container import container_json, spec_findings
-from q9diff.format import flatbuf
-from q9diff.format.openers import contexts, open_one, part_paths
 from q9diff.formats import pte as P
 from q9diff.oracle.crosscheck import disagreements
+from q9diff.read import flatbuf
+from q9diff.read.openers import contexts, open_one, part_paths
 
 PTE = FIXTURES / "pte"
 NAMES = ("fp16_sm8650", "fp16_qcs9100", "w8a8_sm8650", "w8a8_qcs9100", "two_delegates", "shared_weights",

@@ -14,7 +14,7 @@ from conftest import q9diff_cli as q9diff
 
 from q9diff.compare.diff import diff
 from q9diff.compare.summary import inspect_summary, unknown_bytes
-from q9diff.format.openers import contexts
+from q9diff.read.openers import contexts
 
 REAL = ROOT.parent / "shared" / "real" / "binaries"
 NEGATIVE = ("not_a_context_binary_converter_tar.bin", "qnn_ctx_2_inputs_order_test.onnx")
@@ -97,7 +97,7 @@ def _no_unknown(v) -> bool:
 def test_no_cause_or_suggestion_carries_an_unknown_value():
     pool = [cb for _, cb in real_contexts()]
     fixtures = [p for p in all_bins() if "variants" in p.parts][:6]
-    from q9diff.format.binary import ContextBinary
+    from q9diff.read.binary import ContextBinary
 
     pool += [ContextBinary.open(p) for p in fixtures]
     for a, b in product(pool, pool):

@@ -10,8 +10,8 @@ from conftest import FIXTURES
 from q9diff.compare.diff import diff
 from q9diff.compare.summary import inspect_summary
 from q9diff.errors import FormatError
-from q9diff.format.binary import ContextBinary
-from q9diff.format.sites import record_sites
+from q9diff.read.binary import ContextBinary
+from q9diff.read.sites import record_sites
 
 HOSTILE = (0, 1, 2, 3, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 2**63, 2**64 - 1)
 

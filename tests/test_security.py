@@ -251,7 +251,7 @@ def _huge_input(tmp_path: Path) -> Path:
     """opt_1.bin with its input's dims (1, 16, 128) rewritten to 65535^3 where q9diff's parser reads them."""
     import struct
 
-    from q9diff.format.binary import ContextBinary
+    from q9diff.read.binary import ContextBinary
 
     data = VARIANT.read_bytes()
     original = struct.pack("<3I", 1, 16, 128)

@@ -1,5 +1,5 @@
 """`--target DEVICE`, no reference at hand: the device table, the compiler's measured choices per SoC
-(q9diff/format/soc_measured.json, made by scripts/measure_socs.py), and doctor, diff and suggest judging
+(q9diff/read/soc_measured.json, made by scripts/measure_socs.py), and doctor, diff and suggest judging
 the qwen-mini builds against the device as AI Hub builds for it, through the real command line."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from conftest import q9diff_cli
 
 from q9diff.compare.diff import diff_sets, set_to_json
 from q9diff.compare.target import judge
-from q9diff.format.binary import ContextBinary
-from q9diff.format.tables import (
+from q9diff.read.binary import ContextBinary
+from q9diff.read.tables import (
     SOC_MEASURED_PATH,
     SOCS,
     VTCM_DOCUMENTED,

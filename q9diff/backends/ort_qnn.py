@@ -331,7 +331,7 @@ def _check_build(binary: Path, job: dict, hook, ep_names: list[str]) -> list[str
     """Read the binary back: fail (one line) unless its graph names and options say what was asked.
     `ep_names` are the EP's own names from the EPContext nodes, one per model in order: the patched
     graphCreate must have seen exactly those, in that order, so model i's graph got name i."""
-    from q9diff.format.binary import ContextBinary
+    from q9diff.read.binary import ContextBinary
 
     models = job["models"]
     if hook.asked != ep_names:

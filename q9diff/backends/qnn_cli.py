@@ -210,7 +210,7 @@ def _run(cmd: list[str], env: dict[str, str], timeout_s: float, part: str, cwd: 
 def _check_graph_names(built: Path, part: CliPart) -> None:
     """Graph configs keyed by a name the DLC does not use are ignored by the compiler: say so."""
     from q9diff.errors import FormatError
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     try:
         names = [g.name for g in open_binary(built).graphs]

@@ -210,7 +210,7 @@ def report_path(
     for given in files:
         if target == given.resolve():
             raise CommandError(f"{flag} {out} would overwrite {given}, an input: choose another file")
-    from q9diff.format.openers import split_name
+    from q9diff.read.openers import split_name
 
     for given in inputs:
         if given is None:

@@ -33,7 +33,7 @@ def inspect(
     from q9diff import inputs
     from q9diff.compare.container import container_json
     from q9diff.compare.summary import inspect_summary
-    from q9diff.format.openers import contexts, notes, open_one
+    from q9diff.read.openers import contexts, notes, open_one
 
     inputs.exists(file)
     report_path(html_out, [file])

@@ -194,7 +194,7 @@ def _recompile_and_judge(recipe_path: Path, out: Path, device, quiet: bool) -> d
     """Rebuild, then judge the new binaries against the target as `doctor --target` does. `identical`
     in the result: every setting the target determines is as AI Hub builds for it."""
     from q9diff.compare.target import judge
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     built = _rebuild(recipe_path, out, quiet)
     left = [c for r in (judge(open_binary(p), device) for p in built) for c in r.causes]
@@ -215,7 +215,7 @@ def _recompile_and_judge(recipe_path: Path, out: Path, device, quiet: bool) -> d
 
 def _recompile_and_check(recipe_path: Path, out: Path, reference: Path, quiet: bool) -> dict:
     from q9diff.compare.diff import SetDiff, diff, set_to_json
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     built = _rebuild(recipe_path, out, quiet)
     if os.path.isdir(reference) or len(built) != 1:

@@ -428,7 +428,7 @@ MOVED_BUCKET = "re_tiling"  # the same content, re-laid out by the compiler
 
 
 def bucket_of(kind: str) -> str:
-    """The bucket of a region of this kind (q9diff.format.model.KINDS)."""
+    """The bucket of a region of this kind (q9diff.read.model.KINDS)."""
     return KIND_BUCKETS.get(kind, DEFAULT_BUCKET)
 
 

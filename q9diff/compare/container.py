@@ -2,7 +2,7 @@
 spec executorch stores beside each QNN delegate held against what the binary records (inspect shows it,
 doctor finds it, the JSON carries it as `container`).
 
-A compile spec value is read (q9diff.format.pte) or absent; each comparison is made only where both the
+A compile spec value is read (q9diff.read.pte) or absent; each comparison is made only where both the
 spec and the binary say a value, so a disagreement is two values read, never one guessed.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 
-from q9diff.format.pte import CompileSpec, Delegate
-from q9diff.format.tables import EXECUTORCH_CHIPSETS, soc_name
+from q9diff.read.pte import CompileSpec, Delegate
+from q9diff.read.tables import EXECUTORCH_CHIPSETS, soc_name
 
 MIB = 1 << 20
 
@@ -63,7 +63,7 @@ def _chipset(soc_model: int) -> str:
 def container_json(path: str | os.PathLike) -> dict | None:
     """A .pte's container as JSON: its sizes, every region, every delegate with its compile spec and
     where that disagrees with the binary, and the opener's notes; None for any other file."""
-    from q9diff.format.openers import container, labels, open_one, split_name
+    from q9diff.read.openers import container, labels, open_one, split_name
 
     pte = container(path)
     if pte is None:
@@ -134,7 +134,7 @@ def alike(delegates: list[dict]) -> list[list[dict]]:
 def where(group: list[dict], limit: int = 3) -> str:
     """The delegates of a group, as a finding names them: `method 'forward' delegate 0`, or the first few
     and how many more."""
-    from q9diff.format.pte import shown
+    from q9diff.read.pte import shown
 
     named = [f"method {shown(d['method'])} delegate {d['position']}" for d in group[:limit]]
     more = f" and {len(group) - limit:,d} more delegates" if len(group) > limit else ""

@@ -16,8 +16,8 @@ from q9diff.compare.rules import EFFECT_BUCKETS, FIX_TARGETS, ROOT_SETTINGS, RUL
 from q9diff.compare.structure import compare as compare_structure
 from q9diff.compare.structure import precision, tree
 from q9diff.compare.summary import inspect_summary
-from q9diff.format import generic
-from q9diff.format.binary import ContextBinary
+from q9diff.read import generic
+from q9diff.read.binary import ContextBinary
 from q9diff.settings import BY_CAUSE
 from q9diff.units import percent
 
@@ -303,8 +303,8 @@ def suggestions(causes: list[Cause], cand: ContextBinary, dsp_arch: int | None) 
 
 def executorch_fix(template: str | None, value) -> str | None:
     """The ExecuTorch compile-spec line for `value`; None where its spec has no such field or its
-    QcomChipset names no such soc_model (executorch 1.5.1: q9diff.format.tables.EXECUTORCH_CHIPSETS)."""
-    from q9diff.format.tables import EXECUTORCH_CHIPSETS
+    QcomChipset names no such soc_model (executorch 1.5.1: q9diff.read.tables.EXECUTORCH_CHIPSETS)."""
+    from q9diff.read.tables import EXECUTORCH_CHIPSETS
 
     if template is None:
         return None
@@ -382,7 +382,7 @@ class SetDiff:
 def diff_sets(a: Path, b: Path, on_part=None) -> SetDiff:
     """Pair the parts and diff each pair; `on_part(pa, pb, result)` runs while both files are mapped,
     then the pair's JSON is kept and both mappings are released."""
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     la, lb = kinds.parts_of(a), kinds.parts_of(b)
     names_b = {p.name: p for p in lb}
@@ -426,7 +426,7 @@ def set_to_json(sd: SetDiff) -> dict:
     split = [] if not sd.split_cause else [{**sd.split_cause.to_json(), "bytes": None}]
     causes = split + distinct_causes(parts)
     sugg = merged_suggestions([s for p in parts for s in p["suggestions"]])
-    from q9diff.format.openers import size_of  # a part may be FILE#LABEL, which is no file to stat
+    from q9diff.read.openers import size_of  # a part may be FILE#LABEL, which is no file to stat
 
     unpaired = {"a": [size_of(p) for p in sd.unpaired_a], "b": [size_of(p) for p in sd.unpaired_b]}
     a_total = sum(r.a.size for _, _, r in sd.pairs) + sum(unpaired["a"])

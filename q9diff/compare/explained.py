@@ -8,8 +8,8 @@ from __future__ import annotations
 from q9diff.compare.attribution import bucket_of
 from q9diff.compare.cause import Cause
 from q9diff.compare.rules import ROOT_SETTINGS
-from q9diff.format import generic
-from q9diff.format.binary import ContextBinary
+from q9diff.read import generic
+from q9diff.read.binary import ContextBinary
 
 
 def _one(values):

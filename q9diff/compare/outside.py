@@ -28,7 +28,7 @@ WHAT = {
 def outside(a: Path, b: Path, contexts_identical: bool) -> dict | None:
     """The diff's `outside`: what was compared of each side, and whether the files differ outside it
     (True, False, or None: not compared); None when both sides are plain context binaries (read whole)."""
-    from q9diff.format.openers import coverage
+    from q9diff.read.openers import coverage
 
     ca, cb = coverage(a), coverage(b)
     if ca is None and cb is None:
@@ -59,7 +59,7 @@ def _what(ca, cb) -> str:
 
 def _side(path: Path, c) -> dict:
     if c is None:  # a plain context binary (FILE, or FILE#FILE): every byte compared
-        from q9diff.format.openers import size_of
+        from q9diff.read.openers import size_of
 
         size = size_of(path)
         return {"path": str(path), "size": size, "compared_bytes": size}

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from q9diff.format.binary import ContextBinary
+from q9diff.read.binary import ContextBinary
 
 IN_RANGE_MIN = 0.9  # share of a block's bytes in [-8, 7] above which it holds 4-bit values one per byte
 MIN_POOL_BYTES = 16 * 1024  # fewer 4-bit bytes than this are too few to judge

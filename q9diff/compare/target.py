@@ -1,7 +1,7 @@
 """One build judged against a device named with `--target`, when no reference build is at hand.
 
 Every setting the device determines is compared with what AI Hub's builds for it use (the profile in
-q9diff/format/devices.json): soc_model and dsp_arch from the device table, VTCM from the device's
+q9diff/read/devices.json): soc_model and dsp_arch from the device table, VTCM from the device's
 documented size (the compiler records whatever it is asked, so it cannot say what a device has),
 optimization level 3, weights packing where 4-bit weights sit one per byte (q9diff.compare.packing),
 and weight sharing for parts with several graphs. Each finding is a `Cause` with the evidence and its
@@ -17,8 +17,8 @@ from pathlib import Path
 from q9diff.compare.diff import Cause, distinct_causes, merged_suggestions, observe, suggestions
 from q9diff.compare.packing import packing_notice
 from q9diff.compare.summary import inspect_summary, target
-from q9diff.format.binary import ContextBinary
-from q9diff.format.tables import Device, Profile, ai_hub_profile, soc_name
+from q9diff.read.binary import ContextBinary
+from q9diff.read.tables import Device, Profile, ai_hub_profile, soc_name
 
 SCHEMA = "q9diff.target/1"
 MB = 1024 * 1024  # bytes in a MiB, the unit of vtcm_mb

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from q9diff.format.tables import Device
 from q9diff.genie.bundle import Bundle, Part
 from q9diff.load.runtime import Runtime
+from q9diff.read.tables import Device
 from q9diff.units import human
 
 KV_INPUT = re.compile(r"^past_(key|value)_(\d+)_in$")

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from q9diff.doctor.checks import Context, Hit, Note, as_int, js, mib, parts_text, requested_soc
-from q9diff.format.tables import soc_name
 from q9diff.genie.bundle import Bundle, Part
+from q9diff.read.tables import soc_name
 from q9diff.settings import recorded_graph_settings
 
 
@@ -107,7 +107,7 @@ def check_extension_file(ctx: Context) -> Iterator[Hit | Note]:
 def _soc_arch(soc_model: int) -> tuple[int | None, str]:
     """The Hexagon arch of a soc_model and where that is known from: the SoC table's sources, or the
     arch the compiler records when asked for that id alone (measured); (None, why) when neither says."""
-    from q9diff.format.tables import SOCS, measured
+    from q9diff.read.tables import SOCS, measured
 
     soc, m = SOCS.get(soc_model), measured().get(soc_model)
     if soc is not None and soc.dsp_arch:
@@ -122,7 +122,7 @@ def check_extension_soc(ctx: Context) -> Iterator[Hit | Note]:
     table (an id nothing knows; a dsp_arch that is not the SoC's, which the runtime overrides with a
     warning: "Arch .. set by custom config is different from arch associated with SoC .., will overwrite
     it", measured on QAIRT 2.51)."""
-    from q9diff.format.tables import measured
+    from q9diff.read.tables import measured
 
     b = ctx.bundle
     if b.readable_parts():

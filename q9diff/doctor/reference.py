@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from q9diff.compare.summary import target
 from q9diff.doctor.checks import Context, Hit, Note, mib, parts_text, requested_soc
 from q9diff.doctor.places import ext_devices, ext_soc
-from q9diff.format.tables import SOCS, soc_name
 from q9diff.genie.bundle import Bundle, Part
+from q9diff.read.tables import SOCS, soc_name
 from q9diff.units import opt_level
 
 
@@ -268,7 +268,7 @@ def check_soc(ctx: Context) -> Iterator[Hit | Note]:
         ref = sorted({requested_soc(q) for q in ctx.reference.readable_parts()}) if ctx.reference else []
         stood_in = [p for p in generic if p.binary.soc_model]
         evidence = "soc_model 0: built for no SoC; it loads everywhere and may compute garbage on the device"
-        if stood_in:  # how the measured rule told it (q9diff.format.generic), said once for the set
+        if stood_in:  # how the measured rule told it (q9diff.read.generic), said once for the set
             recorded = ", ".join(map(str, sorted({p.binary.soc_model for p in stood_in})))
             said = target(stood_in[0].binary)["evidence"][-1]
             evidence += f" (the metadata records {recorded}; {said})"

@@ -20,9 +20,9 @@ from q9diff.doctor import reference as r
 from q9diff.doctor import target as tg
 from q9diff.doctor.checks import Context, Hit, Note
 from q9diff.doctor.result import SEVERITIES, DoctorResult, Finding
-from q9diff.format.tables import Device, ai_hub_profile
 from q9diff.genie.bundle import Bundle, read_bundle
 from q9diff.load.runtime import Runtime, in_folder
+from q9diff.read.tables import Device, ai_hub_profile
 
 # What a rule needs before it can say anything; without it, the engine writes one note instead.
 REFERENCE = "reference"  # --reference

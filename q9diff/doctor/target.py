@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from q9diff.doctor import reference as r
 from q9diff.doctor.checks import Context, Hit, Note, as_int, js, mib, parts_text
 from q9diff.doctor.places import ext_devices, ext_soc, ext_where
-from q9diff.format.tables import soc_name
 from q9diff.genie.bundle import Part
+from q9diff.read.tables import soc_name
 
 
 def _judged(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:

@@ -16,8 +16,6 @@ from pathlib import Path, PurePosixPath
 
 from q9diff import jsonc
 from q9diff.errors import FormatError, Q9Error
-from q9diff.format.binary import ContextBinary, Graph
-from q9diff.format.openers import notes, open_binary, part_paths, split_name
 from q9diff.genie.config import (
     CONFIG_NAME,
     PLACEHOLDER,
@@ -30,6 +28,8 @@ from q9diff.genie.config import (
 )
 from q9diff.genie.layout import split_of
 from q9diff.guard import is_file, load_json, read_text
+from q9diff.read.binary import ContextBinary, Graph
+from q9diff.read.openers import notes, open_binary, part_paths, split_name
 
 
 class BundleError(Q9Error, ValueError):

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 from q9diff.errors import FormatError
-from q9diff.format.read import parse
 from q9diff.formats import elf as E
+from q9diff.read.parse import parse
 
 MAX_SECTION = 128 << 20  # bytes of .rodata searched: 4x the largest measured (libQnnHtp.so 2.47, 33 MB)
 MAX_SECTIONS = 1 << 16  # entries of a section header table

@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from q9diff.format.generic import requested
-from q9diff.format.tables import Device, soc_name
 from q9diff.load.runtime import Runtime, measured
+from q9diff.read.generic import requested
+from q9diff.read.tables import Device, soc_name
 
 WILL_NOT_LOAD, RECOMPILE, LOADS = "will not load", "loads, recompile advised", "loads"
 ORDER = (WILL_NOT_LOAD, RECOMPILE, LOADS)

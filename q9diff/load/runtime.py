@@ -67,7 +67,7 @@ def measured() -> dict:
     return json.loads(COMPAT_PATH.read_text(encoding="utf-8"))
 
 
-# The oldest QAIRT whose context binaries q9diff reads: QNN 2.22's 16-byte header (q9diff.format.binary;
+# The oldest QAIRT whose context binaries q9diff reads: QNN 2.22's 16-byte header (q9diff.read.binary;
 # the 2.22 binaries of the real corpus). A runtime older than that is one q9diff cannot judge.
 OLDEST = (2, 22)
 

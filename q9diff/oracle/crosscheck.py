@@ -9,9 +9,9 @@ import numpy as np
 
 from q9diff.compare.summary import BLOB_INFO_FIELDS
 from q9diff.errors import Q9Error
-from q9diff.format.binary import BLOB_INFO_V2_EXTRA, ContextBinary
-from q9diff.format.tables import DATA_FORMAT_NAMES, DEFINITION_NAMES
 from q9diff.guard import load_json
+from q9diff.read.binary import BLOB_INFO_V2_EXTRA, ContextBinary
+from q9diff.read.tables import DATA_FORMAT_NAMES, DEFINITION_NAMES
 
 TOP_FIELDS = (
     "build_id",

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from q9diff.errors import Q9Error
-from q9diff.format.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 from q9diff.oracle import layouts as c  # the C structs, as libQnnSystem lays them out
+from q9diff.read.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
 LIBRARY_NAME = "libQnnSystem.so"
 SDK_LIB_DIR = Path("lib") / "x86_64-linux-clang"

@@ -154,7 +154,7 @@ def print_container(c: dict) -> None:
     from q9diff.units import human, nbytes
 
     console.print(text((c["path"], "bold"), f" ExecuTorch program {nbytes(c['size'])} ({human(c['size'])})"))
-    from q9diff.format.pte import cut, shown
+    from q9diff.read.pte import cut, shown
 
     for d in c["delegates"][:MAX_ROWS]:
         head = (

@@ -6,7 +6,7 @@ diff engine, so the command line can use it without loading numpy or deepdiff.
 
 from __future__ import annotations
 
-from q9diff.format.tables import soc_name
+from q9diff.read.tables import soc_name
 from q9diff.units import value
 
 GENERIC_SOC = (

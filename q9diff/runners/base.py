@@ -23,7 +23,7 @@ def shown_path(path: str | os.PathLike) -> str:
         return str(p)
 
 
-# QNN data type name (q9diff.format.tables.DATATYPE_NAMES) -> numpy dtype name of the I/O buffer.
+# QNN data type name (q9diff.read.tables.DATATYPE_NAMES) -> numpy dtype name of the I/O buffer.
 QNN_TO_NUMPY = {
     "INT_8": "int8",
     "INT_16": "int16",
@@ -145,7 +145,7 @@ def check_io_size(path: Path | str, graph: GraphSpec, memory: int | None = None)
 def graph_specs(path: Path, part: int = 0) -> list[GraphSpec]:
     """The graphs of a context binary, from its metadata (no Qualcomm library involved); a graph whose
     I/O would not fit in this machine's memory is refused here, before any buffer exists."""
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     cb = open_binary(path)
 

@@ -327,8 +327,8 @@ def split_order_problem(log: str, ctx_bins: list[Path]) -> str | None:
     """Compare the split order Genie logged ("Inserting graph G as idx i for AR-a CL-c") with the order
     q9diff's own decoding uses (the graph names' `_<i>_of_<n>` suffix when they carry one, as Genie's,
     else ctx-bins order); a sentence naming the first group Genie put out of order, or None."""
-    from q9diff.format.openers import open_binary
     from q9diff.genie.layout import split_index
+    from q9diff.read.openers import open_binary
 
     where: dict[str, int] = {}
     for index, path in enumerate(ctx_bins):

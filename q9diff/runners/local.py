@@ -34,7 +34,7 @@ from q9diff.runners.worker import WorkerClient, WorkerSession
 
 def recipe_for(binary: Path):
     """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else `recipe.json`."""
-    from q9diff.format.openers import split_name
+    from q9diff.read.openers import split_name
     from q9diff.recipes import recipe as rcp
 
     binary = Path(binary)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from q9diff.compare.attribution import KIND_BUCKETS
 from q9diff.doctor.result import HYPOTHESES, SEVERITIES
 from q9diff.doctor.run import RULES as DOCTOR_RULES
-from q9diff.format.model import KINDS
 from q9diff.load.rules import RULES as LOAD_RULES
+from q9diff.read.model import KINDS
 from q9diff.schemas._defs import (
     BUCKETS,
     DEFS,

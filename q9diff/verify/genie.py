@@ -33,7 +33,7 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
     unshared rebuilds: Genie on x86 refuses shared weights ("Shared weights buffer isn't supported on
     this platform", then SIGSEGV), as the emulator does. Also the folders the copy may name files in
     (the bundle and q9diff's rebuild cache), for GenieRunner.generate's also_inside."""
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
     from q9diff.runners.local import unshared_rebuild
 
     bundle = bundle if bundle.is_dir() else bundle.parent

@@ -58,7 +58,7 @@ def read_targets(candidate: Path) -> tuple[tuple[str, int | None], ...]:
     from q9diff import kinds
     from q9diff.compare.summary import target
     from q9diff.errors import Q9Error
-    from q9diff.format.openers import open_binary
+    from q9diff.read.openers import open_binary
 
     out = []
     for part in kinds.parts_of(Path(candidate)):

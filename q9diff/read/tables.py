@@ -156,7 +156,7 @@ def soc_name(soc_model: int | None) -> str:
 
 
 # soc_model 0 with no arch: the options name no SoC (measured on every QAIRT, scripts/measure_generic.py).
-# Which soc_model a build asked for is read with the measured rules in q9diff.format.generic.
+# Which soc_model a build asked for is read with the measured rules in q9diff.read.generic.
 GENERIC_SOC_TYPE = "UNKNOWN_SDM"
 
 

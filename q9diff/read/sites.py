@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from construct import Construct
 
-from q9diff.format import flatbuf
-from q9diff.format.binary import ContextBinary
 from q9diff.formats import context_binary as CB
 from q9diff.formats import flatbuffer_slots as S
 from q9diff.formats import pickles as P
+from q9diff.read import flatbuf
+from q9diff.read.binary import ContextBinary
 
 HEADER_LEAVES = frozenset((*P.HEADER_TAG_NAMES.values(), "record"))
 BY_LEAF = {

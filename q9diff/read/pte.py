@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from q9diff.errors import FormatError
-from q9diff.format import flatbuf
-from q9diff.format.model import Region
-from q9diff.format.read import parse, zeros
 from q9diff.formats import pte as P
+from q9diff.read import flatbuf
+from q9diff.read.model import Region
+from q9diff.read.parse import parse, zeros
 
 MAX_DELEGATES = 4096  # a model lowered in thousands of partitions is no .pte anyone runs
 MAX_NOTES = 5  # notes of one kind said one by one; past it, one line counts the rest
@@ -102,7 +102,7 @@ class PteFile:
     def name_of(d: Delegate, in_method: int) -> str:
         """A delegate's name: its method's, `method:i` beside another QNN delegate of that method, its
         number where the method has no name. Methods of one name are as many contexts: the opener labels
-        each apart (q9diff.format.labels), escaping what no label holds."""
+        each apart (q9diff.read.labels), escaping what no label holds."""
         if not d.method:
             return str(d.number)
         return d.method if in_method == 1 else f"{d.method}:{d.position}"

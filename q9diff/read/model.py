@@ -1,5 +1,5 @@
 """What a context binary holds, as frozen values: tensors, records, ops, graphs, byte regions and a
-pickle's layout. `ContextBinary` (q9diff.format.binary) builds them from the bytes; nothing here reads
+pickle's layout. `ContextBinary` (q9diff.read.binary) builds them from the bytes; nothing here reads
 files."""
 
 from __future__ import annotations

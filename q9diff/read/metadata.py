@@ -5,12 +5,12 @@ socModel, dspArch, graphs and their tensors), for every header QNN 2.22 to QAIRT
 from __future__ import annotations
 
 from q9diff.errors import FormatError
-from q9diff.format import flatbuf
-from q9diff.format.model import BLOB_INFO_FIELDS, Graph, Region, Tensor
-from q9diff.format.read import matches, offset_of, parse
-from q9diff.format.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 from q9diff.formats import context_binary as CB
 from q9diff.formats import flatbuffer_slots as S
+from q9diff.read import flatbuf
+from q9diff.read.model import BLOB_INFO_FIELDS, Graph, Region, Tensor
+from q9diff.read.parse import matches, offset_of, parse
+from q9diff.read.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
 HEADER = "a QNN context binary header (big-endian words 2 3 0 1, or 2 2 0 0 before QNN 2.25)"
 

@@ -6,7 +6,7 @@ A name inside a container is neither a key nor a path: two methods may both be c
 `/model/ctx_0`, a method 300 characters long. A label is what `FILE#LABEL` addresses and what reports show;
 it holds no `/`, `#` or `\\` (written `\\x2f`, `\\x23`, `\\x5c`), no control or format character (the one
 escape of q9diff.errors.printable) and at most MAX_LABEL characters, and it is never looked up in the file
-system: `FILE#LABEL` is resolved by the container's index (q9diff.format.openers).
+system: `FILE#LABEL` is resolved by the container's index (q9diff.read.openers).
 """
 
 from __future__ import annotations

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from q9diff.format.tables import GENERIC_SOC_TYPE
+from q9diff.read.tables import GENERIC_SOC_TYPE
 
 GENERIC_MEASURED_PATH = Path(__file__).with_name("generic_measured.json")
 # Every build the rules were derived from, one row each (read by the tests, not by q9diff at run time).
 GENERIC_BUILDS_PATH = Path(__file__).with_name("generic_builds.json")
-SOURCE = "q9diff/format/generic_measured.json (scripts/measure_generic.py)"
+SOURCE = "q9diff/read/generic_measured.json (scripts/measure_generic.py)"
 
 
 @dataclass(frozen=True)

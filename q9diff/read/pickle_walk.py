@@ -7,11 +7,11 @@ import sys
 from functools import cached_property
 
 from q9diff.errors import FormatError
-from q9diff.format.model import Op, PickleLayout, Record, Region
-from q9diff.format.options import decode_options
-from q9diff.format.read import matches, offset_of, parse
 from q9diff.formats import context_binary as CB
 from q9diff.formats import pickles as P
+from q9diff.read.model import Op, PickleLayout, Record, Region
+from q9diff.read.options import decode_options
+from q9diff.read.parse import matches, offset_of, parse
 
 START = P.PICKLE_START_SIZE
 # The op search reads OpRecord's fields where the definition puts them: a record starts with its marker

@@ -1,10 +1,10 @@
 """Files that carry context binaries: a plain `.bin`, an ONNX Runtime EPContext model (one context per
 EPContext node, embedded or named), a LiteRT `.tflite` whose DISPATCH_OP nodes point at QNN bytecode, an
-ExecuTorch `.pte` whose QNN delegates' payloads hold them (q9diff.format.pte walks it).
+ExecuTorch `.pte` whose QNN delegates' payloads hold them (q9diff.read.pte walks it).
 
 Each opener finds the bytes through its container's own structure and hands them to `ContextBinary`;
 a container with several contexts is a set, like a directory. A context is its position in the container;
-it is addressed as `FILE#LABEL`, its name escaped and made unique (q9diff.format.labels), and `FILE#LABEL`
+it is addressed as `FILE#LABEL`, its name escaped and made unique (q9diff.read.labels), and `FILE#LABEL`
 is resolved by the container's index, never looked up in the file system.
 """
 
@@ -17,10 +17,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from q9diff.errors import FormatError
-from q9diff.format import flatbuf
-from q9diff.format.binary import ContextBinary
-from q9diff.format.labels import label, listed, unique
-from q9diff.format.read import parse
+from q9diff.read import flatbuf
+from q9diff.read.binary import ContextBinary
+from q9diff.read.labels import label, listed, unique
+from q9diff.read.parse import parse
 
 # The suffixes of the files that carry contexts (the rest are context binaries themselves).
 CONTAINERS = (".onnx", ".tflite", ".pte")
@@ -77,7 +77,7 @@ def _regular_file(path: Path) -> None:
 @dataclass(frozen=True)
 class _Index:
     """Where a container's contexts are, read once per file: for each distinct context, in file order, its
-    label (q9diff.format.labels: its name escaped and made unique) and source (the bytes of an embedded
+    label (q9diff.read.labels: its name escaped and made unique) and source (the bytes of an embedded
     EPContext node, the resolved path of a context file, or the (offset, size) of DISPATCH_OP bytecode or
     a .pte's binary), and the names that address one as well (every node's own name where it names one
     context only, a .pte delegate's number).
@@ -89,7 +89,7 @@ class _Index:
     path: Path
     entries: tuple[tuple[str, object], ...]  # (label, source)
     aliases: dict[str, int]  # every label, and every name that means one context only -> its entry
-    container: object = None  # a .pte's walk (q9diff.format.pte.PteFile): its regions, delegates, notes
+    container: object = None  # a .pte's walk (q9diff.read.pte.PteFile): its regions, delegates, notes
 
     @property
     def labels(self) -> list[str]:
@@ -202,7 +202,7 @@ def size_of(path: str | os.PathLike) -> int:
 
 def container(path: str | os.PathLike):
     """The walk of the .pte at `path` (or of `FILE.pte#NAME`'s file), read once per file as the contexts
-    are (q9diff.format.pte.PteFile: its regions, delegates and compile specs, its notes); None for any
+    are (q9diff.read.pte.PteFile: its regions, delegates and compile specs, its notes); None for any
     other file."""
     p = split_name(path)[0]
     if not os.path.isfile(p) or kind(p) != ".pte":
@@ -261,7 +261,7 @@ def notes(path: str | os.PathLike) -> list[str]:
 
 def _other(index: _Index, name: str) -> str:
     """Why a .pte's delegate named `name` is no context: it is another backend's."""
-    from q9diff.format.pte import cut, shown
+    from q9diff.read.pte import cut, shown
 
     pte = index.container
     for d in pte.delegates if pte is not None else ():
@@ -274,8 +274,8 @@ def _other(index: _Index, name: str) -> str:
 
 
 def _pte(path: Path):
-    """The .pte walked (q9diff.format.pte) over the file's mapping."""
-    from q9diff.format import pte
+    """The .pte walked (q9diff.read.pte) over the file's mapping."""
+    from q9diff.read import pte
 
     return pte.read(_mapped(path, "an ExecuTorch .pte"), str(path))
 

@@ -11,9 +11,12 @@ import os
 from functools import cached_property
 
 from q9diff.errors import FormatError
-from q9diff.format import flatbuf
-from q9diff.format.metadata import MetadataReader
-from q9diff.format.model import (  # noqa: F401  (re-exported: the model of a ContextBinary)
+from q9diff.formats import context_binary as CB
+from q9diff.formats import flatbuffer_slots as S
+from q9diff.formats import pickles as P
+from q9diff.read import flatbuf
+from q9diff.read.metadata import MetadataReader
+from q9diff.read.model import (  # noqa: F401  (re-exported: the model of a ContextBinary)
     BLOB_INFO_FIELDS,
     BLOB_INFO_V2_EXTRA,
     Graph,
@@ -23,11 +26,8 @@ from q9diff.format.model import (  # noqa: F401  (re-exported: the model of a Co
     Region,
     Tensor,
 )
-from q9diff.format.pickle_walk import PickleWalker
-from q9diff.format.read import matches, offset_of, parse, zeros
-from q9diff.formats import context_binary as CB
-from q9diff.formats import flatbuffer_slots as S
-from q9diff.formats import pickles as P
+from q9diff.read.parse import matches, offset_of, parse, zeros
+from q9diff.read.pickle_walk import PickleWalker
 
 FIRST_AT = offset_of(CB.BlobHeader, "first")  # the blob header's word 3
 
