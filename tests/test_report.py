@@ -298,7 +298,7 @@ def test_markdown_renders_tables_and_code_blocks(single, tmp_path):
     assert 'HtpDeviceConfig(soc_model=77, dsp_arch="v73")' in code and "devices[0].soc_model = 77" in code
     # one copyable block per toolchain form, the candidate's first (qairt: no config beside this copy),
     # the other four folded in a <details>
-    from q9diff.present.fixes import FORMS
+    from q9diff.compare.toolchains import FORMS
 
     assert html.tags.count("pre") == len(FORMS) == 5 and html.tags.count("details") == 1
     assert html.text["pre"][0].startswith('HtpDeviceConfig(soc_model=77, dsp_arch="v73")')

@@ -74,8 +74,8 @@ def steps(
     from q9diff import inputs
     from q9diff.backends.base import BackendUnavailable
     from q9diff.recipes.recipe import RecipeError
-    from q9diff.recipes.steps import run, to_json
     from q9diff.runners.local import cache_root
+    from q9diff.steps import run, to_json
 
     report_path(html_out, [candidate, reference, recipe])
     candidate, reference, counterpart = inputs.counterpart(candidate, reference)

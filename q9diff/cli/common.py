@@ -254,7 +254,7 @@ TOOLCHAIN = typer.Option(
 
 def toolchain_chosen(data: dict, asked: str | None) -> None:
     """--toolchain over what the candidate's files say: the fix leads with that form (`all`: every form)."""
-    from q9diff.present.fixes import LABELS
+    from q9diff.compare.toolchains import LABELS
 
     if asked is None:
         return

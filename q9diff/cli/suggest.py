@@ -47,8 +47,8 @@ def suggest(
       2  error, also when the REFERENCE looks like the broken build
          (the arguments swapped) or was built for another device than --target"""
     from q9diff import api, inputs
+    from q9diff.compare.toolchains import LABELS
     from q9diff.present import terminal_build as view
-    from q9diff.present.fixes import LABELS
     from q9diff.present.terminal import print_suggestions
 
     device = api.as_device(target) if target is not None else None

@@ -29,19 +29,19 @@ def suggestion_fix(s: dict, parts: str, bundle: Bundle | None = None) -> str:
     """The fix as a line to act on: which parts to rebuild with which setting, and the setting's key in
     the backend extension JSON (the file a bundle ships, which its build reads too), or for an ExecuTorch
     .pte (the bundle given) its compile-spec line where executorch has one; every other toolchain's line
-    is `q9diff suggest`'s (q9diff.present.fixes)."""
+    is `q9diff suggest`'s (q9diff.compare.toolchains)."""
+    from q9diff.compare.toolchains import lines
     from q9diff.inputs import toolchain_of
-    from q9diff.present import fixes
     from q9diff.units import config_value
 
     value = config_value(s["setting"], s["value"])
     pte = bundle is not None and bundle.single_file and toolchain_of(bundle.given)["form"] == "executorch"
-    if pte and fixes.lines(s, "executorch"):
+    if pte and lines(s, "executorch"):
         return (
-            f"recompile {parts} with {s['setting']} = {value} (ExecuTorch: {fixes.lines(s, 'executorch')[0]};"
+            f"recompile {parts} with {s['setting']} = {value} (ExecuTorch: {lines(s, 'executorch')[0]};"
             " q9diff suggest shows qairt, the extension JSON and ONNX Runtime)"
         )
-    ext = "; ".join(fixes.lines(s, "ext"))
+    ext = "; ".join(lines(s, "ext"))
     if pte:  # executorch's compile spec has no argument for this setting: the extension JSON's key
         return (
             f"recompile {parts} with {s['setting']} = {value} (ExecuTorch's compile spec has no argument for"

@@ -146,6 +146,7 @@ def print_suggestions(
     """The fix, each setting in the toolchain form `form` (None: every form, each under its label, `lead`
     first), a line a setting, never wrapped by us (q9diff.present.fixes); a per-graph qairt line loops
     over `graphs`, said once after them. `notes`: the qairt device line's caveat beside it."""
+    from q9diff.compare import toolchains
     from q9diff.present import fixes
     from q9diff.units import config_value
 
@@ -154,13 +155,13 @@ def print_suggestions(
         return
     heads = [f"{s['setting']} = {config_value(s['setting'], s['value'])}" for s in suggestions]
     width = max(map(len, heads))
-    every = sorted((f for f, _ in fixes.FORMS), key=lambda f: f != lead)
+    every = sorted((f for f, _ in toolchains.FORMS), key=lambda f: f != lead)
     for f in [form] if form else every:
         if form is None:
-            console.print(text(f"  {fixes.LABELS[f]}:"))
+            console.print(text(f"  {toolchains.LABELS[f]}:"))
         pad = "  " if form else "    "
         for head, s in zip(heads, suggestions):
-            found = fixes.lines(s, f)
+            found = toolchains.lines(s, f)
             if not found:  # why there is no line: a sentence, wrapped
                 console.print(text(f"{pad}{head:<{width}}  ({fixes.missing(s, f)})"))
             for line in found:
@@ -172,7 +173,7 @@ def print_suggestions(
                 else:
                     console.print(text(f"{pad}{head}"), soft_wrap=True)
                     console.print(text(f"{pad}  {line}"), soft_wrap=True)
-        graphs = fixes.graphs_line(suggestions) if f == "qairt" else None
+        graphs = toolchains.graphs_line(suggestions) if f == "qairt" else None
         if graphs:
             for line in fixes.packed(graphs, pad):
                 console.print(text(line), soft_wrap=True)
@@ -183,6 +184,7 @@ def print_fix(
 ) -> None:
     """The fix under its heading: in the toolchain the candidate's files say (the diff's `toolchain`, or
     --toolchain), every form with --verbose."""
+    from q9diff.compare.toolchains import LABELS
     from q9diff.present import fixes
 
     asked = (data or {}).get("toolchain", {}).get("form")
@@ -192,7 +194,7 @@ def print_fix(
         console.print(text((heading, "bold")))
     else:
         said = f" ({why}; --toolchain for another)" if why and why != "--toolchain" else ""
-        console.print(text((f"{heading}, in {fixes.LABELS[form]}", "bold"), said))
+        console.print(text((f"{heading}, in {LABELS[form]}", "bold"), said))
     print_suggestions(suggestions, form, notes=form is None, lead=fixes.chosen(data or {}))
 
 

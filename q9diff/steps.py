@@ -1,5 +1,6 @@
 """`q9diff steps`: the seed's table, built. Rebuild the candidate's recipe with the root-cause settings
-applied one at a time, cumulatively, and compare every step with the reference.
+applied one at a time, cumulatively, and compare every step with the reference: above the recipe
+(q9diff.recipes), the compile backends (q9diff.backends) and the diff (q9diff.compare), which it composes.
 
 The first row is the candidate as its recipe builds it (byte-identical to the candidate proves the
 recipe), the last is the full fix. Builds are kept in the cache under a digest of everything that
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from q9diff.errors import FormatError
+from q9diff.settings import recipe_fields
 from q9diff.units import percent
 
 SCHEMA = "q9diff.steps/1"
@@ -62,12 +64,11 @@ def _said(value) -> str:
 def plan(recipe, suggestions: list[dict]) -> list[tuple[tuple[str, ...], str, dict]]:
     """(settings added, their label, cumulative recipe settings) per step, in ORDER; soc_model and
     dsp_arch are one step (a SoC is set as a pair)."""
-    from q9diff.fix.apply import RECIPE_FIELDS
-
+    fields = recipe_fields()  # cause -> (recipe field, conversion)
     wanted: dict[str, tuple[str, object]] = {}
     for s in suggestions:
-        if s["setting"] in RECIPE_FIELDS and s.get("value") is not None:
-            name, conv = RECIPE_FIELDS[s["setting"]]
+        if s["setting"] in fields and s.get("value") is not None:
+            name, conv = fields[s["setting"]]
             wanted[s["setting"]] = (name, conv(s["value"]))
     groups: list[tuple[str, ...]] = []
     for setting in sorted(wanted, key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER)):
