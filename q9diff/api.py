@@ -9,24 +9,25 @@ file, never with SystemExit.
     doctor(bundle, reference=None, ...)         a whole Genie bundle checked: a DoctorReport
 
 What a path is (a context binary, a folder of parts, a Genie bundle or config, an EPContext .onnx, a
-LiteRT .tflite, an ExecuTorch .pte) is decided by the one registry of kinds (q9diff.kinds) over the openers of
-q9diff.read.openers: a new container is a row there, and every function here takes it unchanged.
+LiteRT .tflite, an ExecuTorch .pte) is decided once, when a function here is called, by the one registry of
+kinds (q9diff.kinds) over the openers of q9diff.read.openers: each path becomes a q9diff.inputs.Input, and
+what is called below reads that. A Build is a path resolved already; the command line passes its own
+Inputs. A new container is a row in the registry, and every function here takes it unchanged.
 
-The other functions here (as_device, as_runtime, judged, load_verdicts, reference_findings, diff_pair,
-diff_parts) are the steps the command line composes; they are public to q9diff's own modules, not part
-of the versioned API (`q9diff.__all__`).
+The other functions here (as_device, as_runtime, judged, load_verdicts, reference_findings) are the steps
+the command line composes, on Inputs; they are public to q9diff's own modules, not part of the versioned
+API (`q9diff.__all__`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from shlex import quote
-from typing import TYPE_CHECKING
 
 from q9diff import inputs
-from q9diff.errors import FormatError, InputError
+from q9diff.errors import InputError
+from q9diff.inputs import Input
 
 # Imported, not only named for type checkers: typing.get_type_hints(q9diff.diff) resolves the names of a
 # public signature (every path a function reads imports these two anyway).
@@ -34,16 +35,13 @@ from q9diff.load.runtime import Runtime
 from q9diff.read.tables import Device
 from q9diff.results import Build, DiffReport, DoctorReport, LoadReport, TargetReport
 
-if TYPE_CHECKING:
-    from q9diff.compare.diff import DiffResult, SetDiff
-
 PathLike = str | os.PathLike
 Progress = Callable[[str], None]
 
 
-def _path(p: PathLike | Build) -> Path:
-    """A path given to the API, checked to be one the system can look up (InputError naming it)."""
-    return p.path if isinstance(p, Build) else inputs.nameable(p)
+def _input(p: PathLike | Build | Input) -> PathLike | Input:
+    """A path given to the API, or the Input a Build (or the command line) resolved already."""
+    return p.resolved if isinstance(p, Build) else p
 
 
 def as_device(name: str | Device) -> Device:
@@ -66,22 +64,16 @@ def open(path: PathLike) -> Build:  # q9diff.open, as the page names it (the bui
     """What `path` holds: a context binary, a folder of parts, a Genie bundle or config, an EPContext
     .onnx or a LiteRT .tflite, with its parts in order. InputError when it does not exist or holds no
     context binary q9diff reads; FormatError when a file is none (a text file, /dev/zero)."""
-    p = _path(path)
-    inputs.exists(p)
-    kind = _readable(p)
-    return Build(p, kind.name, tuple(inputs.parts(p)) if kind.is_set else (p,))
+    (found,) = inputs.resolved(path)
+    _readable(found)
+    return Build(found.given, found.kind.name, tuple(p.path for p in found.parts), found)
 
 
-def _readable(p: Path):
-    """The kind of an existing path, once a file said to be one context has been opened as one: a text
-    file, /dev/zero or a FIFO is refused here, in one line naming it (FormatError, InputError), not
-    returned as a build that fails when first read."""
-    from q9diff.kinds import kind_of
-
-    kind = kind_of(p)
-    if kind is None or not kind.is_set:
-        inputs.open_context(p).release()  # the header and metadata: what the opener checks first
-    return kind or kind_of(p)
+def _readable(found: Input) -> None:
+    """A path said to be one context opened as one: a text file, /dev/zero or a FIFO is refused here, in
+    one line naming it (FormatError, InputError), not returned as a build that fails when first read."""
+    if not found.is_set:
+        inputs.open_context(found.at).release()  # the header and metadata: what the opener checks first
 
 
 def diff(
@@ -96,63 +88,49 @@ def diff(
     sets compared part by part (a file against a set: its counterpart part, the same file name).
     `target`: also say whether the reference was built for that device; `target` or `runtime`: also
     whether each part of the candidate loads there. `progress(line)` hears which part is compared."""
+    from q9diff.compare.outside import outside
+    from q9diff.compare.sets import compared
+    from q9diff.present.verdict import sides, swap_advice
+    from q9diff.read.openers import coverage
+
     aimed_at = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
-    a, b, note = inputs.counterpart(_path(candidate), _path(reference))
+    given_a, given_b = _input(candidate), _input(reference)
+    a, b, note = inputs.pair(given_a, given_b)
     notes = [note] if note else []
-    said = [n for n in (inputs.which_parts(a), inputs.which_parts(b)) if n]
+    said = [n for n in (a.read_as, b.read_as) if n]
     read_as = {"read_as": said} if said else {}  # what a folder was read as: -v and the JSON say it
     findings = reference_findings(b, aimed_at) if aimed_at is not None else []
     notes += [f"warning: {f}" for f in findings]
     load = load_verdicts(a, aimed_at, on)
     aimed = {"target": {"name": aimed_at.name, "reference_findings": findings}} if aimed_at else {}
     aimed |= {"load": load} if load else {}
-    from q9diff.present.verdict import sides, swap_advice
-
-    if inputs.is_set(a) or inputs.is_set(b):  # two containers of one and of several contexts: sets
-        from q9diff.compare.diff import set_to_json
-
-        result = diff_parts(a, b, progress)
-        if not result.pairs and not result.unpaired_a and not result.unpaired_b:
-            raise InputError(f"{a} / {b}: no context binaries (*.bin or genie_config.json ctx-bins) found")
-        data = set_to_json(result) | aimed
-        swapped = swap_advice(a, b, data["causes"], "", sides(data))
-    else:
-        from q9diff.compare.diff import to_json
-
-        result = diff_pair(a, b)
-        swapped = swap_advice(a, b, result.causes, "", ([result.a], [result.b]))
-        data = to_json(result) | aimed
-    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a))} {quote(str(b))}") | _outside(a, b, data)
+    result, data = compared(a, b, progress)
+    data |= aimed
+    causes, files = (
+        (data["causes"], sides(data)) if a.is_set or b.is_set else (result.causes, ([result.a], [result.b]))
+    )
+    swapped = swap_advice(a.given, b.given, causes, "", files)
+    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a.given))} {quote(str(b.given))}")
+    # containers: what was compared of them, and whether the files differ outside it (`identical` then
+    # speaks for every byte)
+    o = outside(coverage(a.at), coverage(b.at), data["identical"])
+    if o is not None:
+        data |= {"outside": o, "identical": data["identical"] and o["differs"] is not True}
     if swapped:  # the fix would make the good build like the broken one: said last, no fix given
         data |= {"reference_looks_wrong": swapped, "suggestions": []}
         for part in data.get("parts", []):
             part["suggestions"] = []
-    return DiffReport(a, b, data, result, tuple(notes))
+    return DiffReport(a.given, b.given, data, result, tuple(notes))
 
 
-def _outside(a: Path, b: Path, data: dict) -> dict:
-    """For containers: what the diff compared of them and whether the files differ outside it
-    (q9diff.compare.outside); `identical` then speaks for every byte."""
-    from q9diff.compare.outside import outside
-
-    o = outside(a, b, data["identical"])
-    if o is None:
-        return {}
-    return {"outside": o, "identical": data["identical"] and o["differs"] is not True}
-
-
-def _fixing(candidate: Path, suggest: str) -> dict:
-    """Which toolchain the fix leads with (the candidate's own files say: inputs.toolchain_of), and the
-    command that makes it: `q9diff suggest ... --apply` the config found, where one is."""
-    toolchain = inputs.toolchain_of(candidate)
-    folder = candidate if os.path.isdir(candidate) else candidate.parent
-    config = folder / inputs.EXTENSION_FILE if toolchain["form"] == "ext" else None
-    if config is None and (folder / "recipe.json").is_file():
-        config = folder / "recipe.json"
+def _fixing(candidate: Input, suggest: str) -> dict:
+    """Which toolchain the fix leads with (the candidate's own files say), and the command that makes it:
+    `q9diff suggest ... --apply` the config found, where one is."""
+    config = candidate.fix_config
     if config is None:
-        return {"toolchain": toolchain}
-    return {"toolchain": toolchain, "next": f"{suggest} --apply {quote(str(config))}"}
+        return {"toolchain": candidate.toolchain}
+    return {"toolchain": candidate.toolchain, "next": f"{suggest} --apply {quote(str(config))}"}
 
 
 def target(
@@ -162,12 +140,11 @@ def target(
     the device determines against what AI Hub's builds for it use, and whether each part loads there
     (on `runtime` too, when named)."""
     d, on = as_device(device), None if runtime is None else as_runtime(runtime)
-    p = _path(path)
-    inputs.check(p)
-    data = judged(p, d) | {"toolchain": inputs.toolchain_of(p)}
+    (p,) = inputs.resolved(_input(path))
+    data = judged(p, d) | {"toolchain": p.toolchain}
     load = load_verdicts(p, d, on)
-    data |= _fixing(p, f"q9diff suggest {quote(str(p))} --target {quote(d.name)}")
-    return TargetReport(p, data | ({"load": load} if load else {}))
+    data |= _fixing(p, f"q9diff suggest {quote(str(p.given))} --target {quote(d.name)}")
+    return TargetReport(p.given, data | ({"load": load} if load else {}))
 
 
 def will_load(
@@ -179,9 +156,8 @@ def will_load(
         raise InputError("will_load: name the runtime (runtime='2.48') or the device (target='QCS9100')")
     d = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
-    p = _path(path)
-    inputs.check(p)
-    return LoadReport(p, load_verdicts(p, d, on))
+    (p,) = inputs.resolved(_input(path))
+    return LoadReport(p.given, load_verdicts(p, d, on))
 
 
 def doctor(
@@ -199,32 +175,34 @@ def doctor(
 
     d = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
-    given = [_path(b) for b in (bundle, reference) if b is not None]
-    for p in given:  # a path that is no bundle, folder or context is one line, not a report of errors
-        if p.exists() and not p.is_dir() and p.suffix != ".json":
-            _readable(p)
+    # doctor reads what it can of a bundle and says the rest itself: resolved, not checked
+    given = [
+        b.resolved if isinstance(b, Build) else inputs.given(b) for b in (bundle, reference) if b is not None
+    ]
+    for found in given:  # a path that is no bundle, folder or context is one line, not a report of errors
+        if found.kind is not None and not found.is_folder and found.at.label is None:
+            if found.given.suffix != ".json":
+                _readable(found)
     report = run(given[0], None if reference is None else given[1], target=d, runtime=on)
     return DoctorReport(report.result(), tuple(report.files()))
 
 
-def judged(path: Path, device: Device) -> dict:
+def judged(path: Input, device: Device) -> dict:
     """Every part of `path` against `device`, as `q9diff.target/1`."""
     from q9diff.compare.target import judge, to_json
 
-    return to_json(
-        [(p.name, judge(inputs.open_context(p), device)) for p in inputs.parts_or_self(path)], device
-    )
+    return to_json([(p.path.name, judge(inputs.open_context(p), device)) for p in path.parts], device)
 
 
-def reference_findings(reference: Path, device: Device) -> list[str]:
+def reference_findings(reference: Input, device: Device) -> list[str]:
     """Why the reference is a build for another device than the target (one sentence per part)."""
     from q9diff.compare.target import reference_finding
 
-    found = (reference_finding(inputs.open_context(p), device) for p in inputs.parts_or_self(reference))
+    found = (reference_finding(inputs.open_context(p), device) for p in reference.parts)
     return [f for f in found if f]
 
 
-def load_verdicts(path: Path, device: Device | None, runtime: Runtime | None) -> dict | None:
+def load_verdicts(path: Input, device: Device | None, runtime: Runtime | None) -> dict | None:
     """Will each part of `path` load on `runtime` and `device` (q9diff.load.rules): the worst verdict
     and each part's, as the JSON's `load`; None when neither is named."""
     if device is None and runtime is None:
@@ -232,9 +210,9 @@ def load_verdicts(path: Path, device: Device | None, runtime: Runtime | None) ->
     from q9diff.load.rules import ORDER, judge
 
     parts = []
-    for p in inputs.parts_or_self(path):
+    for p in path.parts:
         cb = inputs.open_context(p)
-        parts.append(judge(cb, p.name, runtime, device).to_json())
+        parts.append(judge(cb, p.path.name, runtime, device).to_json())
         cb.release()
     worst = min((v["verdict"] for v in parts), key=ORDER.index)
     return {
@@ -243,34 +221,3 @@ def load_verdicts(path: Path, device: Device | None, runtime: Runtime | None) ->
         "device": None if device is None else device.name,
         "parts": parts,
     }
-
-
-def diff_pair(a: Path, b: Path) -> DiffResult:
-    """Two context binaries compared (q9diff.compare.diff)."""
-    from q9diff.compare.diff import diff as compare
-
-    ca, cb = inputs.open_context(a), inputs.open_context(b)
-    try:
-        return compare(ca, cb)
-    except FormatError:
-        raise
-    except inputs.read_errors() as exc:
-        raise InputError(
-            f"{a} / {b}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
-        ) from exc
-
-
-def diff_parts(a: Path, b: Path, progress: Progress | None = None) -> SetDiff:
-    """Two sets compared part by part; `progress(line)` after each pair."""
-    from q9diff.compare.diff import diff_sets
-
-    def on_part(pa: Path, pb: Path, r) -> None:
-        if progress is not None:
-            progress(f"compared {pa.name} with {pb.name}")
-
-    try:
-        return diff_sets(a, b, on_part=on_part)
-    except FormatError:
-        raise
-    except (OSError, *inputs.read_errors()) as exc:
-        raise InputError(f"{a} / {b}: {exc}") from exc

@@ -1,172 +1,207 @@
-"""The paths a user gives q9diff, checked before any work: each exists, a set holds parts, a file given
-against a set has its counterpart there, and a context opens. What a path *is* is decided by the one
-registry of kinds (q9diff.kinds), and what a file carries by its opener (q9diff.read.openers); this
-module turns their failures into the one-line errors a user reads (`InputError`, or the opener's own
-`FormatError`), for the command line and the Python API alike.
+"""The paths a user gives q9diff, resolved once, at the boundary (the command line, the Python API), into an
+`Input`: what was given, where it points (q9diff.read.openers.Part: the file, the context it names, the
+file's container kind), what it is (the one registry of kinds, q9diff.kinds) and its parts in order. The
+layers below read the Input and never tell the path again.
+
+The checks before any work are here too: each path exists, a set holds parts, a file given against a set
+has its counterpart there, and a context opens; the registry's and the openers' failures become the
+one-line errors a user reads (`InputError`, or the opener's own `FormatError`), for the command line and
+the Python API alike.
 """
 
 from __future__ import annotations
 
 import os
+import struct
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from q9diff.errors import FormatError, InputError
-
-
-def read_errors() -> tuple[type[Exception], ...]:
-    """What a reader raises on bytes it cannot make sense of."""
-    import struct
-
-    return (ValueError, IndexError, struct.error)
-
-
-def nameable(path: str | os.PathLike) -> Path:
-    """`path` as a Path, or InputError when it is no name the system can look up: a part of it over 255
-    bytes or the whole over 4096 (os.stat raises "File name too long"), a NUL, a lone surrogate."""
-    from q9diff.guard import nameable as can_name
-    from q9diff.read.openers import split_name
-
-    # FILE#NAME names a context of FILE, however long NAME is: only FILE is looked up
-    if not can_name(path) and not (can_name(split_name(path)[0]) and split_name(path)[1] is not None):
-        text = repr(str(path))
-        shown = text if len(text) <= 100 else text[:99] + "…"
-        raise InputError(
-            f"{shown}: not a path the system can look up (a part of it over 255 bytes, the whole over 4096,"
-            " or a NUL)"
-        )
-    return Path(path)
-
-
-def exists(path: Path) -> None:
-    """The path exists, or names one context of a file that does (`FILE#NAME`, as sets list them)."""
-    from q9diff.read.openers import split_name
-
-    nameable(path)
-    if split_name(path)[1] is not None or os.path.lexists(path):
-        return
-    raise InputError(f"{path}: no such file or directory")
-
-
-def is_set(path: Path) -> bool:
-    """A folder of parts, a Genie bundle, or one file carrying several contexts (EPContext, LiteRT)."""
-    from q9diff.kinds import is_set as kind_is_set
-
-    return kind_is_set(path)
-
-
-def parts(path: Path) -> list[Path]:
-    """The context binaries of a set in part order; InputError when it holds none q9diff reads."""
-    from q9diff.genie.config import ConfigError
-    from q9diff.kinds import parts_of
-
-    try:
-        found = parts_of(path)
-    except (ConfigError, FormatError):
-        raise
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
-        raise InputError(f"{path}: not a folder of parts or a Genie bundle q9diff can read ({exc})") from exc
-    if not found:
-        from q9diff.genie.config import dialog_configs
-
-        configs = dialog_configs(path) if os.path.isdir(path) else []
-        if len(configs) > 1:
-            names = ", ".join(p.name for p in configs)
-            raise InputError(
-                f"{path}: several Genie configs ({names}) and no *.bin in it: give the config file itself"
-            )
-        raise InputError(f"{path}: no context binaries in it (*.bin, or a Genie config naming ctx-bins)")
-    return found
-
-
-def check(path: Path) -> None:
-    """`path` exists and, when it is a set, holds parts."""
-    exists(path)
-    if is_set(path):
-        parts(path)
-
-
-def _container(path: Path) -> bool:
-    """A container file (.onnx, .tflite, .pte) given whole, however many contexts it holds."""
-    from q9diff.read.openers import kind
-
-    return os.path.isfile(path) and kind(path) is not None
-
-
-def parts_or_self(path: Path) -> list[Path]:
-    """The parts of a set, or the one file itself."""
-    return parts(path) if is_set(path) else [path]
-
-
-def open_context(path: str | os.PathLike):
-    """The `ContextBinary` at `path` (`FILE#NAME` for one of several in a container)."""
-    from q9diff.read.openers import open_binary
-
-    try:
-        return open_binary(path)
-    except FormatError:
-        raise
-    except read_errors() as exc:
-        raise InputError(
-            f"{path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
-        ) from exc
-
-
-def counterpart(candidate: Path, reference: Path) -> tuple[Path, Path, str | None]:
-    """Both inputs checked before anything is compared; a file against a set of parts is compared with
-    its counterpart part (the same file name), or refused. Returns the two paths to compare and, when a
-    counterpart was chosen, the sentence that says so."""
-    check(candidate)
-    check(reference)
-    if is_set(candidate) == is_set(reference) or (_container(candidate) and _container(reference)):
-        return candidate, reference, None  # two containers: sets, whichever holds one context only
-    file, folder = (candidate, reference) if is_set(reference) else (reference, candidate)
-    match = [p for p in parts(folder) if p.name == file.name]
-    if not match:
-        names = ", ".join(p.name for p in parts(folder))
-        raise InputError(
-            f"{file} is a file and {folder} a set of parts ({names}), none named {file.name}:"
-            " give two files or two folders"
-        )
-    note = f"comparing {file} with its counterpart {match[0]}"
-    return (candidate, match[0], note) if file == candidate else (match[0], reference, note)
-
+from q9diff.genie.config import ConfigError, dialog_configs, genie_config_of
+from q9diff.kinds import Kind, kind_of
+from q9diff.read.binary import ContextBinary
+from q9diff.read.openers import Part, locate, open_part, split_name
 
 EXTENSION_FILE = "htp_backend_ext_config.json"
 
 
-def toolchain_of(candidate: Path) -> dict:
-    """Which toolchain the candidate was built with, as far as its own files say: {"form", "why"}, the
-    form a fix leads with (q9diff.present.fixes). An ExecuTorch .pte, an ONNX Runtime EPContext model, a
-    folder (or the folder of a file) holding a backend extension config, a q9diff recipe's backend; else
-    the qairt Python API, the seed's own toolchain."""
-    from q9diff.read.openers import kind, split_name
-
-    p = Path(candidate)
-    k = kind(split_name(p)[0])
-    if k == ".pte":
-        return {"form": "executorch", "why": "the candidate is a .pte"}
-    if k == ".onnx":
-        return {"form": "ort", "why": "the candidate is an EPContext model"}
-    folder = p if os.path.isdir(p) else p.parent
-    if (folder / EXTENSION_FILE).is_file():
-        return {"form": "ext", "why": "the one beside the candidate"}
-    return {"form": "qairt", "why": "no config beside the candidate"}
+def read_errors() -> tuple[type[Exception], ...]:
+    """What a reader raises on bytes it cannot make sense of."""
+    return (ValueError, IndexError, struct.error)
 
 
-def which_parts(path: Path) -> str | None:
-    """What a folder that is both a folder of parts and a Genie bundle is read as, said: diff and inspect
-    read its *.bin, doctor its config's ctx-bins (the qwen-mini layout: AI Hub's weight-shared parts beside
-    a Genie bundle of one binary per graph). None for a folder that is one or the other."""
-    from q9diff.genie.config import genie_config_of
+@dataclass(frozen=True, eq=False)
+class Input:
+    """A path as the user gave it (`given`), resolved: where it points (`at`), what it is (`kind`, None
+    for a path that does not exist) and its context binaries in part order (`parts`: the one context
+    itself for a single one)."""
 
-    p = Path(path)
-    if not os.path.isdir(p):
-        return None
-    config = genie_config_of(p)
-    bins = sorted(p.glob("*.bin"))
-    if config is None or not bins:
-        return None
-    return (
-        f"{p}: read as its {len(bins)} *.bin parts; its {config.name} names the ctx-bins Genie runs"
-        f" (give {p / config.name} to read those; doctor reads the bundle)"
-    )
+    given: Path
+    at: Part
+    kind: Kind | None
+
+    @property
+    def is_set(self) -> bool:
+        """A folder of parts, a Genie bundle or config, or one file carrying several contexts."""
+        return self.kind is not None and self.kind.is_set
+
+    @property
+    def is_folder(self) -> bool:
+        return self.kind is not None and self.kind.form == "folder"
+
+    @property
+    def whole_container(self) -> bool:
+        """A container file (.onnx, .tflite, .pte) given whole, however many contexts it holds."""
+        return self.at.label is None and self.at.container is not None
+
+    @property
+    def folder(self) -> Path:
+        """The folder its files sit in: the one given, or the file's (a fix's config is looked for there)."""
+        return self.given if self.is_folder else self.at.file.parent
+
+    @property
+    def name(self) -> str:
+        return self.given.name
+
+    @cached_property
+    def toolchain(self) -> dict:
+        """Which toolchain it was built with, as far as its own files say: {"form", "why"}, the form a fix
+        leads with (q9diff.compare.toolchains). An ExecuTorch .pte, an ONNX Runtime EPContext model, a
+        folder (or the folder of a file) holding a backend extension config; else the qairt Python API,
+        the seed's own toolchain."""
+        if self.at.container == ".pte":
+            return {"form": "executorch", "why": "the candidate is a .pte"}
+        if self.at.container == ".onnx":
+            return {"form": "ort", "why": "the candidate is an EPContext model"}
+        if (self.folder / EXTENSION_FILE).is_file():
+            return {"form": "ext", "why": "the one beside the candidate"}
+        return {"form": "qairt", "why": "no config beside the candidate"}
+
+    @cached_property
+    def fix_config(self) -> Path | None:
+        """The file `q9diff suggest --apply` edits for it: the extension config its toolchain is, else a
+        q9diff recipe beside it; None where neither is."""
+        if self.toolchain["form"] == "ext":
+            return self.folder / EXTENSION_FILE
+        recipe = self.folder / "recipe.json"
+        return recipe if recipe.is_file() else None
+
+    @cached_property
+    def read_as(self) -> str | None:
+        """What a folder that is both a folder of parts and a Genie bundle is read as, said: diff and
+        inspect read its *.bin, doctor its config's ctx-bins (the qwen-mini layout: AI Hub's weight-shared
+        parts beside a Genie bundle of one binary per graph). None for anything else."""
+        if self.kind is None or self.kind.name != "folder of parts":
+            return None
+        config = genie_config_of(self.given)
+        if config is None:
+            return None
+        p = self.given
+        return (
+            f"{p}: read as its {len(self.parts)} *.bin parts; its {config.name} names the ctx-bins Genie"
+            f" runs (give {p / config.name} to read those; doctor reads the bundle)"
+        )
+
+    @cached_property
+    def parts(self) -> tuple[Part, ...]:
+        """The context binaries in part order; InputError when a set holds none q9diff reads."""
+        if not self.is_set:
+            return (self.at,)
+        try:
+            found = self.kind.parts(self.at)
+        except (ConfigError, FormatError):
+            raise
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
+            raise InputError(
+                f"{self.given}: not a folder of parts or a Genie bundle q9diff can read ({exc})"
+            ) from exc
+        if not found:
+            configs = dialog_configs(self.given) if self.is_folder else []
+            if len(configs) > 1:
+                names = ", ".join(p.name for p in configs)
+                raise InputError(
+                    f"{self.given}: several Genie configs ({names}) and no *.bin in it: give the config file"
+                    " itself"
+                )
+            raise InputError(
+                f"{self.given}: no context binaries in it (*.bin, or a Genie config naming ctx-bins)"
+            )
+        return tuple(found)
+
+
+def nameable(path: str | os.PathLike) -> Path:
+    """`path` as a Path, or InputError when it is no name the system can look up (see
+    q9diff.read.openers.split_name: FILE#NAME names a context of FILE, however long NAME is, and only FILE
+    is looked up)."""
+    split_name(path)
+    return Path(path)
+
+
+def given(path: str | os.PathLike) -> Input:
+    """What `path` is, as far as it is anything: nothing is checked but that it is a name (a doctor reads
+    what it can of a bundle and says the rest itself)."""
+    at = locate(path)
+    return Input(Path(path), at, kind_of(at))
+
+
+def existing(path: str | os.PathLike) -> Input:
+    """What `path` is, once it is checked to exist (or to name one context of a file that does,
+    `FILE#NAME`, as sets list them)."""
+    found = given(path)
+    if found.kind is None:
+        raise InputError(f"{found.given}: no such file or directory")
+    return found
+
+
+def resolve(path: str | os.PathLike) -> Input:
+    """`path` resolved and checked before any work: it exists, and a set holds parts."""
+    return resolved(path)[0]
+
+
+def resolved(*paths: str | os.PathLike | Input) -> list[Input]:
+    """Several paths resolved and checked in order (see resolve), each first located, which checks it is a
+    name (so a bad name is said before a missing file, whichever comes first); an Input given is resolved
+    already."""
+    ats = [p.at if isinstance(p, Input) else locate(p) for p in paths]
+    found = [p if isinstance(p, Input) else Input(Path(p), at, kind_of(at)) for p, at in zip(paths, ats)]
+    for f in found:
+        if f.kind is None:
+            raise InputError(f"{f.given}: no such file or directory")
+        if f.is_set:
+            f.parts  # noqa: B018 (the set's parts read now: a set of none is refused before any work)
+    return found
+
+
+def open_context(part: Part) -> ContextBinary:
+    """The `ContextBinary` at `part`, or the one-line error naming it."""
+    try:
+        return open_part(part)
+    except FormatError:
+        raise
+    except read_errors() as exc:
+        raise InputError(
+            f"{part.path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def pair(
+    candidate: str | os.PathLike | Input, reference: str | os.PathLike | Input
+) -> tuple[Input, Input, str | None]:
+    """The two inputs of a comparison, resolved and checked before anything is compared; a file against a
+    set of parts is compared with its counterpart part (the same file name), or refused. Returns the two
+    inputs to compare and, when a counterpart was chosen, the sentence that says so."""
+    a, b = resolved(candidate, reference)
+    if a.is_set == b.is_set or (a.whole_container and b.whole_container):
+        return a, b, None  # two containers: sets, whichever holds one context only
+    file, folder = (a, b) if b.is_set else (b, a)
+    match = [p for p in folder.parts if p.path.name == file.name]
+    if not match:
+        names = ", ".join(p.path.name for p in folder.parts)
+        raise InputError(
+            f"{file.given} is a file and {folder.given} a set of parts ({names}), none named {file.name}:"
+            " give two files or two folders"
+        )
+    chosen = Input(match[0].path, match[0], kind_of(match[0]))
+    note = f"comparing {file.given} with its counterpart {chosen.given}"
+    return (a, chosen, note) if file is a else (chosen, b, note)

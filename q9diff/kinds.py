@@ -3,8 +3,10 @@ recognises itself and what its parts are, as diffoscope's comparators do (`recog
 
 A single context (a `.bin`, an `.onnx`, `.tflite` or `.pte` carrying one, or `FILE#NAME` naming one of
 several) is one part; a set is a folder of `*.bin`, a Genie bundle (its config's ctx-bins, read by the one
-reader in q9diff.genie.config), a Genie config file, or a container with several contexts. `diff`, `verify`
-and the CLI ask here; `doctor` reads whole bundles through q9diff.genie.bundle over the same config reader.
+reader in q9diff.genie.config), a Genie config file, or a container with several contexts. Each kind reads
+the path as `locate` told it (q9diff.read.openers.Part: the file, the context it names, its container
+kind) and gives its parts as Parts, so nothing after it tells the path again. q9diff.inputs resolves a path
+here once; `doctor` reads whole bundles through q9diff.genie.bundle over the same config reader.
 """
 
 from __future__ import annotations
@@ -12,11 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from q9diff.genie import config as genie_config
 from q9diff.genie.layout import file_split
-from q9diff.read.openers import part_paths, split_name
+from q9diff.read.openers import Part, container_parts, locate
 
 
 @dataclass(frozen=True)
@@ -25,59 +26,59 @@ class Kind:
 
     name: str
     is_set: bool
-    recognizes: Callable[[Path], bool]
-    parts: Callable[[Path], list[Path]]  # in part order; ConfigError naming the file when unreadable
+    form: str  # "contexts" (a file carrying them, or one of them), "folder", "config", "other"
+    recognizes: Callable[[Part], bool]
+    parts: Callable[[Part], list[Part]]  # in part order; ConfigError naming the file when unreadable
 
 
-def _part_key(p: Path):
-    split = file_split(p.name)
-    return (0, split[0], p.name) if split else (1, 0, p.name)
+def _part_key(p: Part):
+    split = file_split(p.file.name)
+    return (0, split[0], p.file.name) if split else (1, 0, p.file.name)
 
 
-def _folder_bins(path: Path) -> list[Path]:
-    return sorted(path.glob("*.bin"), key=_part_key)
+def _folder_bins(at: Part) -> list[Part]:
+    return sorted((locate(p) for p in at.file.glob("*.bin")), key=_part_key)
 
 
-def _config_parts(path: Path) -> list[Path]:
-    return genie_config.read(path).ctx_bin_paths()
+def _config_parts(at: Part) -> list[Part]:
+    return [locate(p) for p in genie_config.read(at.file).ctx_bin_paths()]
 
 
-def _one_of_container(path: Path) -> bool:
-    """`FILE#NAME`, as inspect and set diffs list the contexts of an EPContext model or a .tflite."""
-    file, name = split_name(path)
-    return name is not None and os.path.isfile(file)
+def _one(at: Part) -> list[Part]:
+    return [at]
 
 
-# The first kind that recognises a path is what it is.
+def _none(at: Part) -> list[Part]:
+    return []
+
+
+def _folder_of_bins(at: Part) -> bool:
+    return os.path.isdir(at.file) and any(at.file.glob("*.bin"))
+
+
+def _bundle(at: Part) -> bool:
+    return os.path.isdir(at.file) and genie_config.genie_config_of(at.file) is not None
+
+
+def _config(at: Part) -> bool:
+    return os.path.isfile(at.file) and at.file.suffix == ".json"
+
+
+# The first kind that recognises a path is what it is: (name, is_set, form, recognizes, parts).
 KINDS: tuple[Kind, ...] = (
-    Kind("one context of a container", False, _one_of_container, lambda p: [p]),
-    Kind("folder of parts", True, lambda p: os.path.isdir(p) and any(p.glob("*.bin")), _folder_bins),
-    Kind(
-        "Genie bundle",
-        True,
-        lambda p: os.path.isdir(p) and genie_config.genie_config_of(p) is not None,
-        _config_parts,
-    ),
-    Kind("folder", True, os.path.isdir, lambda p: []),  # nothing to compare: said by the caller
-    Kind("Genie config", True, lambda p: os.path.isfile(p) and p.suffix == ".json", _config_parts),
-    Kind("container of contexts", True, lambda p: bool(part_paths(p)), part_paths),
-    Kind("context binary", False, os.path.isfile, lambda p: [p]),
+    # `FILE#NAME`, as inspect and set diffs list the contexts of an EPContext model or a .tflite
+    Kind("one context of a container", False, "contexts", lambda at: at.label is not None, _one),
+    Kind("folder of parts", True, "folder", _folder_of_bins, _folder_bins),
+    Kind("Genie bundle", True, "folder", _bundle, _config_parts),
+    Kind("folder", True, "folder", lambda at: os.path.isdir(at.file), _none),  # nothing to compare: said so
+    Kind("Genie config", True, "config", _config, _config_parts),
+    Kind("container of contexts", True, "contexts", lambda at: bool(container_parts(at)), container_parts),
+    Kind("context binary", False, "contexts", lambda at: os.path.isfile(at.file), _one),
+    # a device, a FIFO, a link to nothing: its opener says what it is not, in one line
+    Kind("not a regular file", False, "other", lambda at: os.path.lexists(at.file), _one),
 )
 
 
-def kind_of(path: Path) -> Kind | None:
-    """The kind of `path`, or None when it is nothing q9diff reads (it does not exist)."""
-    path = Path(path)
-    return next((k for k in KINDS if k.recognizes(path)), None)
-
-
-def is_set(path: Path) -> bool:
-    """A folder of parts, a Genie bundle or config, or one file carrying several contexts."""
-    k = kind_of(path)
-    return k is not None and k.is_set
-
-
-def parts_of(path: Path) -> list[Path]:
-    """The context binaries of `path` in part order (`FILE#NAME` for the contexts of a container)."""
-    k = kind_of(path)
-    return [] if k is None else k.parts(Path(path))
+def kind_of(at: Part) -> Kind | None:
+    """The kind of the path `at` locates, or None when it does not exist."""
+    return next((k for k in KINDS if k.recognizes(at)), None)

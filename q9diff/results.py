@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # Imported, not only named for type checkers, so typing.get_type_hints resolves every public method's
-# signature: neither loads the engines (q9diff.open imports the first already; the second is data).
+# signature and Build's fields: none loads the engines (every function of the API resolves its paths with
+# the first, q9diff.open opens with the second; the third is data).
 from q9diff.doctor.result import DoctorResult, Finding
+from q9diff.inputs import Input
 from q9diff.read.binary import ContextBinary
 
 if TYPE_CHECKING:  # the diff engine (numpy and the block search): loaded only by a diff
-    from q9diff.compare.diff import DiffResult, SetDiff
+    from q9diff.compare.diff import DiffResult
+    from q9diff.compare.sets import SetDiff
 
 LOAD_SCHEMA = "q9diff.load/1"
 
@@ -101,6 +104,7 @@ class Build:
     path: Path
     kind: str
     parts: tuple[Path, ...]
+    resolved: Input  # the path as q9diff.inputs resolved it: what every function given this Build reads
 
     @property
     def is_set(self) -> bool:
@@ -110,7 +114,7 @@ class Build:
         """Each part opened, in order (mapped lazily: a 1 GB part costs nothing until read)."""
         from q9diff.inputs import open_context
 
-        for p in self.parts:
+        for p in self.resolved.parts:
             yield open_context(p)
 
     def to_json(self) -> dict:

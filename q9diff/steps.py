@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from q9diff.errors import FormatError
+from q9diff.inputs import Input, resolve
 from q9diff.settings import recipe_fields
 from q9diff.units import percent
 
@@ -87,17 +88,19 @@ def plan(recipe, suggestions: list[dict]) -> list[tuple[tuple[str, ...], str, di
 
 
 def run(
-    candidate: Path,
-    reference: Path,
+    candidate: Input,
+    reference: Input,
     recipe_path: Path | None,
     home: Path,
     progress: Callable[[str], None] = lambda _: None,
 ) -> list[Step]:
+    """The steps from the candidate's recipe to the full fix, each build compared with the reference (and,
+    where it is not identical to it, with the candidate)."""
     from q9diff.backends.registry import cached_compile
-    from q9diff.compare.diff import diff_sets, set_to_json
+    from q9diff.compare.sets import diff_sets, set_to_json
     from q9diff.recipes.recipe import load
 
-    recipe = load(recipe_path or find_recipe(candidate))
+    recipe = load(recipe_path or find_recipe(candidate.given))
     start = set_to_json(diff_sets(candidate, reference))
     out = []
     for added, label, settings in plan(recipe, start["suggestions"]):
@@ -105,7 +108,8 @@ def run(
         r = recipe.with_settings(**settings)
         folder, cached = cached_compile(r, home)
         step = Step(added, label, settings, folder, cached=cached)
-        vs_ref = set_to_json(diff_sets(folder, reference))
+        built = resolve(folder)
+        vs_ref = set_to_json(diff_sets(built, reference))
         step.size = vs_ref["a_total"]
         step.delta_vs_reference = vs_ref["a_total"] - vs_ref["b_total"]
         regions = [r for p in vs_ref["parts"] for r in p["regions"]]
@@ -115,7 +119,7 @@ def run(
         step.roots_left = [c["name"] for c in vs_ref["causes"] if c["role"] == "root"]
         if vs_ref["identical"]:
             step.identical_to = "reference"
-        elif set_to_json(diff_sets(folder, candidate))["identical"]:
+        elif set_to_json(diff_sets(built, candidate))["identical"]:
             step.identical_to = "candidate"
         out.append(step)
     return out

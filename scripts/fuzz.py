@@ -53,7 +53,7 @@ from q9diff.compare.diff import diff, to_json  # noqa: E402
 from q9diff.errors import FormatError  # noqa: E402
 from q9diff.read import flatbuf, openers  # noqa: E402
 from q9diff.read.binary import ContextBinary  # noqa: E402
-from q9diff.read.openers import CONTAINERS, contexts, open_binary  # noqa: E402
+from q9diff.read.openers import CONTAINERS, contexts, locate, open_binary  # noqa: E402
 from q9diff.read.sites import Site, record_sites  # noqa: E402
 
 HANG_S = 2.0  # a case slower than this is a hang
@@ -104,7 +104,7 @@ def seeds(extra: list[Path], pte_only: bool = False) -> list[Seed]:
             continue
         seen.add(data)
         try:  # a .pte of several contexts: the first is the other side of every diff
-            reference = contexts(path)[0][1] if path.suffix == ".pte" else open_binary(path)
+            reference = contexts(locate(path))[0][1] if path.suffix == ".pte" else open_binary(path)
             _ = reference.regions
         except FormatError:
             reference = None
@@ -294,7 +294,7 @@ def run_case(seed: Seed, data: bytes, tmp: Path) -> ContextBinary:
     path = tmp / f"fuzz{seed.suffix}"
     path.write_bytes(data)
     openers._cached_index.cache_clear()  # the same path rewritten within a clock tick: read afresh
-    found = contexts(path) if seed.suffix == ".pte" else [("", open_binary(path))]
+    found = contexts(locate(path)) if seed.suffix == ".pte" else [("", open_binary(path))]
     if seed.suffix == ".pte":
         check_container(path, len(data))
     for _, cb in found:
@@ -306,7 +306,7 @@ def check_container(path: Path, size: int) -> None:
     """A .pte's region map covers every byte once, and its delegates and compile specs read as JSON."""
     from q9diff.compare.container import container_json
 
-    data = container_json(path)
+    data = container_json(locate(path))
     end = 0
     for r in data["regions"]:
         if r["offset"] != end or r["size"] <= 0:

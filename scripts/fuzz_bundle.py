@@ -14,10 +14,10 @@ A case mutates one of:
 The reading is the real one: q9diff.doctor.run (every rule but the two that hand files to Qualcomm's
 libraries: their children are capped before they are asked and tested in tests/test_hostile_bundle.py),
 its terminal, HTML and JSON presenters (which must show no raw control character), the path registry
-(kinds.parts_of) and verify's DialogConfig over the bundle, apply.plan through the config, and for
-EPContext models
-q9diff.read.openers (part_paths, contexts, open_one for each name) and diff_sets. The expected refusals are
-FormatError, BundleError, ApplyError and RunnerError with a one-line message; anything else is a crash.
+(q9diff.inputs: an input's parts) and verify's DialogConfig over the bundle, apply.plan through the
+config, and for EPContext models q9diff.read.openers (container_parts, contexts, open_binary for each
+name) and diff_sets. The expected refusals are FormatError, BundleError, ApplyError and RunnerError with
+a one-line message; anything else is a crash.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ import re
 import shutil
 from pathlib import Path
 
-from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.compare.sets import diff_sets, set_to_json
 from q9diff.doctor import run as doctor
 from q9diff.errors import FormatError
 from q9diff.fix import extconfig
 from q9diff.fix.apply import ApplyError, BuildFacts, plan
 from q9diff.genie.bundle import BundleError
-from q9diff.kinds import parts_of
+from q9diff.inputs import given, resolve
 from q9diff.present.saved import json_safe
 from q9diff.present.terminal_doctor import print_report
 from q9diff.read.binary import ContextBinary
@@ -77,7 +77,7 @@ class Cases:
         self.sites = tuple(record_sites(ContextBinary(self.context, str(CONTEXT))))  # for fields built anew
         for i in range(3):
             (self.models / f"c{i}.bin").write_bytes(self.context)
-        data = set_to_json(diff_sets(ROOT / "fixtures" / "qwen-mini" / "local", REFERENCE))
+        data = set_to_json(diff_sets(resolve(ROOT / "fixtures" / "qwen-mini" / "local"), resolve(REFERENCE)))
         self.suggestions = data["suggestions"]
         self.facts = BuildFacts.of([p["a"] for p in data["parts"]], [p["b"] for p in data["parts"]])
         extconfig.library_dir = _not_asked  # Qualcomm's parser: a child per call, capped before it
@@ -97,7 +97,7 @@ class Cases:
 
     def _read_bundle(self, with_reference: bool) -> None:
         try:
-            report = doctor.run(self.bundle, REFERENCE if with_reference else None, RULES)
+            report = doctor.run(given(self.bundle), given(REFERENCE) if with_reference else None, RULES)
         except BundleError as exc:
             _one_line(exc, self.bundle)
             raise
@@ -113,7 +113,7 @@ class Cases:
                 raise AssertionError(f"doctor {what}: a raw control character {raw.group()!r} from a file")
         json.dumps(json_safe(report.to_json()), allow_nan=False, default=str)
         try:
-            parts_of(self.bundle)
+            given(self.bundle).parts  # noqa: B018 (the parts read as diff reads them)
         except ValueError as exc:  # the one config reader refuses a config it cannot read: one line
             _one_line(exc, self.bundle)
         try:
@@ -175,14 +175,15 @@ def _one_line(exc: Exception, folder: Path) -> None:
 
 
 def _read_model(model: Path) -> None:
-    from q9diff.read.openers import contexts, open_one, part_paths
+    from q9diff.inputs import resolve
+    from q9diff.read.openers import container_parts, contexts, locate, open_binary
 
-    parts = part_paths(model)
-    found = contexts(model)
+    parts = container_parts(locate(model))
+    found = contexts(locate(model))
     for name, _ in found[:20]:
-        open_one(model.with_name(f"{model.name}#{name}"))
+        open_binary(model.with_name(f"{model.name}#{name}"))
     if parts and len(parts) <= 50:
-        diff_sets(model, model)
+        diff_sets(resolve(model), resolve(model))
 
 
 def _mutated_json(seed: str, rng: random.Random, mutate_bytes) -> bytes:

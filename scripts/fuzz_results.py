@@ -45,7 +45,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from q9diff.cli import main  # noqa: E402
-from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json  # noqa: E402
+from q9diff.compare.diff import diff, to_json  # noqa: E402
+from q9diff.compare.sets import diff_sets, set_to_json  # noqa: E402
+from q9diff.inputs import resolve  # noqa: E402
 from q9diff.read.openers import open_binary  # noqa: E402
 
 HANG_S = 10.0
@@ -91,7 +93,7 @@ def seeds(tmp: Path) -> dict[str, dict]:
         open_binary(QWEN / "reference" / "part_1_of_2.bin"),
     )
     out["diff"] = to_json(diff(a, b)) | {"schema": "q9diff.diff/1"}
-    out["setdiff"] = set_to_json(diff_sets(QWEN / "local", QWEN / "reference")) | {
+    out["setdiff"] = set_to_json(diff_sets(resolve(QWEN / "local"), resolve(QWEN / "reference"))) | {
         "schema": "q9diff.setdiff/1"
     }
     for name, argv in (

@@ -140,16 +140,16 @@ def pte_case(i: int, rng: random.Random, tmp: Path, faults: Faults) -> None:
     a.write_bytes(data)
     b.write_bytes(variant(rng, methods, segments, offsets, data))
     try:
-        found = openers.contexts(a)
-        json.dumps(container_json(a))
+        found = openers.contexts(openers.locate(a))
+        json.dumps(container_json(openers.locate(a)))
     except FormatError:
         faults.refused += 1
         return
     labels = [name for name, _ in found]
     if len(set(labels)) != len(labels):
         faults.add(i, "labels repeat", repr(labels))
-    for p in openers.part_paths(a):
-        openers.open_one(p)
+    for p in openers.container_parts(openers.locate(a)):
+        p.open()
     try:
         report = api.diff(a, b)
     except FormatError:

@@ -59,7 +59,7 @@ sys.path.insert(0, str(REPO))
 from q9diff.formats import context_binary as CB  # noqa: E402
 from q9diff.formats import flatbuffer_slots as S  # noqa: E402
 from q9diff.read import flatbuf  # noqa: E402
-from q9diff.read.openers import contexts  # noqa: E402
+from q9diff.read.openers import contexts, locate  # noqa: E402
 from q9diff.recipes import recipe as rcp  # noqa: E402
 from q9diff.runners.base import graph_specs  # noqa: E402
 
@@ -191,7 +191,7 @@ def _vtuple(text: str | None) -> list[int] | None:
 
 def _describe(name: str, path: Path) -> Binary:
     """What q9diff reads from the binary's metadata, and the first graph's I/O as the child needs it."""
-    (_, cb), *_ = contexts(path)
+    (_, cb), *_ = contexts(locate(path))
     data = bytes(cb.data)
     vtcm = [g.vtcm_size for g in cb.graphs if getattr(g, "vtcm_size", None)]
     row = {
@@ -226,7 +226,7 @@ def _binaries(real: Path | None, scratch: Path) -> tuple[list[Binary], list[dict
             out.append(_describe(str(p.relative_to(REPO)), p))
     for p in sorted(real.iterdir()) if real is not None and real.is_dir() else []:
         try:
-            found = contexts(p)
+            found = contexts(locate(p))
         except Exception as exc:  # not a carrier of context binaries: say so, load nothing
             skipped.append(
                 {"name": f"real:{p.name}", "why": " ".join(str(exc).split()).replace(str(p), p.name)}
@@ -492,7 +492,7 @@ def _edited_copy(b: Binary, fields: dict, scratch: Path) -> Path:
             _set_version(buf, field, value)
     out = scratch / f"edited-{hashlib.sha256(buf).hexdigest()[:16]}.bin"
     out.write_bytes(buf)
-    (_, cb), *_ = contexts(out)  # q9diff reads back exactly the values written
+    (_, cb), *_ = contexts(locate(out))  # q9diff reads back exactly the values written
     seen = {
         "core_api": _vtuple(cb.core_api_version),
         "backend_api": _vtuple(cb.backend_api_version),

@@ -12,15 +12,16 @@ import pytest
 from conftest import FIXTURES
 from test_cli import q9diff
 
-from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.compare.sets import diff_sets, set_to_json
 from q9diff.fix.apply import ApplyError, BuildFacts, plan, write
+from q9diff.inputs import resolve
 
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
 
 
 @pytest.fixture(scope="module")
 def pair(fixtures_dir) -> dict:
-    return set_to_json(diff_sets(LOCAL, REFERENCE))
+    return set_to_json(diff_sets(resolve(LOCAL), resolve(REFERENCE)))
 
 
 @pytest.fixture(scope="module")
@@ -347,8 +348,8 @@ def test_a_value_q9diff_could_not_read_is_never_written(tmp_path, suggestions, f
 
 
 def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtures_dir, facts):
-    from q9diff.compare.diff import Cause
-    from q9diff.compare.diff import suggestions as suggest_for
+    from q9diff.compare.cause import Cause
+    from q9diff.compare.toolchains import suggestions as suggest_for
     from q9diff.read.binary import ContextBinary
 
     ref = ContextBinary.open(REFERENCE / "part_1_of_2.bin")

@@ -12,9 +12,10 @@ import pytest
 from conftest import FIXTURES
 from test_apply import prose, suggest_apply
 
-from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.compare.sets import diff_sets, set_to_json
 from q9diff.fix import safewrite
 from q9diff.fix.apply import ApplyError, BuildFacts, plan, write_all
+from q9diff.inputs import resolve
 
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
 EXT = '{\n  "devices": [\n    {\n      "soc_model": 0,\n      "dsp_arch": "v73"\n    }\n  ]\n}\n'
@@ -22,7 +23,7 @@ EXT = '{\n  "devices": [\n    {\n      "soc_model": 0,\n      "dsp_arch": "v73"\
 
 @pytest.fixture(scope="module")
 def pair(fixtures_dir) -> tuple[list[dict], BuildFacts]:
-    data = set_to_json(diff_sets(LOCAL, REFERENCE))
+    data = set_to_json(diff_sets(resolve(LOCAL), resolve(REFERENCE)))
     return data["suggestions"], BuildFacts.of(
         [p["a"] for p in data["parts"]], [p["b"] for p in data["parts"]]
     )

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, all_bins
 
+from q9diff.inputs import resolve
+
 COMMANDS = ("inspect", "diff", "suggest", "recompile", "verify")
 
 
@@ -364,7 +366,7 @@ def test_the_program_ends_as_main_does(tmp_path, fixtures_dir):
 
 
 def test_a_directory_diff_releases_each_part_once_compared(fixtures_dir):
-    from q9diff.compare.diff import diff_sets, set_to_json
+    from q9diff.compare.sets import diff_sets, set_to_json
 
     def mapped() -> set[str]:
         return {ln.split(maxsplit=5)[-1] for ln in Path("/proc/self/maps").read_text().splitlines()}
@@ -374,7 +376,7 @@ def test_a_directory_diff_releases_each_part_once_compared(fixtures_dir):
     def on_part(pa, pb, r):
         seen.append((pa.name, {str(p.resolve()) for p in (pa, pb)} & mapped()))
 
-    sd = diff_sets(LOCAL, REFERENCE, on_part=on_part)
+    sd = diff_sets(resolve(LOCAL), resolve(REFERENCE), on_part=on_part)
     part_1 = {str((d / "part_1_of_2.bin").resolve()) for d in (LOCAL, REFERENCE)}
     assert seen[0] == ("part_1_of_2.bin", part_1)  # mapped while compared
     assert seen[1][0] == "part_2_of_2.bin" and len(seen[1][1]) == 2

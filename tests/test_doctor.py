@@ -16,6 +16,7 @@ from q9diff.doctor.result import HYPOTHESES
 from q9diff.doctor.run import RULES
 from q9diff.fix import extconfig
 from q9diff.genie import parser as genieconfig
+from q9diff.inputs import given
 from q9diff.read.tables import soc_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +70,7 @@ def _swap_first_and_third(doc: dict) -> None:
 
 def _named_splits() -> bool:
     """Whether the fixture's graphs carry AI Hub's _i_of_n names (then Genie ignores ctx-bins order)."""
-    report = doctor.run(REFERENCE)
+    report = doctor.run(given(REFERENCE))
     return all(sg.split for sg in report.bundle.graphs())
 
 
@@ -121,10 +122,10 @@ DEFECTS = {
 
 
 def test_clean_reference_bundle_has_no_error_alone_and_against_itself(bundle: Path) -> None:
-    alone = doctor.run(bundle)
+    alone = doctor.run(given(bundle))
     assert problems(alone) == [] and problems(alone, "warning") == []
     assert alone.exit_code == 0
-    against = doctor.run(bundle, REFERENCE)
+    against = doctor.run(given(bundle), given(REFERENCE))
     assert problems(against) == [] and problems(against, "warning") == []
     hyps = against.hypotheses()
     assert {n for n, h in hyps.items() if h["status"] == "ruled out"} == set(HYPOTHESES)
@@ -134,17 +135,17 @@ def test_clean_reference_bundle_has_no_error_alone_and_against_itself(bundle: Pa
 def test_one_planted_config_defect_is_exactly_one_error(bundle: Path, name: str) -> None:
     file, change, check, words = DEFECTS[name]
     edit(bundle / file, change)
-    errors = problems(doctor.run(bundle))
+    errors = problems(doctor.run(given(bundle)))
     assert [f.check for f in errors] == [check], errors
     assert all(w in errors[0].evidence for w in words), errors[0].evidence
     assert errors[0].fix
     # against the untouched reference the same single error: the binaries are the reference's
-    assert [f.check for f in problems(doctor.run(bundle, REFERENCE))] == [check]
+    assert [f.check for f in problems(doctor.run(given(bundle), given(REFERENCE)))] == [check]
 
 
 def test_ctx_bins_out_of_order(bundle: Path) -> None:
     edit(bundle / "genie_config.json", _swap_first_and_third)
-    report = doctor.run(bundle)
+    report = doctor.run(given(bundle))
     if _named_splits():  # Genie runs AI Hub-named splits by name: harmless, but said
         assert problems(report) == []
         assert [f.check for f in problems(report, "warning")] == ["ctx-bins.order-named"]
@@ -159,7 +160,7 @@ def test_ctx_bins_out_of_order(bundle: Path) -> None:
 
 def test_missing_ctx_bin_is_one_error_and_no_cascade(bundle: Path) -> None:
     (bundle / "genie" / "part_2_of_2_token.bin").unlink()
-    report = doctor.run(bundle, REFERENCE)
+    report = doctor.run(given(bundle), given(REFERENCE))
     errors = problems(report)
     assert [f.check for f in errors] == ["ctx-bins.exist"], errors
     assert "genie/part_2_of_2_token.bin" in errors[0].evidence
@@ -174,11 +175,11 @@ def test_part_from_another_qairt_build_by_its_build_label(bundle: Path) -> None:
     data = part.read_bytes()
     assert data.count(b"v2.51.0.260929181845") == 3
     part.write_bytes(data.replace(b"v2.51.0.260929181845", b"v2.50.0.260929181845"))
-    errors = problems(doctor.run(bundle))
+    errors = problems(doctor.run(given(bundle)))
     assert [f.check for f in errors] == ["qairt.mix"], errors
     assert "part_2_of_2_token.bin: v2.50.0.260929181845" in errors[0].evidence
     assert "v2.51.0.260929181845" in errors[0].fix
-    against = doctor.run(bundle, REFERENCE)
+    against = doctor.run(given(bundle), given(REFERENCE))
     assert {f.check for f in problems(against)} == {"qairt.mix"}
     assert [f.check for f in problems(against, "warning")] == ["qairt.reference"]
 
@@ -186,7 +187,7 @@ def test_part_from_another_qairt_build_by_its_build_label(bundle: Path) -> None:
 def test_part_from_another_qairt_build_swapped_in(bundle: Path) -> None:
     """fixtures/variants/qairt_2.50.bin renamed as a part: another build, and another model altogether."""
     shutil.copy(ROOT / "fixtures" / "variants" / "qairt_2.50.bin", bundle / "genie" / "part_2_of_2_token.bin")
-    errors = problems(doctor.run(bundle))
+    errors = problems(doctor.run(given(bundle)))
     mix = [f for f in errors if f.check == "qairt.mix"]
     assert len(mix) == 1 and "part_2_of_2_token.bin: v2.50.40" in mix[0].evidence
     # what else is wrong is that part not fitting Genie's chain, and said so
@@ -194,7 +195,7 @@ def test_part_from_another_qairt_build_swapped_in(bundle: Path) -> None:
 
 
 def test_local_bundle_against_reference_names_soc_model_vtcm_and_optimization() -> None:
-    report = doctor.run(LOCAL, REFERENCE)
+    report = doctor.run(given(LOCAL), given(REFERENCE))
     assert report.bundle.config_path == LOCAL / "genie_config.json"
     assert [f.check for f in problems(report)] == ["build.soc_model"]
     soc = problems(report)[0]
@@ -220,7 +221,7 @@ def test_local_bundle_against_reference_names_soc_model_vtcm_and_optimization() 
 
 
 def test_local_bundle_alone_still_finds_the_generic_target() -> None:
-    report = doctor.run(LOCAL)
+    report = doctor.run(given(LOCAL))
     assert [f.check for f in problems(report)] == ["build.soc_model"]
     assert "name the device with --target DEVICE" in problems(report)[0].fix  # issue 45: the way to say it
 
@@ -232,7 +233,7 @@ def test_paths_outside_the_bundle_are_refused_and_named(bundle: Path, tmp_path: 
         bundle / "genie_config.json",
         lambda d: d["dialog"]["engine"]["model"]["binary"]["ctx-bins"].__setitem__(0, "../elsewhere.bin"),
     )
-    report = doctor.run(bundle)
+    report = doctor.run(given(bundle))
     refused = [f for f in problems(report) if f.check == "config.paths"]
     assert (
         len(refused) == 1 and "../elsewhere.bin" in refused[0].evidence and "outside" in refused[0].evidence
@@ -246,7 +247,7 @@ def test_qualcomm_parsers_judge_the_config_and_the_extension_file(bundle: Path) 
         bundle / "genie_config.json", lambda d: d["dialog"]["engine"]["backend"]["QnnHtp"].__setitem__("x", 1)
     )
     edit(bundle / "htp_backend_ext_config.json", lambda d: d["graphs"][0].pop("graph_names"))
-    errors = problems(doctor.run(bundle))
+    errors = problems(doctor.run(given(bundle)))
     genie = [f for f in errors if f.check == "config.genie-parser"]
     assert len(genie) == 1 and "JSON_SCHEMA" in genie[0].evidence and "'x'" in genie[0].evidence
     ext = [f for f in errors if f.check == "extension.qualcomm"]
@@ -314,7 +315,7 @@ def test_cli_not_json_config_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is absent: no real third-party configs here")
 def test_ai_hub_apps_llm_on_genie_config_reads_with_clear_findings(tmp_path: Path) -> None:
     shutil.copytree(REAL / "ai-hub-apps" / "llm_on_genie", tmp_path / "b")
-    report = doctor.run(tmp_path / "b" / "qwen2_5_7b_instruct.json")
+    report = doctor.run(given(tmp_path / "b" / "qwen2_5_7b_instruct.json"))
     errors = {f.check: f for f in problems(report)}
     assert "6 of 6 ctx-bins not in the bundle" in errors["ctx-bins.exist"].evidence
     ext = errors["extension.file"].evidence
@@ -343,7 +344,7 @@ def test_aedh_genie_config_with_windows_paths_reads_with_clear_findings(tmp_path
 def test_a_part_that_is_not_a_context_binary_is_one_error(bundle: Path, content: str) -> None:
     part = bundle / "genie" / "part_2_of_2_token.bin"
     part.write_bytes(b"not a context binary\n" * 50 if content == "garbage" else part.read_bytes()[:5000])
-    report = doctor.run(bundle)
+    report = doctor.run(given(bundle))
     errors = problems(report)
     assert [f.check for f in errors] == ["ctx-bins.binary"], errors
     assert "part_2_of_2_token.bin" in errors[0].evidence
@@ -355,7 +356,7 @@ def test_a_symlink_leading_outside_the_bundle_is_refused(bundle: Path, tmp_path:
     link = bundle / "genie" / "part_1_of_2_prompt.bin"
     link.unlink()
     link.symlink_to(outside)
-    errors = problems(doctor.run(bundle))
+    errors = problems(doctor.run(given(bundle)))
     assert [f.check for f in errors] == ["config.paths"]
     assert str(outside) in errors[0].evidence
 
@@ -385,7 +386,7 @@ def test_runtime_sizing_spill_fill_and_mmap_budget(bundle: Path) -> None:
         htp.update({"spill-fill-bufsize": 4096, "use-mmap": True, "mmap-budget": 1})
 
     edit(bundle / "genie_config.json", sizing)
-    report = doctor.run(bundle)
+    report = doctor.run(given(bundle))
     spill = [f for f in problems(report) if f.check == "runtime.spill-fill"]
     assert len(spill) == 1 and "4096 bytes" in spill[0].evidence and "7929856" in spill[0].evidence
     assert spill[0].fix == "set it to 7929856"
@@ -412,7 +413,7 @@ WARNINGS = {
 def test_extension_file_disagreements_that_are_warnings(bundle: Path, name: str) -> None:
     change, check, words = WARNINGS[name]
     edit(bundle / "htp_backend_ext_config.json", change)
-    report = doctor.run(bundle)
+    report = doctor.run(given(bundle))
     assert problems(report) == []
     warnings = problems(report, "warning")
     assert [f.check for f in warnings] == [check]
@@ -425,7 +426,7 @@ def test_float_fallback_against_a_quantized_reference(tmp_path: Path) -> None:
     for name, src in (("candidate", "precision_fp16.bin"), ("reference", "precision_w8a16.bin")):
         (tmp_path / name).mkdir()
         shutil.copy(ROOT / "fixtures" / "variants" / src, tmp_path / name / "model.bin")
-    report = doctor.run(tmp_path / "candidate", tmp_path / "reference")
+    report = doctor.run(given(tmp_path / "candidate"), given(tmp_path / "reference"))
     assert "no genie_config.json" in report.bundle.notes[0]
     fallback = [f for f in problems(report) if f.check == "quantization.float-fallback"]
     assert len(fallback) == 1 and fallback[0].hypothesis == 5
@@ -502,13 +503,13 @@ def test_io_quantized_in_the_reference_and_float_here_is_hypothesis_7(tmp_path: 
             pytest.skip(str(exc))
         (tmp_path / name / "out" / "m.bin").rename(tmp_path / name / "m.bin")
         shutil.rmtree(tmp_path / name / "out")
-    report = doctor.run(tmp_path / "candidate", tmp_path / "reference")
+    report = doctor.run(given(tmp_path / "candidate"), given(tmp_path / "reference"))
     io = [f for f in problems(report) if f.check == "quantization.io"]
     assert [f.evidence.split(":")[0] for f in io] == ["x", "y"]
     assert all("FLOAT_32; the reference UFIXED_POINT_8 scale 0.02" in f.evidence for f in io)
     assert all("float where the reference is quantized" in f.evidence for f in io)
     assert report.hypotheses()[7]["status"] == "implicated"
-    reverse = doctor.run(tmp_path / "reference", tmp_path / "candidate")
+    reverse = doctor.run(given(tmp_path / "reference"), given(tmp_path / "candidate"))
     assert all(
         "quantized where the reference is float" in f.evidence
         for f in problems(reverse)
@@ -518,7 +519,7 @@ def test_io_quantized_in_the_reference_and_float_here_is_hypothesis_7(tmp_path: 
 
 def test_a_part_left_out_of_ctx_bins_breaks_the_chain_and_the_split(bundle: Path) -> None:
     edit(bundle / "genie_config.json", lambda d: d["dialog"]["engine"]["model"]["binary"]["ctx-bins"].pop())
-    report = doctor.run(bundle, REFERENCE)
+    report = doctor.run(given(bundle), given(REFERENCE))
     errors = problems(report)
     assert {f.check for f in errors} == {"ctx-bins.graphs", "split"}, errors
     chain = " ".join(f.evidence for f in errors if f.check == "ctx-bins.graphs")
@@ -530,9 +531,9 @@ def test_a_part_left_out_of_ctx_bins_breaks_the_chain_and_the_split(bundle: Path
 
 def test_a_config_with_another_name_is_found(bundle: Path) -> None:
     # ai-engine-direct-helper names its Genie configs config.json, AI Hub's tutorial <model>.json.
-    expected = doctor.run(bundle).to_json()
+    expected = doctor.run(given(bundle)).to_json()
     (bundle / "genie_config.json").rename(bundle / "qwen-mini.json")
-    found = doctor.run(bundle)
+    found = doctor.run(given(bundle))
     assert found.bundle.config_path.name == "qwen-mini.json"
     assert [(f["check"], f["severity"]) for f in found.to_json()["findings"]] == [
         (f["check"], f["severity"]) for f in expected["findings"]
@@ -547,7 +548,7 @@ def test_a_folder_of_binaries_alone_gets_no_config_fix(tmp_path: Path) -> None:
     # Without a config there is nothing to set n-vocab or context.size in: those checks are not run.
     for b in (LOCAL / "genie").glob("*.bin"):
         shutil.copy(b, tmp_path / b.name)
-    report = doctor.run(tmp_path)
+    report = doctor.run(given(tmp_path))
     assert report.bundle.config is None
     assert not any(f.fix and "dialog." in f.fix for f in report.findings)
     notes = {f.check: f.evidence for f in report.findings if f.severity == "info"}

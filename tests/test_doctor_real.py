@@ -13,6 +13,7 @@ import pytest
 from conftest import FIXTURES
 
 from q9diff.doctor import run as doctor
+from q9diff.inputs import given
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "configs"
 pytestmark = pytest.mark.skipif(
@@ -22,7 +23,7 @@ QWEN = FIXTURES / "qwen-mini" / "reference"
 
 
 def _findings(path: Path, check: str):
-    return [f for f in doctor.run(path).findings if f.check == check]
+    return [f for f in doctor.run(given(path)).findings if f.check == check]
 
 
 def test_bos_token_minus_one_is_genie_s_unset_not_an_error(tmp_path):
@@ -103,13 +104,13 @@ def test_paths_are_resolved_from_the_folder_genie_is_started_in(tmp_path, monkey
     (bundle / "genie_config.json").write_text(json.dumps(config))
     for cwd in (tmp_path / "repo", tmp_path):  # from the repository, and from anywhere else
         monkeypatch.chdir(cwd)
-        report = doctor.run(bundle / "genie_config.json")
+        report = doctor.run(given(bundle / "genie_config.json"))
         assert not [f for f in report.findings if f.severity == "error"], report.findings
         (said,) = [f for f in report.findings if f.check == "config.paths" and "assumes Genie" in f.evidence]
         assert f"started in {tmp_path / 'repo'}" in said.evidence
     engine["backend"]["extensions"] = "htp_backend_ext_config.json"  # one path from another folder
     (bundle / "genie_config.json").write_text(json.dumps(config))
-    errors = [f for f in doctor.run(bundle).findings if f.severity == "error"]
+    errors = [f for f in doctor.run(given(bundle)).findings if f.severity == "error"]
     assert [f.check for f in errors] == ["config.paths"] and "different start folders" in errors[0].evidence
 
 
@@ -119,10 +120,10 @@ def test_samples_run_from_their_own_folder_read_files_beside_it_and_nothing_else
     read (q9diff reads only inside the folders it was given)."""
     samples = _aedh_bundle(tmp_path)
     monkeypatch.chdir(samples)
-    report = doctor.run(Path("genie/python/Qwen2.0-7B.config.json"))
+    report = doctor.run(given(Path("genie/python/Qwen2.0-7B.config.json")))
     assert [f.severity for f in report.findings if f.check == "extension.file"] == ["info"]
     monkeypatch.chdir(tmp_path)
-    report = doctor.run(samples / "genie" / "python" / "Qwen2.0-7B.config.json")
+    report = doctor.run(given(samples / "genie" / "python" / "Qwen2.0-7B.config.json"))
     (missing,) = [f for f in report.findings if f.check == "extension.file"]
     assert missing.severity == "error" and "no such file" in missing.evidence
     assert os.path.realpath(Path.cwd()) == os.path.realpath(tmp_path)
@@ -143,4 +144,4 @@ def test_a_json_error_names_the_actual_fault(tmp_path):
         path = tmp_path / "genie_config.json"
         path.write_text(body)
         with pytest.raises(BundleError, match=said):
-            doctor.run(path)
+            doctor.run(given(path))

@@ -19,7 +19,7 @@ from q9diff.formats import context_binary as CB
 from q9diff.formats import pickles as P
 from q9diff.read import parse
 from q9diff.read.binary import ContextBinary
-from q9diff.read.openers import contexts
+from q9diff.read.openers import contexts, locate
 from q9diff.read.sites import record_sites
 
 FORMATS = Path(__import__("q9diff.formats").formats.__file__).parent
@@ -32,7 +32,7 @@ def _every_context() -> list[tuple[str, ContextBinary]]:
     out = []
     for path in files:
         try:
-            out += [(f"{path.name}#{name}", cb) for name, cb in contexts(path)]
+            out += [(f"{path.name}#{name}", cb) for name, cb in contexts(locate(path))]
         except Exception:  # not a context binary, or a container without one (the negative real samples)
             continue
     return out

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
+from q9diff.inputs import given, resolve
+
 QWEN = FIXTURES / "qwen-mini"
 LOCAL, REFERENCE = QWEN / "local", QWEN / "reference"
 BUNDLE_FILES = ("genie_config.json", "htp_backend_ext_config.json", "tokenizer.json")
@@ -308,7 +310,7 @@ def test_doctor_html_is_checked_against_every_file_read_once_they_are_known(tmp_
     assert files_under(tmp_path) == before
     from q9diff.doctor import run as doctor
 
-    read = doctor.run(bundle, ref / "dialog.conf").files()
+    read = doctor.run(given(bundle), given(ref / "dialog.conf")).files()
     assert {p.name for p in read} == {
         *BUNDLE_FILES[1:],
         "genie_config.json",
@@ -400,9 +402,9 @@ def test_an_epcontext_model_naming_one_context_3000_times_opens_it_once(tmp_path
     assert run.rss_mib < 250, run.rss_mib
     run = q9("diff", model, model, "--json")
     assert run.returncode == 0 and run.rss_mib < 250, (run.stderr, run.rss_mib)
-    from q9diff.read.openers import open_one
+    from q9diff.read.openers import open_binary
 
-    assert open_one(f"{model}#node_2999").size == CONTEXT.stat().st_size  # every node still addresses it
+    assert open_binary(f"{model}#node_2999").size == CONTEXT.stat().st_size  # every node still addresses it
 
 
 def test_an_epcontext_file_name_with_a_nul_byte_is_one_line(tmp_path):
@@ -418,7 +420,7 @@ def test_an_epcontext_file_name_with_a_nul_byte_is_one_line(tmp_path):
 def test_a_set_of_distinct_contexts_reads_its_container_once_per_command(tmp_path, monkeypatch):
     # Each FILE#NAME of a set diff re-read the whole model and every context: N parts cost N * N.
     onnx = pytest.importorskip("onnx")
-    from q9diff.compare.diff import diff_sets
+    from q9diff.compare.sets import diff_sets
     from q9diff.read import openers as inputs
 
     model = epcontext_model(tmp_path / "many.onnx", [CONTEXT.read_bytes()] * 200, embed=1)
@@ -426,12 +428,12 @@ def test_a_set_of_distinct_contexts_reads_its_container_once_per_command(tmp_pat
     real_load = onnx.load
     monkeypatch.setattr(onnx, "load", lambda *a, **k: loads.append(a) or real_load(*a, **k))
     inputs._cached_index.cache_clear()
-    result = diff_sets(model, model)
+    result = diff_sets(resolve(model), resolve(model))
     assert len(result.pairs) == 200 and result.identical
     assert len(loads) == 1  # was 1 + 2 * 200 (each part opened re-read the model)
     model.write_bytes(model.read_bytes())  # rewritten in place: a new mtime, read afresh
     os.utime(model, ns=(1, 1))
-    assert len(diff_sets(model, model).pairs) == 200 and len(loads) == 2
+    assert len(diff_sets(resolve(model), resolve(model)).pairs) == 200 and len(loads) == 2
 
 
 def test_dispatch_ops_sharing_bytecode_are_one_context_and_overlapping_ranges_are_refused(tmp_path):

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from q9diff.compare.diff import diff, diff_sets, set_to_json, to_json
+from q9diff.compare.diff import diff, to_json
+from q9diff.compare.sets import diff_sets, set_to_json
+from q9diff.inputs import resolve
 from q9diff.present import charts, embed, figures, html
 from q9diff.present.saved import as_saved, json_text
 from q9diff.read.openers import open_binary
@@ -31,7 +33,7 @@ def results() -> list[dict]:
     """Results as the commands make them (before any JSON): pairs of variants and the qwen-mini set."""
     out = [to_json(diff(*(open_binary(VARIANTS / f"{x}.bin") for x in pair))) for pair in PAIRS]
     qwen = FIXTURES / "qwen-mini"
-    return [*out, set_to_json(diff_sets(qwen / "local", qwen / "reference"))]
+    return [*out, set_to_json(diff_sets(resolve(qwen / "local"), resolve(qwen / "reference")))]
 
 
 def _same(a, b, where: str = "") -> None:

@@ -19,7 +19,7 @@ from conftest import q9diff_cli as q9diff
 
 from q9diff.oracle.crosscheck import NOT_READ, utility_view
 from q9diff.read.binary import ContextBinary
-from q9diff.read.openers import contexts
+from q9diff.read.openers import contexts, locate
 
 BIN = FIXTURES / "qwen-mini" / "reference" / "part_1_of_2.bin"
 UTILITY = ROOT.parent / "shared" / "real" / "utility"
@@ -191,7 +191,7 @@ def test_every_key_of_a_real_dump_is_compared_or_declared_not_read(dump):
     # ones it declares not read; and it predicts no key the utility does not write.
     real = _keys(json.loads(dump.read_text()))
     # The fixtures' I/O is float: a real QNN 2.29 binary with quantized I/O shows the scaleOffset keys.
-    binaries = [ContextBinary.open(BIN)] + [cb for _, cb in contexts(QUANTIZED_IO)]
+    binaries = [ContextBinary.open(BIN)] + [cb for _, cb in contexts(locate(QUANTIZED_IO))]
     view = set().union(*(_keys(utility_view(cb)) for cb in binaries)) | {"header"}
     not_read = {k for k in real - view if any(x.split("[", 1)[0] in NOT_READ for x in k.split("."))}
     header = {k for k in real if k.startswith("header.")}

@@ -11,6 +11,7 @@ from conftest import FIXTURES
 from test_cli import q9diff
 
 from q9diff.compare import packing
+from q9diff.inputs import resolve
 from q9diff.read.binary import ContextBinary
 
 VARIANTS = FIXTURES / "variants"
@@ -85,7 +86,7 @@ STORY = FIXTURES / "story"
 def test_the_seed_story_step_by_step():
     """local -> +VTCM 8 -> +soc_model 77 -> reference (packed, O3): at each step q9diff names exactly the
     settings still missing, and only packing changes the size of this set."""
-    from q9diff.compare.diff import diff_sets, set_to_json
+    from q9diff.compare.sets import diff_sets, set_to_json
 
     missing = {
         "local": {"soc_model", "vtcm_size", "optimization_level", "weights_packing"},
@@ -93,7 +94,7 @@ def test_the_seed_story_step_by_step():
         "soc77": {"optimization_level", "weights_packing"},
     }
     for step, roots in missing.items():
-        d = set_to_json(diff_sets(STORY / step, STORY / "reference"))
+        d = set_to_json(diff_sets(resolve(STORY / step), resolve(STORY / "reference")))
         assert {c["name"] for c in d["causes"] if c["role"] == "root"} == roots, step
         assert (d["a_total"], d["b_total"]) == (1048576, 954368), step
     # The two layers of part 1 hold 98,304 bytes of int8 weights in [-7, 7]: 4 KiB blocks find exactly them.

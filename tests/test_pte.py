@@ -30,7 +30,7 @@ from q9diff.compare.container import container_json, spec_findings
 from q9diff.formats import pte as P
 from q9diff.oracle.crosscheck import disagreements
 from q9diff.read import flatbuf
-from q9diff.read.openers import contexts, open_one, part_paths
+from q9diff.read.openers import container_parts, contexts, locate, open_binary
 
 PTE = FIXTURES / "pte"
 NAMES = ("fp16_sm8650", "fp16_qcs9100", "w8a8_sm8650", "w8a8_qcs9100", "two_delegates", "shared_weights",
@@ -61,7 +61,7 @@ def run(*args) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_method_and_delegate_is_found_where_the_layout_says(name):
-    want, got = layout(name), container_json(PTE / f"{name}.pte")
+    want, got = layout(name), container_json(locate(PTE / f"{name}.pte"))
     head = want["extended_header"]
     assert (got["size"], got["program_size"]) == (want["file_size"], head["program_size"])
     assert (got["segment_base_offset"], got["segment_data_size"]) == (
@@ -107,7 +107,7 @@ def test_every_method_and_delegate_is_found_where_the_layout_says(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_byte_of_the_pte_is_in_one_named_region(name):
     data = (PTE / f"{name}.pte").read_bytes()
-    regions = container_json(PTE / f"{name}.pte")["regions"]
+    regions = container_json(locate(PTE / f"{name}.pte"))["regions"]
     end = 0
     for r in regions:
         assert r["offset"] == end and r["size"] > 0, r
@@ -118,8 +118,8 @@ def test_every_byte_of_the_pte_is_in_one_named_region(name):
         by_name["pte/header"]["size"] + by_name["pte/program"]["size"]
         == layout(name)["extended_header"]["program_size"]
     )
-    binaries = sorted({(d["binary_offset"], d["binary_size"]) for d in container_json(PTE / f"{name}.pte")[
-        "delegates"] if d["context"]})  # fmt: skip
+    delegates = container_json(locate(PTE / f"{name}.pte"))["delegates"]
+    binaries = sorted({(d["binary_offset"], d["binary_size"]) for d in delegates if d["context"]})
     found = [(r["offset"], r["size"]) for r in regions if r["kind"] == "context"]
     assert found == binaries
     for offset, _ in binaries:  # a 256-byte header before each, starting with the magic
@@ -134,10 +134,10 @@ def test_every_byte_of_the_pte_is_in_one_named_region(name):
 def test_each_context_inside_agrees_with_libqnnsystem(name):
     import hashlib
 
-    found = contexts(PTE / f"{name}.pte")
+    found = contexts(locate(PTE / f"{name}.pte"))
     for b in oracle(name)["binaries"]:
         number = _number(name, b["method"], b["delegate_index"])
-        cb = open_one(f"{PTE / name}.pte#{number}")
+        cb = open_binary(f"{PTE / name}.pte#{number}")
         assert cb.size == b["binary_size"]
         assert hashlib.sha256(bytes(cb.data)).hexdigest() == b["binary_sha256"]
         assert disagreements(cb, b["oracle"]) == []
@@ -155,15 +155,15 @@ def _number(name: str, method: str, position: int) -> int:
 
 def test_a_payload_two_methods_share_is_read_once_and_named_by_both():
     path = PTE / "shared_weights.pte"
-    found = contexts(path)
+    found = contexts(locate(path))
     assert [n for n, _ in found] == ["decode"]  # the first method in the program's order
-    assert part_paths(path) == []  # one context: not a set
+    assert container_parts(locate(path)) == []  # one context: not a set
     graphs = [g.name for g in found[0][1].graphs]
     assert graphs == ["prefill", "decode"]
     for name in ("decode", "prefill", "0", "1"):
-        cb = open_one(f"{path}#{name}")
+        cb = open_binary(f"{path}#{name}")
         assert (cb.size, [g.name for g in cb.graphs]) == (69632, graphs)
-    data = container_json(path)
+    data = container_json(locate(path))
     assert [(d["method"], d["context"]) for d in data["delegates"]] == [
         ("decode", "decode"),
         ("prefill", "decode"),
@@ -189,13 +189,13 @@ def test_other_backends_delegates_are_listed_and_skipped_with_a_line():
 
 def test_file_hash_method_or_number_picks_one_delegate():
     path = PTE / "two_delegates.pte"
-    assert [p.name for p in part_paths(path)] == [
+    assert [p.path.name for p in container_parts(locate(path))] == [
         "two_delegates.pte#forward:0",
         "two_delegates.pte#forward:1",
     ]
-    first, second = open_one(f"{path}#forward:0"), open_one(f"{path}#1")
+    first, second = open_binary(f"{path}#forward:0"), open_binary(f"{path}#1")
     assert second.path.endswith("#forward:1") and first.data.tobytes() != second.data.tobytes()
-    assert open_one(f"{path}#0").data.tobytes() == first.data.tobytes()
+    assert open_binary(f"{path}#0").data.tobytes() == first.data.tobytes()
     done = run("inspect", f"{path}#forward:1", "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["size"] == 49152, done.stderr
     refused(q9("inspect", f"{path}#forward"), "two_delegates.pte", "a context named 'forward'", "forward:0")
@@ -240,10 +240,10 @@ def test_a_compile_spec_that_disagrees_with_its_binary_is_a_finding(tmp_path):
         struct.pack_into("<i", changed, _spec_field(data, table, key), value)
         path = tmp_path / f"{name}.pte"
         path.write_bytes(changed)
-        (finding,) = container_json(path)["delegates"][0]["compile_spec_findings"]
+        (finding,) = container_json(locate(path))["delegates"][0]["compile_spec_findings"]
         assert words in finding, finding
     path = tmp_path / "soc_model.pte"
-    assert spec_findings(None, open_one(path)) == []  # no spec: nothing compared
+    assert spec_findings(None, open_binary(path)) == []  # no spec: nothing compared
     done = run("doctor", path, "--json")
     found = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "executorch.compile-spec"]
     assert [(f["severity"], "soc_model 77" in f["evidence"]) for f in found] == [("warning", True)], found
@@ -326,7 +326,7 @@ def _put(data: bytes, fmt: str, at: int, value: int) -> bytes:
 @pytest.mark.parametrize("name", NAMES)
 def test_each_qnn_payload_is_its_256_byte_header_then_the_binary_it_sizes(name):
     data = (PTE / f"{name}.pte").read_bytes()
-    for d in container_json(PTE / f"{name}.pte")["delegates"]:
+    for d in container_json(locate(PTE / f"{name}.pte"))["delegates"]:
         if d["backend"] != P.QNN_BACKEND:
             continue
         at = d["payload_offset"]
@@ -338,7 +338,7 @@ def test_each_qnn_payload_is_its_256_byte_header_then_the_binary_it_sizes(name):
 
 def test_a_payload_header_that_does_not_check_is_refused(tmp_path):
     data = (PTE / "fp16_sm8650.pte").read_bytes()
-    at = container_json(PTE / "fp16_sm8650.pte")["delegates"][0]["payload_offset"]  # 0x500
+    at = container_json(locate(PTE / "fp16_sm8650.pte"))["delegates"][0]["payload_offset"]  # 0x500
     magic = tmp_path / "magic.pte"
     magic.write_bytes(_put(data, "<I", at, 0x12345678))
     refused(q9("inspect", magic), "magic.pte at offset 0x500", "QNN payload header", "magic 0x5678abcd")
@@ -362,8 +362,8 @@ def test_a_segment_off_executorchs_alignment_is_read_and_said(tmp_path):
     path = tmp_path / "moved.pte"
     path.write_bytes(moved)
     for name in ("forward:0", "forward:1"):
-        assert open_one(f"{path}#{name}").data.tobytes() == open_one(f"{src}#{name}").data.tobytes()
-    regions = container_json(path)["regions"]
+        assert open_binary(f"{path}#{name}").data.tobytes() == open_binary(f"{src}#{name}").data.tobytes()
+    regions = container_json(locate(path))["regions"]
     assert sum(r["size"] for r in regions) == len(moved)
     assert ("pte/padding", base + second, 64, "padding") in [
         (r["name"], r["offset"], r["size"], r["kind"]) for r in regions
@@ -379,7 +379,7 @@ def test_a_segment_off_executorchs_alignment_is_read_and_said(tmp_path):
 
 def _binary_of(name: str, tmp_path: Path) -> Path:
     """The context binary inside a one-delegate fixture, written out as a plain .bin."""
-    (d,) = container_json(PTE / f"{name}.pte")["delegates"]
+    (d,) = container_json(locate(PTE / f"{name}.pte"))["delegates"]
     data = (PTE / f"{name}.pte").read_bytes()
     out = tmp_path / f"{name}.bin"
     out.write_bytes(data[d["binary_offset"] : d["binary_offset"] + d["binary_size"]])

@@ -14,7 +14,7 @@ from conftest import q9diff_cli as q9diff
 
 from q9diff.compare.diff import diff
 from q9diff.compare.summary import inspect_summary, unknown_bytes
-from q9diff.read.openers import contexts
+from q9diff.read.openers import contexts, locate
 
 REAL = ROOT.parent / "shared" / "real" / "binaries"
 NEGATIVE = ("not_a_context_binary_converter_tar.bin", "qnn_ctx_2_inputs_order_test.onnx")
@@ -29,7 +29,7 @@ def real_files() -> list[Path]:
 
 
 def real_contexts():
-    return [(f"{p.name}#{n}", cb) for p in real_files() for n, cb in contexts(p)]
+    return [(f"{p.name}#{n}", cb) for p in real_files() for n, cb in contexts(locate(p))]
 
 
 def test_every_real_file_is_read_and_every_byte_named():
@@ -72,8 +72,8 @@ def test_unknown_fields_are_declared_with_a_reason():
 
 
 def test_litert_pair_names_the_settings_that_differ():
-    a = contexts(REAL / "simple_add_op_qc_v75_precompiled.tflite")[0][1]
-    b = contexts(REAL / "simple_add_op.sm8750.tflite")[0][1]
+    a = contexts(locate(REAL / "simple_add_op_qc_v75_precompiled.tflite"))[0][1]
+    b = contexts(locate(REAL / "simple_add_op.sm8750.tflite"))[0][1]
     res = diff(a, b)
     roots = {c.name: c for c in res.causes if c.role == "root"}
     assert set(roots) == {"soc_model", "dsp_arch", "vtcm_size", "sdk_version", "tensor_names"}
@@ -151,7 +151,7 @@ def test_contexts_inside_a_file_are_addressed_and_checked_by_the_oracle(name):
     r = q9diff("inspect", "--oracle", str(REAL / name))
     assert r.returncode == 0, r.stderr
     assert "oracle (libQnnSystem) agrees on every field" in r.stdout and "disagrees" not in r.stdout
-    first = contexts(REAL / name)[0][0]
+    first = contexts(locate(REAL / name))[0][0]
     r = q9diff("inspect", "--json", "--oracle", f"{REAL / name}#{first}")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
@@ -166,8 +166,8 @@ def test_optimization_level_is_the_level_run_where_a_file_does_not_record_it():
     # QNN 2.25 records no optimizationLevel (GraphInfo without graphBlobInfo); both sides are then
     # compared on the options' O, which equals the recorded level wherever both exist.
     a, b = (
-        contexts(REAL / "simple_model_qualcomm.bin")[0][1],
-        contexts(REAL / "simple_add_op_qc_v75_precompiled.tflite")[0][1],
+        contexts(locate(REAL / "simple_model_qualcomm.bin"))[0][1],
+        contexts(locate(REAL / "simple_add_op_qc_v75_precompiled.tflite"))[0][1],
     )
     assert a.graphs[0].optimization_level is None and b.graphs[0].optimization_level == 3
     assert (a.options(0)["O"], b.options(0)["O"]) == ("2", "3")
@@ -183,7 +183,7 @@ def test_qnn_2_29_weights_are_named_and_compared_as_weights(tmp_path):
     # QNN 2.29 (blob 3.2.0) records no constSize: the inner pickle's Sz record bounds the pool. The
     # denoise model's weights are the last 221,184 bytes (28% of the file), up to the file's end.
     name = "denoise_229_htp_vtcm8mb.serialized.bin"
-    cb = contexts(REAL / name)[0][1]
+    cb = contexts(locate(REAL / name))[0][1]
     assert cb.build_id.startswith("v2.29") and cb.graphs[0].const_size is None
     pool = next(r for r in cb.regions if r.leaf == "const_pool")
     assert (pool.size, pool.end) == (221_184, cb.size)

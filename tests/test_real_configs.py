@@ -19,9 +19,10 @@ import pytest
 from conftest import FIXTURES, ROOT
 
 from q9diff import jsonc
-from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.compare.sets import diff_sets, set_to_json
 from q9diff.fix import extconfig
 from q9diff.fix.apply import ApplyError, BuildFacts, plan, write_all
+from q9diff.inputs import resolve
 
 REAL = ROOT.parent / "shared" / "real" / "configs"
 LOCAL, REFERENCE = FIXTURES / "qwen-mini" / "local", FIXTURES / "qwen-mini" / "reference"
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.skipif(not FILES, reason=f"{REAL} is absent: no real th
 
 @pytest.fixture(scope="module")
 def pair(fixtures_dir) -> tuple[list[dict], BuildFacts]:
-    data = set_to_json(diff_sets(LOCAL, REFERENCE))
+    data = set_to_json(diff_sets(resolve(LOCAL), resolve(REFERENCE)))
     return data["suggestions"], BuildFacts.of(
         [p["a"] for p in data["parts"]], [p["b"] for p in data["parts"]]
     )

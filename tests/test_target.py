@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import q9diff_cli
 
-from q9diff.compare.diff import diff_sets, set_to_json
+from q9diff.compare.sets import diff_sets, set_to_json
 from q9diff.compare.target import judge
+from q9diff.inputs import resolve
 from q9diff.read.binary import ContextBinary
 from q9diff.read.tables import (
     SOC_MEASURED_PATH,
@@ -224,7 +225,7 @@ def test_diff_target_gives_the_reference_diffs_fix_rows() -> None:
         ("vtcm_size", 4 * MB, 8 * MB),
         ("optimization_level", 0, 3),
     ]
-    assert data["suggestions"] == set_to_json(diff_sets(LOCAL, REFERENCE))["suggestions"]
+    assert data["suggestions"] == set_to_json(diff_sets(resolve(LOCAL), resolve(REFERENCE)))["suggestions"]
     assert data["needs_reference"]
     done = q9diff_cli(str(REFERENCE), "--target", "QCS9100")
     assert done.returncode == 0 and "Every setting QCS9100 determines matches it." in done.stdout
@@ -248,7 +249,7 @@ def test_target_finds_unpacked_4bit_weights_as_a_reference_would() -> None:
         ("optimization_level", 0, 3),
         ("weights_packing", False, True),
     ]
-    against_ref = set_to_json(diff_sets(story / "soc77", story / "reference"))
+    against_ref = set_to_json(diff_sets(resolve(story / "soc77"), resolve(story / "reference")))
     own = against_ref["parts"][0]["suggestions"]  # this part's rows: its qairt lines name its graphs
     assert found.suggestions == [s for s in own if s in found.suggestions]
     assert {s["setting"] for s in against_ref["suggestions"]} == {s["setting"] for s in found.suggestions}

@@ -39,7 +39,7 @@ def recompile(
     from q9diff.present.terminal_build import print_recompiled
     from q9diff.recipes.recipe import check_build, load
 
-    inputs.exists(recipe)
+    inputs.existing(recipe)
     r = load(recipe)
     check_build(r, out)
     try:
@@ -78,12 +78,13 @@ def steps(
     from q9diff.steps import run, to_json
 
     report_path(html_out, [candidate, reference, recipe])
-    candidate, reference, counterpart = inputs.counterpart(candidate, reference)
+    a, b, counterpart = inputs.pair(candidate, reference)
+    candidate, reference = a.given, b.given
     if counterpart:
         note(counterpart)
     try:
         with busy("compiling", quiet=as_json) as say:
-            result = run(candidate, reference, recipe, cache_root() / "builds", progress=say)
+            result = run(a, b, recipe, cache_root() / "builds", progress=say)
     except (FormatError, RecipeError):
         raise
     except (BackendUnavailable, RuntimeError, OSError) as exc:

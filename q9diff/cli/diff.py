@@ -1,5 +1,6 @@
 """`q9diff diff` (and the main form `q9diff A B`): two files or two sets compared (q9diff.api.diff), or one
-build judged against a device (q9diff.api.target); the terminal view is q9diff.present.terminal_diff's."""
+build judged against a device (q9diff.api.target), each path resolved here once (q9diff.inputs); the
+terminal view is q9diff.present.terminal_diff's."""
 
 from __future__ import annotations
 
@@ -79,18 +80,19 @@ def diff_cmd(
             raise CommandError(
                 "give the known-good REFERENCE build, or the device: --target DEVICE (e.g. --target QCS9100)"
             )
-        inputs.check(candidate)
+        (a,) = inputs.resolved(candidate)
         if device is None:
             raise CommandError(
                 "--runtime alone judges a build against a runtime: q9diff doctor CANDIDATE --runtime V"
             )
-        judged = api.target(candidate, device, runtime=qairt)
+        judged = api.target(a, device, runtime=qairt)
         toolchain_chosen(judged.data, toolchain)
         status = 0 if judged.matches and not _refused(judged.data) else 1
         _deliver(out, judged.data, lambda: judged.show(verbose), status)
-    quiet = as_json or brief or not _sets(candidate, reference)  # a spinner over a set's parts only
+    a, b = inputs.resolved(candidate, reference)
+    quiet = as_json or brief or not (a.is_set and b.is_set)  # a spinner over a set's parts only
     with busy(f"comparing the parts of {candidate.name} and {reference.name}", quiet) as say:
-        result = api.diff(candidate, reference, target=device, runtime=qairt, progress=say)
+        result = api.diff(a, b, target=device, runtime=qairt, progress=say)
     for line in result.notes:
         note(line)
     if brief and result.data.get("reference_looks_wrong"):  # -q prints no view, but this is still said
@@ -99,17 +101,6 @@ def diff_cmd(
     found = result.data.get("target", {}).get("reference_findings")
     worse = found or _refused(result.data)
     _deliver(out, result.data, lambda: result.show(verbose), 0 if result.identical and not worse else 1)
-
-
-def _sets(candidate: Path, reference: Path) -> bool:
-    """Both are sets of parts (what is wrong with either, api.diff says, in its order)."""
-    from q9diff import inputs
-    from q9diff.errors import Q9Error
-
-    try:
-        return inputs.is_set(candidate) and inputs.is_set(reference)
-    except Q9Error:
-        return False
 
 
 def _refused(data: dict) -> bool:

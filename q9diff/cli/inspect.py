@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -33,21 +32,19 @@ def inspect(
     from q9diff import inputs
     from q9diff.compare.container import container_json
     from q9diff.compare.summary import inspect_summary
-    from q9diff.read.openers import contexts, notes, open_one
+    from q9diff.read.openers import contexts, notes
 
-    inputs.exists(file)
+    given = inputs.existing(file)
     report_path(html_out, [file])
     try:
-        # FILE#NAME: one context of a file that holds several (as `inspect FILE` and set diffs list them)
-        if os.path.isdir(file):  # a folder of parts or a bundle: its parts, as diff reads them
-            found = [(p.name, open_one(p)) for p in inputs.parts(file)]
-            said = inputs.which_parts(file)
-            if said:
-                note(said)
-        else:
-            found = [(file.name, open_one(file))] if not os.path.lexists(file) else contexts(file)
+        if given.is_folder:  # a folder of parts or a bundle: its parts, as diff reads them
+            found = [(p.path.name, p.open()) for p in given.parts]
+            if given.read_as:
+                note(given.read_as)
+        else:  # a file's contexts, or the one FILE#NAME names (as `inspect FILE` and set diffs list them)
+            found = contexts(given.at)
         summaries = [inspect_summary(cb) for _, cb in found]
-        box = container_json(file)  # an ExecuTorch .pte: its regions, delegates and compile specs
+        box = container_json(given.at)  # an ExecuTorch .pte: its regions, delegates and compile specs
     except FormatError:
         raise
     except inputs.read_errors() as exc:
@@ -81,7 +78,7 @@ def inspect(
         from q9diff.recipes.recipe import write_atomic
 
         write_atomic(html_out, render_inspect(summaries, box))
-    for line in notes(file):  # a .pte's delegates of other backends: listed, not read
+    for line in notes(given.at):  # a .pte's delegates of other backends: listed, not read
         note(line)
     if as_json:
         data = (

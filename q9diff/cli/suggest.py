@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,6 +21,9 @@ from q9diff.cli.common import (
     print_json,
 )
 from q9diff.cli.diff import REFERENCE
+
+if TYPE_CHECKING:  # resolved by q9diff.inputs, imported when the command runs
+    from q9diff.inputs import Input
 
 
 @app.command(cls=Command, short_help="The config changes that close the gap; --apply makes them.")
@@ -57,9 +60,10 @@ def suggest(
             raise CommandError(
                 "give the known-good REFERENCE build, or the device: --target DEVICE (e.g. --target QCS9100)"
             )
-        inputs.check(candidate)
+        (a,), b = inputs.resolved(candidate), None
     else:
-        candidate, reference, counterpart = inputs.counterpart(candidate, reference)
+        a, b, counterpart = inputs.pair(candidate, reference)
+        candidate, reference = a.given, b.given
         if counterpart:
             note(counterpart)
     if recompile_:
@@ -68,25 +72,27 @@ def suggest(
         check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
     models = None
     if reference is None:
-        data = api.judged(candidate, device)
+        data = api.judged(a, device)
         if not as_json:
             from q9diff.present.terminal_target import print_head
 
             print_head(data)
         suggestions, identical = data["suggestions"], data["matches"]
         pairs = [(p["a"], None) for p in data["parts"]]
-    elif device is not None and (findings := api.reference_findings(reference, device)):
+    elif device is not None and (findings := api.reference_findings(b, device)):
         raise CommandError(f"{findings[0]}: the fix would build for another device")
-    elif inputs.is_set(candidate) or inputs.is_set(reference):
-        from q9diff.compare.diff import set_to_json
+    elif a.is_set or b.is_set:
+        from q9diff.compare.sets import compared
 
         with busy(f"comparing the parts of {candidate.name} and {reference.name}", as_json) as say:
-            data = set_to_json(api.diff_parts(candidate, reference, say))
+            _, data = compared(a, b, say)
         suggestions, identical, causes = data["suggestions"], data["identical"], data["causes"]
         pairs = [(p["a"], p["b"]) for p in data["parts"]]
         models = data.get("different_models", {}).get("evidence")
     else:
-        res = api.diff_pair(candidate, reference)
+        from q9diff.compare.sets import compared
+
+        res, _ = compared(a, b)
         suggestions, identical, causes = res.suggestions, res.identical, res.causes
         pairs = [(res.a, res.b)]
         models = res.different_models
@@ -106,7 +112,7 @@ def suggest(
         "edits": [],
         "dry_run": dry_run,
         "recompile": None,
-        "toolchain": inputs.toolchain_of(candidate),  # the form the fix leads with (executorch for a .pte)
+        "toolchain": a.toolchain,  # the form the fix leads with (executorch for a .pte)
     }
     if not as_json:
         if models:  # the reference's settings are what can carry over from another model's build
@@ -160,7 +166,7 @@ def suggest(
         if reference is None:
             report["recompile"] = _recompile_and_judge(recipes[0], where, device, as_json)
         else:
-            report["recompile"] = _recompile_and_check(recipes[0], where, reference, as_json)
+            report["recompile"] = _recompile_and_check(recipes[0], where, b, as_json)
         _done(report, as_json, 0 if report["recompile"]["identical"] else 1)
     _done(report, as_json, None)
 
@@ -213,20 +219,19 @@ def _recompile_and_judge(recipe_path: Path, out: Path, device, quiet: bool) -> d
     return result
 
 
-def _recompile_and_check(recipe_path: Path, out: Path, reference: Path, quiet: bool) -> dict:
-    from q9diff.compare.diff import SetDiff, diff, set_to_json
-    from q9diff.read.openers import open_binary
+def _recompile_and_check(recipe_path: Path, out: Path, reference: Input, quiet: bool) -> dict:
+    from q9diff.compare.sets import diff_sets, set_to_json
+    from q9diff.inputs import resolve
 
     built = _rebuild(recipe_path, out, quiet)
-    if os.path.isdir(reference) or len(built) != 1:
-        from q9diff.api import diff_parts
+    if reference.is_folder or len(built) != 1:
+        from q9diff.compare.sets import compared
 
-        folder = reference if os.path.isdir(reference) else reference.parent
+        folder = reference.folder
         with busy(f"comparing the parts of {out.name} and {folder.name}", quiet) as say:
-            data = set_to_json(diff_parts(out, folder, say))
+            _, data = compared(resolve(out), resolve(folder), say)
     else:  # one reference binary: compare the one rebuilt part with it, not with its whole folder
-        pair = (built[0], reference, diff(open_binary(built[0]), open_binary(reference)))
-        data = set_to_json(SetDiff([pair], [], []))
+        data = set_to_json(diff_sets(resolve(built[0]), reference))
     roots = [c["name"] for c in data["causes"] if c["role"] == "root"]
     result = {
         "out": str(out),

@@ -95,15 +95,13 @@ def verify(
          (or, without one, the CPU reference) where it ran
       1  FAIL
       2  error"""
-    from q9diff.inputs import exists
+    from q9diff.inputs import existing
     from q9diff.recipes.recipe import RecipeError
     from q9diff.runners.base import RunnerError
     from q9diff.verify.run import Tolerance, load_inputs
     from q9diff.verify.run import verify as run_verify
 
-    exists(candidate)
-    if reference is not None:
-        exists(reference)
+    found = [existing(p) for p in (candidate, reference) if p is not None]  # each, before any work
     report_path(html_out, [candidate, reference, recipe, inputs])
     if md_out is not None and str(md_out) != "-":
         report_path(md_out, [candidate, reference, recipe, inputs], "--markdown")
@@ -150,7 +148,7 @@ def verify(
     from q9diff.verify.run import to_json
     from q9diff.verify.verdict import read_targets
 
-    res = replace(res, targets=read_targets(candidate))
+    res = replace(res, targets=read_targets(found[0]))
 
     from q9diff.present.saved import as_saved
 

@@ -9,8 +9,8 @@ spec and the binary say a value, so a disagreement is two values read, never one
 from __future__ import annotations
 
 import json
-import os
 
+from q9diff.read.openers import Part, container, labels, open_part
 from q9diff.read.pte import CompileSpec, Delegate
 from q9diff.read.tables import EXECUTORCH_CHIPSETS, soc_name
 
@@ -60,16 +60,15 @@ def _chipset(soc_model: int) -> str:
     return f"QcomChipset.{name}" if name else "no QcomChipset of executorch 1.5.1"
 
 
-def container_json(path: str | os.PathLike) -> dict | None:
-    """A .pte's container as JSON: its sizes, every region, every delegate with its compile spec and
-    where that disagrees with the binary, and the opener's notes; None for any other file."""
-    from q9diff.read.openers import container, labels, open_one, split_name
-
-    pte = container(path)
+def container_json(part: Part) -> dict | None:
+    """The .pte a path given points at (`part`, as q9diff.inputs resolved it: the file or one of its
+    contexts) as JSON: its sizes, every region, every delegate with its compile spec and where that
+    disagrees with the binary, and the opener's notes; None for any other file."""
+    pte = container(part)
     if pte is None:
         return None
-    base = str(split_name(path)[0])
-    names = labels(path)  # each binary's label, as FILE#LABEL addresses it
+    base = str(part.file)
+    names = labels(part)  # each binary's label, as FILE#LABEL addresses it
     delegates = []
     opened: dict[tuple[int, int], object] = {}
     found: dict[tuple, list[str]] = {}  # once per distinct (compile spec, binary): 3,400 delegates name one
@@ -77,7 +76,7 @@ def container_json(path: str | os.PathLike) -> dict | None:
         row = _delegate_json(d, names.get(d.binary))
         if d.is_qnn:
             if d.binary not in opened:
-                opened[d.binary] = open_one(f"{base}#{d.number}")
+                opened[d.binary] = open_part(Part(part.file, str(d.number), part.container))
             if (d.spec, d.binary) not in found:
                 found[d.spec, d.binary] = spec_findings(d.spec, opened[d.binary])
             row["compile_spec_findings"] = list(found[d.spec, d.binary])

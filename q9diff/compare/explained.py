@@ -1,33 +1,16 @@
-"""What explains a difference beyond the rule table: the recorded socModel where what was asked is unknown,
-the model itself (weights' content and source-level ops, never the compiler's own ops), and every compiler
-option that differs, a setting's or named with no known cause. `res` is the q9diff.compare.diff.DiffResult
+"""What explains a difference beyond the rule table: the model itself (weights' content and source-level ops,
+never the compiler's own ops), and every compiler option that differs, a setting's or named with no known
+cause. `res` is the q9diff.compare.diff.DiffResult
 being built."""
 
 from __future__ import annotations
 
 from q9diff.compare.attribution import bucket_of
 from q9diff.compare.cause import Cause
+from q9diff.compare.observe import one
 from q9diff.compare.rules import ROOT_SETTINGS
 from q9diff.read import generic
 from q9diff.read.binary import ContextBinary
-
-
-def _one(values):
-    """A per-graph value as one value when all graphs agree, else the tuple."""
-    vals = tuple(values)
-    return vals[0] if len(set(vals)) == 1 else vals
-
-
-def soc_recorded(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) -> bool:
-    """Where what one side asked is unknown (a QAIRT whose generic builds were not measured) but the two
-    record different SoCs, compare on the recorded socModel of that side: the builds differ in the SoC the
-    compiler modelled either way. True when the observations were replaced."""
-    ra = oa["soc_model"] if oa["soc_model"] is not None else a.soc_model
-    rb = ob["soc_model"] if ob["soc_model"] is not None else b.soc_model
-    if None not in (oa["soc_model"], ob["soc_model"]) or ra is None or rb is None or ra == rb:
-        return False
-    oa["soc_model"], ob["soc_model"] = ra, rb
-    return True
 
 
 def new_weights_bytes(rows: list[dict]) -> int:
@@ -38,7 +21,7 @@ def new_weights_bytes(rows: list[dict]) -> int:
 def compiler_kinds(*builds: ContextBinary) -> frozenset[str]:
     """Op kinds (generic.op_base) measured to come and go with settings for one model on these builds' QAIRT
     (besides those named as the compiler's own, `@DmaCheckpointSet`, `*InputSlice`: source_ops)."""
-    measured = [m for m in map(generic.of_build, (cb.build_id for cb in builds)) if m is not None]
+    measured = [cb.measured for cb in builds if cb.measured is not None]
     return frozenset().union(*(m.op_kinds for m in measured))
 
 
@@ -93,7 +76,7 @@ def option_changes(a: ContextBinary, b: ContextBinary) -> dict[str, tuple]:
             if oa.get(k) != ob.get(k):
                 va, vb = apart.setdefault(k, ([], []))
                 va.append(oa.get(k)), vb.append(ob.get(k))
-    return {k: (_one(va), _one(vb)) for k, (va, vb) in apart.items()}
+    return {k: (one(va), one(vb)) for k, (va, vb) in apart.items()}
 
 
 def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]) -> None:
@@ -101,7 +84,7 @@ def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]
     these builds' QAIRT), or is listed by name as a difference whose cause is not known."""
     if "sdk_version" in roots or res.different_models:
         return  # two compilers' or two models' options: every option may differ
-    measured = [m for m in (generic.of_build(a.build_id), generic.of_build(b.build_id)) if m]
+    measured = [m for m in (a.measured, b.measured) if m]
     moved = set()
     for root in roots:
         moved |= {k for k, s in MIRRORS.items() if s == root}

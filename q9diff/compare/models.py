@@ -51,3 +51,11 @@ def different_models(graphs_a, graphs_b) -> tuple[str, ...]:
         "no graph I/O signature in common "
         f"({listed([_shown(s) for s in sigs[0]])} vs {listed([_shown(s) for s in sigs[1]])})",
     )
+
+
+def models_json(evidence: tuple[str, ...]) -> dict:
+    """A diff's `different_models`, only for builds of different models, so one model's JSON stays as it
+    was."""
+    if not evidence:
+        return {}
+    return {"different_models": {"evidence": list(evidence), "byte_attribution": NOT_MEANINGFUL}}

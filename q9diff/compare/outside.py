@@ -6,7 +6,8 @@ claim about every byte: so a diff that read part of a file says which part, and 
 outside it, read here byte for byte where the container says where its contexts lie (a .pte, a .tflite),
 and from the whole files where it does not (an .onnx: files that differ while their contexts do not
 differ outside them; files whose contexts differ too are not compared outside them). The exit status
-follows: contexts alike in files that differ outside them is a difference.
+follows: contexts alike in files that differ outside them is a difference. What every presenter says of
+it is q9diff.present.verdict's (outside_headline, outside_words).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from q9diff.units import nbytes
+from q9diff.read.openers import Coverage
 
 STEP = 1 << 20  # bytes read at a time
 WHAT = {
@@ -25,16 +26,15 @@ WHAT = {
 }
 
 
-def outside(a: Path, b: Path, contexts_identical: bool) -> dict | None:
-    """The diff's `outside`: what was compared of each side, and whether the files differ outside it
-    (True, False, or None: not compared); None when both sides are plain context binaries (read whole)."""
-    from q9diff.read.openers import coverage
-
-    ca, cb = coverage(a), coverage(b)
-    if ca is None and cb is None:
+def outside(ca: Coverage, cb: Coverage, contexts_identical: bool) -> dict | None:
+    """The diff's `outside`, from what a diff reads of each side (q9diff.read.openers.coverage): what was
+    compared of each, and whether the files differ outside it (True, False, or None: not compared); None
+    when both sides are plain context binaries (read whole)."""
+    kinds = (ca.kind, cb.kind)
+    if kinds == (None, None):
         return None
     differs = None
-    if ca is not None and cb is not None and "context" not in (ca.kind, cb.kind):
+    if None not in kinds and "context" not in kinds:  # two containers, each given whole
         if _same_bytes(ca.file, cb.file):
             differs = False
         elif ca.ranges is not None and cb.ranges is not None:
@@ -43,26 +43,22 @@ def outside(a: Path, b: Path, contexts_identical: bool) -> dict | None:
             differs = True  # the files differ, the contexts do not: the difference is outside them
     return {
         "compared": _what(ca, cb),
-        "a": _side(a, ca),
-        "b": _side(b, cb),
+        "a": _side(ca),
+        "b": _side(cb),
         "contexts_identical": contexts_identical,
         "differs": differs,
     }
 
 
-def _what(ca, cb) -> str:
-    kinds = [c.kind for c in (ca, cb) if c is not None]
+def _what(ca: Coverage, cb: Coverage) -> str:
+    kinds = [c.kind for c in (ca, cb) if c.kind is not None]
     if "context" in kinds:
         return "one context of each side" if kinds == ["context", "context"] else "one context"
     return WHAT.get(kinds[0], "the contexts") if len(set(kinds)) == 1 else "the context binaries"
 
 
-def _side(path: Path, c) -> dict:
-    if c is None:  # a plain context binary (FILE, or FILE#FILE): every byte compared
-        from q9diff.read.openers import size_of
-
-        size = size_of(path)
-        return {"path": str(path), "size": size, "compared_bytes": size}
+def _side(c: Coverage) -> dict:
+    """A side as compared: a plain context binary (FILE, or FILE#FILE) every byte of it."""
     return {"path": str(c.file), "size": c.size, "compared_bytes": c.compared}
 
 
@@ -104,32 +100,3 @@ def _merged(ranges) -> list[tuple[int, int]]:
         else:
             out.append((o, s))
     return out
-
-
-def headline(o: dict | None, identical: bool) -> str | None:
-    """The verdict a presenter leads with when nothing compared differs: "Identical" where no byte of the
-    files differs, else what was compared and what is known of the rest; None when something compared
-    differs (the causes lead)."""
-    if o is not None and o["contexts_identical"]:
-        return words(o)
-    return "Identical: no difference in any byte." if identical else None
-
-
-def words(o: dict) -> str:
-    """The sentence every presenter says: what was compared and what is known of the rest."""
-    a, b = o["a"], o["b"]
-    name_a, name_b = Path(a["path"]).name, Path(b["path"]).name
-    of = f"{nbytes(a['compared_bytes'])} of {nbytes(a['size'])} of {name_a}; {nbytes(b['compared_bytes'])}"
-    compared = f"{o['compared']} ({of} of {nbytes(b['size'])} of {name_b})"
-    if o["contexts_identical"]:
-        if o["differs"] is False:
-            return "Identical: no difference in any byte."
-        if o["differs"] is True:
-            return f"The files differ, outside what was compared: {compared} are identical."
-        return f"Identical contexts: {compared} are identical; the rest of the files was not compared."
-    rest = {
-        True: "the files also differ outside them",
-        False: "the files are the same outside them",
-        None: "the rest of the files was not compared",
-    }[o["differs"]]
-    return f"Compared {compared}; {rest}."

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from q9diff.compare.diff import Cause
+from q9diff.compare.cause import Cause
 
 
 @dataclass(frozen=True)

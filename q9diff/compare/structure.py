@@ -86,9 +86,10 @@ def _tensor(t) -> dict:
     return {"dtype": t.dtype, "dims": list(t.dims), "encoding": quant}
 
 
-def tree(cb) -> dict:
+def tree(cb, p: Precision) -> dict:
     """One side's structure: graphs by name (I/O tensors by name, op kinds and counts, tensor types)
-    and the precision. Plain values only, so equality alone says whether two sides differ."""
+    and the precision (`p`: precision(cb)). Plain values only, so equality alone says whether two sides
+    differ."""
     graphs = {}
     for i, g in enumerate(cb.graphs):
         graphs[g.name or f"graph {i}"] = {
@@ -97,7 +98,6 @@ def tree(cb) -> dict:
             "ops": dict(sorted(Counter(cb.op_kinds(i)).items())),
             "tensor_types": sorted(set(cb.tensor_types(i))),
         }
-    p = precision(cb)
     return {"graphs": graphs, "precision": {"weights": list(p.weights), "activations": list(p.activations),
                                             "io": list(p.io), "label": p.label}}  # fmt: skip
 

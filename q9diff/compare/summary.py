@@ -7,7 +7,6 @@ from dataclasses import asdict
 from q9diff.compare.packing import packing_notice
 from q9diff.compare.packing import to_json as packing_json
 from q9diff.read.binary import BLOB_INFO_FIELDS, ContextBinary
-from q9diff.read.generic import requested
 from q9diff.read.tables import soc_name
 
 SCHEMA = "q9diff.inspect/1"
@@ -55,8 +54,7 @@ def target(cb: ContextBinary) -> dict:
     """One soc_model story for inspect, diff and JSON: recorded vs requested, with the evidence. What was
     requested is read with the rules measured on the compiler (q9diff.read.generic), or unknown; `rule`
     says which: metadata, measured, not measured, no version."""
-    opts = cb.options(0) if cb.graphs else {}
-    asked = requested(cb.soc_model, cb.dsp_arch, opts, cb.build_id)
+    asked = cb.requested
     if cb.soc_model is None:
         evidence = [cb.unknown.get("soc_model", "soc_model not recorded")]
     elif cb.soc_model == 0:

@@ -14,9 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from q9diff.compare.diff import Cause, distinct_causes, merged_suggestions, observe, suggestions
+from q9diff.compare.cause import Cause
+from q9diff.compare.observe import observe
 from q9diff.compare.packing import packing_notice
+from q9diff.compare.sets import distinct_causes
+from q9diff.compare.structure import precision
 from q9diff.compare.summary import inspect_summary, target
+from q9diff.compare.toolchains import merged_suggestions, suggestions
 from q9diff.read.binary import ContextBinary
 from q9diff.read.tables import Device, Profile, ai_hub_profile, soc_name
 
@@ -233,7 +237,7 @@ def judge(cb: ContextBinary, device: Device, profile: Profile | None = None) -> 
     """`cb` against `device` as `profile` (AI Hub's) builds for it, in the order a reference diff lists
     its causes (q9diff.compare.rules), so the fix rows come out the same."""
     r = TargetResult(cb, device, profile or ai_hub_profile())
-    obs = observe(cb)
+    obs = observe(cb, precision(cb))
     _soc(r, obs)
     _arch(r, obs)
     _vtcm(r, obs)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from q9diff.genie.bundle import Bundle, Part
+from q9diff.genie.bundle import Bundle, CtxBin
 from q9diff.load.runtime import Runtime
 from q9diff.read.tables import Device
 from q9diff.units import human
@@ -54,7 +54,7 @@ class Context:
     runtime: Runtime | None = None  # --runtime, or the runtime libraries the bundle ships
 
     @cached_property
-    def pairs(self) -> list[tuple[Part, Part]]:
+    def pairs(self) -> list[tuple[CtxBin, CtxBin]]:
         """Parts paired with the reference's: by the graph names they hold, else by position."""
         if self.reference is None:
             return []
@@ -71,7 +71,7 @@ class Context:
         return out
 
     @cached_property
-    def judged(self) -> list[tuple[Part, object]]:
+    def judged(self) -> list[tuple[CtxBin, object]]:
         """Each readable part against --target (q9diff.compare.target.TargetResult); [] without one."""
         if self.target is None:
             return []
@@ -80,7 +80,7 @@ class Context:
         return [(p, judge(p.binary, self.target)) for p in self.bundle.readable_parts()]
 
     @cached_property
-    def diffs(self) -> list[tuple[Part, Part, object]]:
+    def diffs(self) -> list[tuple[CtxBin, CtxBin, object]]:
         from q9diff.compare.diff import diff
 
         return [(p, q, diff(p.binary, q.binary)) for p, q in self.pairs]
@@ -91,11 +91,11 @@ def js(value: object) -> str:
     return json.dumps(value, default=str)
 
 
-def _names(p: Part) -> tuple[str, ...]:
+def _names(p: CtxBin) -> tuple[str, ...]:
     return tuple(sorted(g.name for g in p.binary.graphs))
 
 
-def requested_soc(p: Part) -> int | None:
+def requested_soc(p: CtxBin) -> int | None:
     """The soc_model the part's build asked for (0 = generic target), from the bytes (one story with
     inspect and diff: q9diff.compare.summary.target)."""
     from q9diff.compare.summary import target
@@ -103,7 +103,7 @@ def requested_soc(p: Part) -> int | None:
     return target(p.binary)["soc_model_requested"]
 
 
-def parts_text(parts: list[Part], total: int) -> str:
+def parts_text(parts: list[CtxBin], total: int) -> str:
     names = ", ".join(p.label for p in parts)
     if len(parts) == total > 1:
         return f"all {total} parts: {names}"
@@ -240,7 +240,7 @@ def check_graphs(ctx: Context) -> Iterator[Hit | Note]:
 
 
 def check_qairt_mix(ctx: Context) -> Iterator[Hit | Note]:
-    builds: dict[str, list[Part]] = {}
+    builds: dict[str, list[CtxBin]] = {}
     for p in ctx.bundle.readable_parts():
         builds.setdefault(p.binary.build_id or "not recorded", []).append(p)
     total = len(ctx.bundle.readable_parts())

@@ -20,7 +20,7 @@ def check_compile_spec(ctx: Context) -> Iterator[Hit | Note]:
     from q9diff.compare.container import alike, container_json, where
 
     b = ctx.bundle
-    data = container_json(b.given) if b.single_file else None
+    data = container_json(b.file) if b.single_file else None
     if data is None:
         return
     qnn = [d for d in data["delegates"] if d.get("context")]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from q9diff.doctor.checks import Context, Hit, Note, as_int, js, mib, parts_text, requested_soc
-from q9diff.genie.bundle import Bundle, Part
+from q9diff.genie.bundle import Bundle, CtxBin
 from q9diff.read.tables import soc_name
 from q9diff.settings import recorded_graph_settings
 
@@ -235,7 +235,7 @@ def check_two_places_soc(ctx: Context) -> Iterator[Hit | Note]:
         return
     key, value = ext_soc(devices[0])
     where = ext_where(b, f"devices[0].{key}")
-    socs: dict[int | None, list[Part]] = {}
+    socs: dict[int | None, list[CtxBin]] = {}
     for p in b.readable_parts():
         socs.setdefault(requested_soc(p), []).append(p)
     known = {s: ps for s, ps in socs.items() if s is not None}

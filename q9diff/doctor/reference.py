@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from q9diff.compare.summary import target
 from q9diff.doctor.checks import Context, Hit, Note, mib, parts_text, requested_soc
 from q9diff.doctor.places import ext_devices, ext_soc
-from q9diff.genie.bundle import Bundle, Part
+from q9diff.genie.bundle import Bundle, CtxBin
 from q9diff.read.tables import SOCS, soc_name
 from q9diff.units import opt_level
 
@@ -19,7 +19,7 @@ from q9diff.units import opt_level
 def one_fix(suggestions: list[dict]) -> dict | None:
     """The parts' suggestions of one change as one: a graph setting's qairt line names every part's
     graphs (q9diff.compare.diff.merged_suggestions), not only the last part's."""
-    from q9diff.compare.diff import merged_suggestions
+    from q9diff.compare.toolchains import merged_suggestions
 
     merged = merged_suggestions(suggestions)
     return merged[0] if merged else None
@@ -31,11 +31,10 @@ def suggestion_fix(s: dict, parts: str, bundle: Bundle | None = None) -> str:
     .pte (the bundle given) its compile-spec line where executorch has one; every other toolchain's line
     is `q9diff suggest`'s (q9diff.compare.toolchains)."""
     from q9diff.compare.toolchains import lines
-    from q9diff.inputs import toolchain_of
     from q9diff.units import config_value
 
     value = config_value(s["setting"], s["value"])
-    pte = bundle is not None and bundle.single_file and toolchain_of(bundle.given)["form"] == "executorch"
+    pte = bundle is not None and bundle.single_file and bundle.file.container == ".pte"
     if pte and lines(s, "executorch"):
         return (
             f"recompile {parts} with {s['setting']} = {value} (ExecuTorch: {lines(s, 'executorch')[0]};"
@@ -90,12 +89,15 @@ def check_qairt_reference(ctx: Context) -> Iterator[Hit | Note]:
         yield Note(ctx.bundle.name, f"the same QAIRT build as the reference ({', '.join(mine)})")
 
 
-def _trees(ctx: Context) -> list[tuple[Part, dict, dict]]:
+def _trees(ctx: Context) -> list[tuple[CtxBin, dict, dict]]:
     """Each paired part's structure and the reference's (q9diff.compare.structure.tree, what `q9diff A
     B` compares), graphs paired as the diff pairs them: the three checks below read these."""
-    from q9diff.compare.structure import paired, tree
+    from q9diff.compare.structure import paired, precision, tree
 
-    return [(p, *paired(tree(p.binary), tree(q.binary))) for p, q in ctx.pairs]
+    def whole(cb) -> dict:
+        return tree(cb, precision(cb))
+
+    return [(p, *paired(whole(p.binary), whole(q.binary))) for p, q in ctx.pairs]
 
 
 def _io(tree: dict) -> dict[tuple[str, str], dict]:
@@ -222,18 +224,18 @@ def check_float_fallback(ctx: Context) -> Iterator[Hit | Note]:
         )
 
 
-def parts_short(parts: list[Part], total: int) -> str:
+def parts_short(parts: list[CtxBin], total: int) -> str:
     return f"all {total} parts" if len(parts) == total > 1 else ", ".join(p.label for p in parts)
 
 
-def _option(p: Part, key: str) -> str:
+def _option(p: CtxBin, key: str) -> str:
     values = sorted({p.binary.options(i).get(key, "not recorded") for i in range(len(p.binary.graphs))})
     return "/".join(values)
 
 
 def _causes(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
     """Root causes `q9diff A B` finds per part against the reference, one Hit per distinct change."""
-    seen: dict[tuple, list[Part]] = {}
+    seen: dict[tuple, list[CtxBin]] = {}
     info: dict[tuple, tuple] = {}
     pairs = {id(p): q for p, q, _ in ctx.diffs}
     for p, _, res in ctx.diffs:
@@ -337,7 +339,7 @@ def check_packing(ctx: Context) -> Iterator[Hit | Note]:
             False,
         )
         return
-    seen: dict[tuple[str, str, str], list[Part]] = {}
+    seen: dict[tuple[str, str, str], list[CtxBin]] = {}
     for p, q in ctx.pairs:
         for key in PACKING_OPTIONS:
             mine, theirs = _option(p, key), _option(q, key)

@@ -21,6 +21,7 @@ from q9diff.doctor import target as tg
 from q9diff.doctor.checks import Context, Hit, Note
 from q9diff.doctor.result import SEVERITIES, DoctorResult, Finding
 from q9diff.genie.bundle import Bundle, read_bundle
+from q9diff.inputs import Input
 from q9diff.load.runtime import Runtime, in_folder
 from q9diff.read.tables import Device, ai_hub_profile
 
@@ -160,17 +161,17 @@ def _guarded(rule: Rule, ctx: Context) -> list[Hit | Note]:
 
 
 def run(
-    bundle: Path,
-    reference: Path | None = None,
+    bundle: Input,
+    reference: Input | None = None,
     rules: tuple[Rule, ...] = RULES,
     target: Device | None = None,
     runtime: Runtime | None = None,
 ) -> Report:
-    """Read the bundle (and reference) and run every rule, against `target` and `runtime` too when given
-    (a bundle that ships Qualcomm's runtime libraries names its runtime itself); BundleError when either
-    cannot be read."""
-    b = read_bundle(bundle)
-    ref = read_bundle(reference) if reference is not None else None
+    """Read the bundle (and reference), as the paths given were resolved (q9diff.inputs.given), and run
+    every rule, against `target` and `runtime` too when given (a bundle that ships Qualcomm's runtime
+    libraries names its runtime itself); BundleError when either cannot be read."""
+    b = _read(bundle)
+    ref = _read(reference) if reference is not None else None
     shipped = None if b.single_file else in_folder(b.root)
     if shipped is not None and runtime is None:
         b.notes.append(f"the bundle ships {shipped.label} ({shipped.source}): the load verdict is for it")
@@ -206,6 +207,15 @@ def run(
     order = {s: i for i, s in enumerate(SEVERITIES)}
     report.findings.sort(key=lambda f: (order[f.severity], f.ruled_out))
     return report
+
+
+def _read(given: Input) -> Bundle:
+    """The bundle a path names, or the one file given instead (a context binary, a container or one of
+    its contexts: not a config, whatever its kind says of a name ending in .json)."""
+    one = given.kind is not None and given.kind.form == "contexts" and given.given.suffix.lower() != ".json"
+    if one:
+        return read_bundle(given.given, given.at, list(given.parts))
+    return read_bundle(given.given)
 
 
 def _label(b: Bundle) -> str:

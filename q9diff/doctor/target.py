@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from q9diff.doctor import reference as r
 from q9diff.doctor.checks import Context, Hit, Note, as_int, js, mib, parts_text
 from q9diff.doctor.places import ext_devices, ext_soc, ext_where
-from q9diff.genie.bundle import Part
+from q9diff.genie.bundle import CtxBin
 from q9diff.read.tables import soc_name
 
 
 def _judged(ctx: Context, names: tuple[str, ...]) -> Iterator[Hit]:
     """The target's causes named `names`, one Hit per distinct change over the parts, with its fix."""
-    seen: dict[tuple, list[Part]] = {}
+    seen: dict[tuple, list[CtxBin]] = {}
     info: dict[tuple, tuple] = {}
     for p, res in ctx.judged:
         fixes = {s["setting"]: s for s in res.suggestions}
@@ -87,7 +87,7 @@ def check_other(ctx: Context) -> Iterator[Hit | Note]:
 
 def check_vtcm_limit(ctx: Context) -> Iterator[Hit | Note]:
     """A build asking for more VTCM than the device has: the compiler records it without a word."""
-    over: dict[str, list[Part]] = {}
+    over: dict[str, list[CtxBin]] = {}
     for p, res in ctx.judged:
         for e in res.errors:
             over.setdefault(e, []).append(p)

@@ -29,7 +29,7 @@ from q9diff.genie.config import (
 from q9diff.genie.layout import split_of
 from q9diff.guard import is_file, load_json, read_text
 from q9diff.read.binary import ContextBinary, Graph
-from q9diff.read.openers import notes, open_binary, part_paths, split_name
+from q9diff.read.openers import Part, notes, open_binary
 
 
 class BundleError(Q9Error, ValueError):
@@ -37,7 +37,7 @@ class BundleError(Q9Error, ValueError):
 
 
 @dataclass
-class Part:
+class CtxBin:
     """One ctx-bin: its reference in the config and, when readable, the binary."""
 
     index: int
@@ -54,7 +54,7 @@ class Part:
 class SplitGraph:
     """A graph of a part as Genie sees it: AR and CL from `attention_mask`, the split from its name."""
 
-    part: Part
+    part: CtxBin
     graph: Graph
     ar: int | None
     cl: int | None
@@ -74,7 +74,7 @@ class Bundle:
     config_path: Path | None
     config: dict | None
     config_text: str | None
-    parts: list[Part] = field(default_factory=list)
+    parts: list[CtxBin] = field(default_factory=list)
     extension: FileRef | None = None
     extension_text: str | None = None
     extension_doc: object = None  # parsed, or None
@@ -84,7 +84,12 @@ class Bundle:
     tokenizer_problem: str | None = None
     notes: list[str] = field(default_factory=list)
     genie: GenieConfig | None = None  # the config as the one reader read it
-    single_file: bool = False  # one file given: its contexts, not a whole bundle's layout
+    file: Part | None = None  # one file given, as the input was resolved: its contexts, no bundle
+
+    @property
+    def single_file(self) -> bool:
+        """One file was given (a context binary, a container or one context of one), not a bundle."""
+        return self.file is not None
 
     @property
     def name(self) -> str:
@@ -97,14 +102,14 @@ class Bundle:
         """The bundle folder as the user named it (a report carries no path of the machine beyond it)."""
         if self.config_path is not None:
             return self.config_path.parent
-        return self.given if self.given.is_dir() else self.given.parent
+        return self.given.parent if self.single_file else self.given
 
     def files(self) -> list[Path]:
         """The files q9diff read for this bundle (config, ctx-bins, extension file, tokenizer), resolved."""
         refs = [p.ref for p in self.parts] + [r for r in (self.extension, self.tokenizer) if r is not None]
         return [p for p in (self.config_path, *(r.path for r in refs)) if p is not None]
 
-    def readable_parts(self) -> list[Part]:
+    def readable_parts(self) -> list[CtxBin]:
         return [p for p in self.parts if p.binary is not None]
 
     def all_parts_read(self) -> bool:
@@ -150,16 +155,17 @@ class Bundle:
         return "dialog.engine.backend", {}
 
 
-def read_bundle(given: Path) -> Bundle:
-    """Read what the bundle names; BundleError only when its config (or its folder) cannot be read."""
+def read_bundle(given: Path, file: Part | None = None, contexts: list[Part] = ()) -> Bundle:
+    """Read what the bundle names; BundleError only when its config (or its folder) cannot be read. One
+    file given instead of a bundle comes resolved (q9diff.inputs): where it points (`file`) and its
+    context binaries (`contexts`), each read as a part."""
     given = Path(given)
-    one = os.path.isfile(given) or split_name(given)[1] is not None  # FILE#NAME: one context of FILE
-    if one and given.suffix.lower() != ".json":  # one binary, or a container's contexts
-        b = Bundle(given.parent.resolve(), given, None, None, None, single_file=True)
+    if file is not None:  # one binary, or a container's contexts
+        b = Bundle(given.parent.resolve(), given, None, None, None, file=file)
         b.notes.append(f"no {CONFIG_NAME}: {given.name} alone was checked, not a whole bundle's layout")
-        for i, p in enumerate(part_paths(given) or [given]):
-            b.parts.append(_open_part(i, FileRef(p.name, str(p), path=p)))
-        b.notes += _container_notes(given)
+        for i, c in enumerate(contexts):
+            b.parts.append(_open_part(i, FileRef(c.path.name, str(c.path), path=c.path), at=c))
+        b.notes += _container_notes(file)
         return b
     try:
         config_path, root = find_config(given)
@@ -180,7 +186,7 @@ def read_bundle(given: Path) -> Bundle:
         return b
     b = Bundle(cfg.root, given, cfg.path, cfg.data, cfg.text, genie=cfg)
     b.notes += cfg.notes
-    opened: dict[Path, Part] = {}
+    opened: dict[Path, CtxBin] = {}
     b.parts = [_open_part(i, ref, opened) for i, ref in enumerate(cfg.ctx_bins)]
     if cfg.extension is not None:
         b.extension = cfg.extension
@@ -191,11 +197,11 @@ def read_bundle(given: Path) -> Bundle:
     return b
 
 
-def _container_notes(given: Path) -> list[str]:
+def _container_notes(file: Part) -> list[str]:
     """What a container's opener says beside its contexts (a .pte's other backends, skipped); nothing
     when it cannot be read (its part says why)."""
     try:
-        return notes(given)
+        return notes(file)
     except (FormatError, ValueError, OSError):
         return []
 
@@ -216,12 +222,15 @@ def _beside(b: Bundle, path: Path) -> FileRef:
     return ref
 
 
-def _open_part(index: int, ref: FileRef, opened: dict[Path, Part] | None = None) -> Part:
-    """Open the ctx-bin and walk what the checks read (records, each graph's options and ops), so that a
-    damaged part is one recorded problem here, not an exception in the middle of a check. A file named
-    again (in `opened`, by resolved path) is the same binary, opened and walked once: a config listing
-    one ctx-bin 3000 times must not cost 3000 mappings and walks."""
-    part = Part(index, ref)
+def _open_part(
+    index: int, ref: FileRef, opened: dict[Path, CtxBin] | None = None, at: Part | None = None
+) -> CtxBin:
+    """Open the ctx-bin (`at`, where a resolved input says it is; else the file the config names) and walk
+    what the checks read (records, each graph's options and ops), so that a damaged part is one recorded
+    problem here, not an exception in the middle of a check. A file named again (in `opened`, by resolved
+    path) is the same binary, opened and walked once: a config listing one ctx-bin 3000 times must not
+    cost 3000 mappings and walks."""
+    part = CtxBin(index, ref)
     if ref.path is None:
         return part
     seen = opened.get(ref.path) if opened is not None else None
@@ -231,7 +240,7 @@ def _open_part(index: int, ref: FileRef, opened: dict[Path, Part] | None = None)
     if opened is not None:
         opened[ref.path] = part
     try:
-        cb = open_binary(ref.path)
+        cb = open_binary(ref.path) if at is None else at.open()
         for i in range(len(cb.graphs)):
             cb.options(i)  # walks the record directory and this graph's pickle
         part.binary = cb

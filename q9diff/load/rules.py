@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from q9diff.load.runtime import Runtime, measured
-from q9diff.read.generic import requested
 from q9diff.read.tables import Device, soc_name
 
 WILL_NOT_LOAD, RECOMPILE, LOADS = "will not load", "loads, recompile advised", "loads"
@@ -56,7 +55,7 @@ class Facts:
             api,
             cb.dsp_arch,
             int(min_arch) if min_arch.isdigit() else None,
-            requested(cb.soc_model, cb.dsp_arch, opts, cb.build_id).soc_model,
+            cb.requested.soc_model,
             max(vtcms) if vtcms else None,
         )
 

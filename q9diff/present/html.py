@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 
-from q9diff.compare import outside
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present import charts, embed, figures, verdict
@@ -19,6 +18,8 @@ from q9diff.present.verdict import (
     clip,
     headline,
     models_line,
+    outside_headline,
+    outside_words,
     reference_looks_wrong,
     role,
     root_line,
@@ -69,13 +70,13 @@ def _verdict(data: dict) -> str:
         out += f'<p class="swap">Arguments swapped? {esc(swapped)}; the known-good build comes second.</p>'
     o, head = (
         data.get("outside"),
-        outside.headline(data.get("outside"), identical),
+        outside_headline(data.get("outside"), identical),
     )  # containers: what was compared
     if head:
         return out + f"<h2>{esc(head)}</h2>"
     lead = models_line(data.get("different_models", {}).get("evidence"))
     text = headline(causes, lead)
-    compared = f"<p>{esc(outside.words(o))}</p>" if o is not None else ""
+    compared = f"<p>{esc(outside_words(o))}</p>" if o is not None else ""
     return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>" + compared
 
 

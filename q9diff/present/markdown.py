@@ -12,7 +12,6 @@ import html
 import json
 import re
 
-from q9diff.compare import outside
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import (
@@ -20,6 +19,8 @@ from q9diff.present.verdict import (
     headline,
     label,
     models_line,
+    outside_headline,
+    outside_words,
     reference_looks_wrong,
     role,
     root_line,
@@ -85,13 +86,13 @@ def _verdict(data: dict, over_set: bool = False) -> str:
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f"> **Arguments swapped?** {md(swapped)}; the known-good build comes second.\n\n"
-    o, head = data.get("outside"), outside.headline(data.get("outside"), data["identical"])  # containers
+    o, head = data.get("outside"), outside_headline(data.get("outside"), data["identical"])  # containers
     if head:
         return out + f"**{md(head)}**\n"
     lead = models_line(data.get("different_models", {}).get("evidence"))
     out += f"**{md(lead)}**\n\n" if lead else ""
     text = headline(causes, lead, over_set)
-    return out + f"**{md(text)}**\n" + (f"\n{md(outside.words(o))}\n" if o is not None else "")
+    return out + f"**{md(text)}**\n" + (f"\n{md(outside_words(o))}\n" if o is not None else "")
 
 
 def _value(c: dict, side: str) -> str:

@@ -37,7 +37,7 @@ def _outside(data: dict, lead: bool = False) -> bool:
     """What a diff of containers compared and whether the files differ outside it (q9diff.compare.outside):
     with `lead`, the verdict itself where the contexts are identical (True: said); else the line after the
     verdict."""
-    from q9diff.compare.outside import words
+    from q9diff.present.verdict import outside_words as words
 
     o = data.get("outside")
     if o is None or lead != o["contexts_identical"] or lead and o["differs"] is False:
@@ -262,7 +262,7 @@ def _cause_values(c) -> tuple[str, str]:
 
 def _row_bytes(c) -> str:
     """An effect's two numbers, named as the attribution table names them (one number, one name)."""
-    from q9diff.compare.diff import EFFECT_BUCKETS
+    from q9diff.compare.rules import EFFECT_BUCKETS
 
     if c.size_delta is None:
         return f"{c.bytes:,d} bytes"

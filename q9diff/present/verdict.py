@@ -6,8 +6,10 @@ diff engine, so the command line can use it without loading numpy or deepdiff.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from q9diff.read.tables import soc_name
-from q9diff.units import value
+from q9diff.units import nbytes, value
 
 GENERIC_SOC = (
     "The candidate targets a generic SoC (soc_model 0): it loads without error and can still compute"
@@ -310,3 +312,33 @@ def clip(s: str, n: int) -> str:
     cut = s[: n - 1]
     space = max(cut.rfind(" "), cut.rfind(","))
     return (cut[:space] if space > n // 2 else cut).rstrip(" ,;") + " …"
+
+
+def outside_headline(o: dict | None, identical: bool) -> str | None:
+    """A diff of containers (`outside`, q9diff.compare.outside): the verdict a presenter leads with when
+    nothing compared differs: "Identical" where no byte of the
+    files differs, else what was compared and what is known of the rest; None when something compared
+    differs (the causes lead)."""
+    if o is not None and o["contexts_identical"]:
+        return outside_words(o)
+    return "Identical: no difference in any byte." if identical else None
+
+
+def outside_words(o: dict) -> str:
+    """The sentence every presenter says: what was compared and what is known of the rest."""
+    a, b = o["a"], o["b"]
+    name_a, name_b = Path(a["path"]).name, Path(b["path"]).name
+    of = f"{nbytes(a['compared_bytes'])} of {nbytes(a['size'])} of {name_a}; {nbytes(b['compared_bytes'])}"
+    compared = f"{o['compared']} ({of} of {nbytes(b['size'])} of {name_b})"
+    if o["contexts_identical"]:
+        if o["differs"] is False:
+            return "Identical: no difference in any byte."
+        if o["differs"] is True:
+            return f"The files differ, outside what was compared: {compared} are identical."
+        return f"Identical contexts: {compared} are identical; the rest of the files was not compared."
+    rest = {
+        True: "the files also differ outside them",
+        False: "the files are the same outside them",
+        None: "the rest of the files was not compared",
+    }[o["differs"]]
+    return f"Compared {compared}; {rest}."

@@ -14,7 +14,7 @@ from q9diff.errors import FormatError
 from q9diff.formats import context_binary as CB
 from q9diff.formats import flatbuffer_slots as S
 from q9diff.formats import pickles as P
-from q9diff.read import flatbuf
+from q9diff.read import flatbuf, generic
 from q9diff.read.metadata import MetadataReader
 from q9diff.read.model import (  # noqa: F401  (re-exported: the model of a ContextBinary)
     BLOB_INFO_FIELDS,
@@ -96,6 +96,21 @@ class ContextBinary(MetadataReader, PickleWalker):
                 mapped.close()
         except BufferError:  # a numpy view still uses it: unmapped when that view goes
             pass
+
+    # -- what the build asked for, read with the rules measured on the compiler -------------------
+
+    @cached_property
+    def requested(self) -> generic.Requested:
+        """The soc_model the build asked for, whether that is the generic target, and how that was told
+        (q9diff.read.generic.requested over what it records and its first graph's options): one answer
+        per binary, whoever asks."""
+        opts = self.options(0) if self.graphs else {}
+        return generic.requested(self.soc_model, self.dsp_arch, opts, self.build_id)
+
+    @cached_property
+    def measured(self) -> generic.Measured | None:
+        """The generic builds measured on this build's QAIRT (q9diff.read.generic); None: not measured."""
+        return generic.of_build(self.build_id)
 
     # -- the context blob (lazy; the header and metadata are read eagerly by MetadataReader) -------
 

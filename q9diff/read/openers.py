@@ -6,6 +6,9 @@ Each opener finds the bytes through its container's own structure and hands them
 a container with several contexts is a set, like a directory. A context is its position in the container;
 it is addressed as `FILE#LABEL`, its name escaped and made unique (q9diff.read.labels), and `FILE#LABEL`
 is resolved by the container's index, never looked up in the file system.
+
+A path is told once (`locate`: which file, which context of it, what container the file is) into a
+`Part`; everything else here reads a Part, never the path again.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from q9diff.errors import FormatError
+from q9diff.errors import FormatError, InputError
+from q9diff.guard import nameable
 from q9diff.read import flatbuf
 from q9diff.read.binary import ContextBinary
 from q9diff.read.labels import label, listed, unique
@@ -52,17 +56,61 @@ def split_name(path: str | os.PathLike) -> tuple[Path, str | None]:
     """`FILE#NAME` as (FILE, NAME), the way sets list a container's contexts; any other path as (path,
     None). After a container, `#NAME` is a context's label, and `FILE#NAME` itself is never looked up (a
     label is no file name: it may be longer than a file name can be); after another file, a file whose own
-    name holds the `#` is that file."""
+    name holds the `#` is that file. InputError when what is looked up is no name the system can take: a
+    part of it over 255 bytes or the whole over 4096 (os.stat raises "File name too long"), a NUL, a lone
+    surrogate."""
     p = Path(path)
     file, hash_, name = p.name.rpartition("#")
-    if not hash_ or not file:
-        return p, None
-    base = p.parent / file
-    if not os.path.isfile(base):
-        return p, None
-    if kind(base) is None and os.path.lexists(p):  # a file named with a `#` beside a plain binary
-        return p, None
+    base = p.parent / file if hash_ and file else None
+    # a file named with a `#` beside a plain binary is that file
+    if base is None or not os.path.isfile(base) or kind(base) is None and os.path.lexists(p):
+        base, name = p, None
+    if not nameable(base):
+        text = repr(str(path))
+        shown = text if len(text) <= 100 else text[:99] + "…"
+        raise InputError(
+            f"{shown}: not a path the system can look up (a part of it over 255 bytes, the whole over 4096,"
+            " or a NUL)"
+        )
     return base, name
+
+
+@dataclass(frozen=True)
+class Part:
+    """Where one context binary is, as `locate` told it: a file (`label` None), or one context of a
+    container file (`label`: its label, or another name its index resolves to one context, as FILE#NAME
+    gives it). `container` is the file's container kind (kind()), None for a context binary itself;
+    `path` is how reports and sets name it (FILE, or FILE#LABEL)."""
+
+    file: Path
+    label: str | None = None
+    container: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.file if self.label is None else Path(f"{self.file}#{self.label}")
+
+    def open(self) -> ContextBinary:
+        """The context binary (a container given whole must hold one only; its #LABEL else)."""
+        return open_part(self)
+
+    def size(self) -> int:
+        """Its size in bytes, without opening it: a context's within its container, else the file's."""
+        if self.label is None or self.container is None:
+            return os.stat(self.file).st_size
+        index = _index(self.file)
+        if self.label not in index.aliases:
+            raise FormatError(
+                str(self.file), None, f"a context named {self.label!r} (it holds {listed(index.labels)})"
+            )
+        return index.size(index.aliases[self.label])
+
+
+def locate(path: str | os.PathLike) -> Part:
+    """What the path names, told once: the file (FILE of FILE#NAME), the context it names in it, and the
+    file's container kind when it is a file; InputError when it is no name the system can look up."""
+    file, label = split_name(path)
+    return Part(file, label, kind(file) if os.path.isfile(file) else None)
 
 
 def _regular_file(path: Path) -> None:
@@ -146,101 +194,90 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     return _Index(p, tuple(zip(labels, sources)), aliases, pte)
 
 
-def contexts(path: str | os.PathLike) -> list[tuple[str, ContextBinary]]:
-    """Every context binary the file carries, once each, with the name that addresses it (the file's
-    own name for a plain binary)."""
-    p = Path(path)
+def contexts(part: Part) -> list[tuple[str, ContextBinary]]:
+    """The context binaries at `part`, once each, with the name that addresses it: the one it names
+    (FILE#LABEL), or every one its file carries (the file's own name for a plain binary)."""
+    if part.label is not None:
+        return [(part.path.name, open_part(part))]
+    _regular_file(part.file)
+    if part.container is None:
+        return [(part.file.name, ContextBinary.open(part.file))]
+    index = _index(part.file)
+    return [(name, index.build(i, part.file)) for i, (name, _) in enumerate(index.entries)]
+
+
+def open_part(part: Part) -> ContextBinary:
+    """The context at `part`; a container with several contexts needs its label."""
+    p, name = part.file, part.label
     _regular_file(p)
-    if kind(p) is None:
-        return [(p.name, ContextBinary.open(p))]
-    index = _index(p)
-    return [(name, index.build(i, p)) for i, (name, _) in enumerate(index.entries)]
+    if part.container is not None:
+        index = _index(p)
+        names = index.labels
+        if name is not None:
+            if name not in index.aliases:
+                held = f"{len(names)}: {listed(names)}{_other(index, name)}"
+                raise FormatError(str(p), None, f"a context named {name!r} (it holds {held})")
+            return index.build(index.aliases[name], p)
+        if len(names) != 1:
+            raise FormatError(
+                str(p), None, f"one context binary (it holds {len(names)}: {listed(names)}; diff it as a set)"
+            )
+        return index.build(0, p)
+    if name not in (None, p.name):
+        raise FormatError(str(p), None, f"a context named {name!r} (it holds {[p.name]})")
+    return ContextBinary.open(p)
 
 
-def open_one(path: str | os.PathLike) -> ContextBinary:
-    """The context at `FILE` or `FILE#NAME`; a container with several contexts needs its #NAME."""
-    p, name = split_name(path)
-    _regular_file(p)
-    if kind(p) is None:
-        if name not in (None, p.name):
-            raise FormatError(str(p), None, f"a context named {name!r} (it holds {[p.name]})")
-        return ContextBinary.open(p)
-    index = _index(p)
-    names = index.labels
-    if name is not None:
-        if name not in index.aliases:
-            held = f"{len(names)}: {listed(names)}{_other(index, name)}"
-            raise FormatError(str(p), None, f"a context named {name!r} (it holds {held})")
-        return index.build(index.aliases[name], p)
-    if len(names) != 1:
-        raise FormatError(
-            str(p), None, f"one context binary (it holds {len(names)}: {listed(names)}; diff it as a set)"
-        )
-    return index.build(0, p)
-
-
-def part_paths(path: Path) -> list[Path]:
-    """`FILE#LABEL` for every context of a container holding several, else []: addresses the index
-    resolves (split_name, open_one), not names to look up in the file system."""
-    if not os.path.isfile(path) or kind(path) is None:
+def container_parts(part: Part) -> list[Part]:
+    """Every context of a container given whole that holds several, as parts (`FILE#LABEL`: addresses
+    its index resolves, not names to look up in the file system); [] for any other file."""
+    if part.container is None or part.label is not None:
         return []
-    _regular_file(path)
-    labels = _index(path).labels
-    return [Path(f"{path}#{x}") for x in labels] if len(labels) > 1 else []
+    _regular_file(part.file)
+    labels = _index(part.file).labels
+    return [Part(part.file, x, part.container) for x in labels] if len(labels) > 1 else []
 
 
-def size_of(path: str | os.PathLike) -> int:
-    """The size in bytes of the context at `FILE#LABEL`, or of the file at any other path."""
-    p, name = split_name(path)
-    if name is None or kind(p) is None:
-        return os.stat(p).st_size
-    index = _index(p)
-    if name not in index.aliases:
-        raise FormatError(str(p), None, f"a context named {name!r} (it holds {listed(index.labels)})")
-    return index.size(index.aliases[name])
-
-
-def container(path: str | os.PathLike):
-    """The walk of the .pte at `path` (or of `FILE.pte#NAME`'s file), read once per file as the contexts
-    are (q9diff.read.pte.PteFile: its regions, delegates and compile specs, its notes); None for any
-    other file."""
-    p = split_name(path)[0]
-    if not os.path.isfile(p) or kind(p) != ".pte":
+def container(part: Part):
+    """The walk of the .pte `part` is (or is a context of), read once per file as the contexts are
+    (q9diff.read.pte.PteFile: its regions, delegates and compile specs, its notes); None for any other
+    file."""
+    if part.container != ".pte":
         return None
-    _regular_file(p)
-    return _index(p).container
+    _regular_file(part.file)
+    return _index(part.file).container
 
 
-def labels(path: str | os.PathLike) -> dict[object, str]:
+def labels(part: Part) -> dict[object, str]:
     """Each context's label by its source (a .pte's or a .tflite's (offset, size) of the binary), for a
     container's own views (q9diff.compare.container); {} for a file that is no container."""
-    p = split_name(path)[0]
-    if not os.path.isfile(p) or kind(p) is None:
+    if part.container is None:
         return {}
-    _regular_file(p)
-    return {source: name for name, source in _index(p).entries if isinstance(source, (tuple, Path))}
+    _regular_file(part.file)
+    return {source: name for name, source in _index(part.file).entries if isinstance(source, (tuple, Path))}
 
 
 @dataclass(frozen=True)
 class Coverage:
     """What a diff of a container reads of it: its contexts' bytes (`compared`), where they lie in the
     file (`ranges`: None where the container does not say, an EPContext model's embedded contexts), and
-    the file's size; the rest is the container's own (a program, other delegates, an ONNX graph)."""
+    the file's size; the rest is the container's own (a program, other delegates, an ONNX graph). A plain
+    context binary is read whole: `kind` None, `file` the path as given."""
 
-    kind: str  # ".pte", ".tflite", ".onnx", or "context" for FILE#LABEL
+    kind: str | None  # ".pte", ".tflite", ".onnx", "context" for FILE#LABEL, None for a context binary
     file: Path
     size: int
     compared: int
     ranges: tuple[tuple[int, int], ...] | None
 
 
-def coverage(path: str | os.PathLike) -> Coverage | None:
-    """What a diff reads of the container (or the one context FILE#LABEL) at `path`; None for a plain
-    context binary, which a diff reads whole."""
-    p, name = split_name(path)
-    k = kind(p) if os.path.isfile(p) else None
-    if k is None:
-        return None
+def coverage(part: Part) -> Coverage:
+    """What a diff reads of the container (or the one context FILE#LABEL) at `part`, or of a plain context
+    binary (all of it)."""
+    if part.container is None:
+        size = part.size()
+        return Coverage(None, part.path, size, size, None)
+    p, name = part.file, part.label
     index = _index(p)
     size = os.stat(p).st_size
     chosen = range(len(index.entries)) if name is None else [index.aliases.get(name, 0)]
@@ -249,14 +286,15 @@ def coverage(path: str | os.PathLike) -> Coverage | None:
     within = [s for s in sources if not isinstance(s, Path)]
     ranges = tuple(sorted(s for s in within if isinstance(s, tuple)))
     known = all(isinstance(s, tuple) for s in within)
-    return Coverage(k if name is None else "context", p, size, compared, ranges if known else None)
+    kind_ = part.container if name is None else "context"
+    return Coverage(kind_, p, size, compared, ranges if known else None)
 
 
-def notes(path: str | os.PathLike) -> list[str]:
+def notes(part: Part) -> list[str]:
     """What a container's opener says beside its contexts (a .pte's delegates of other backends, listed
     and skipped), each line naming the file."""
-    pte = container(path)
-    return [] if pte is None else [f"{split_name(path)[0]}: {n}" for n in pte.notes]
+    pte = container(part)
+    return [] if pte is None else [f"{part.file}: {n}" for n in pte.notes]
 
 
 def _other(index: _Index, name: str) -> str:
@@ -406,6 +444,6 @@ def _dispatch_options(data: bytes, path: str) -> dict[str, int | str]:
 
 
 def open_binary(path: str | os.PathLike) -> ContextBinary:
-    """Open a context binary, or the one an EPContext model or LiteRT model carries (`FILE#NAME` for one
-    of several)."""
-    return open_one(path)
+    """Open a context binary, or the one an EPContext model, LiteRT model or ExecuTorch program carries
+    (`FILE#NAME` for one of several): for a path no input resolved (a build's own output, a test's)."""
+    return open_part(locate(path))

@@ -358,7 +358,7 @@ def inspect_set_properties() -> dict:
 
 
 def toolchain() -> dict:
-    """Which toolchain the candidate was built with, as its own files say (q9diff.inputs.toolchain_of)."""
+    """Which toolchain the candidate was built with, as its own files say (q9diff.inputs.Input.toolchain)."""
     return obj(
         "The toolchain the fix leads with: the one the candidate's own files say it was built with.",
         {

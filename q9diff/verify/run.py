@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from q9diff import kinds
+from q9diff.errors import InputError
 from q9diff.genie import config as genie_config
 from q9diff.guard import contained, no_telemetry
+from q9diff.inputs import given
 from q9diff.runners.base import GraphSpec, RunnerError, Session, from_device, shown_path, to_device
 from q9diff.verify import llm
 from q9diff.verify.verdict import judge
@@ -337,20 +338,21 @@ class DialogConfig:
 
 
 def binaries_of(path: Path) -> list[Path]:
-    """A .bin, or a folder / Genie bundle of parts in part order: the folder's own files only (a part
-    that is a symlink to a file elsewhere is refused, as it would be read and pushed to a device)."""
-    path = Path(path)
-    if not path.exists() and kinds.kind_of(path) is None:
+    """A .bin, or a folder / Genie bundle of parts in part order, as q9diff.inputs resolves the path: the
+    folder's own files only (a part that is a symlink to a file elsewhere is refused, as it would be read
+    and pushed to a device)."""
+    found = given(path)
+    if found.kind is None:
         raise RunnerError(f"{path}: no such file or directory")
     try:
-        bins = kinds.parts_of(path)
+        bins = [p.path for p in found.parts]
     except genie_config.ConfigError as exc:
         raise RunnerError(str(exc)) from None
-    if path.is_dir() and not bins:
-        raise RunnerError(f"{path}: no context binaries (*.bin or genie_config.json ctx-bins)")
-    if path.is_dir() and any(path.glob("*.bin")):
+    except InputError:  # a folder holding none
+        raise RunnerError(f"{path}: no context binaries (*.bin or genie_config.json ctx-bins)") from None
+    if found.kind.name == "folder of parts":
         for b in bins:
-            contained(b.name, path, b, RunnerError)
+            contained(b.name, found.given, b, RunnerError)
     return bins
 
 

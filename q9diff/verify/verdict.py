@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a path resolved (verify's command resolves it): only named here
+    from q9diff.inputs import Input
 
 # What each runner can and cannot catch, said with every verdict (measured: README "verify").
 RUNNER_REACH = {
@@ -51,23 +55,21 @@ class Verdict:
         return {**asdict(self), "status": "PASS" if self.passed else "FAIL"}
 
 
-def read_targets(candidate: Path) -> tuple[tuple[str, int | None], ...]:
+def read_targets(candidate: Input) -> tuple[tuple[str, int | None], ...]:
     """Each of the candidate's files (its path) with the soc_model its build asked for
     (q9diff.compare.summary.target: 0 is the generic target), None where the file does not record it or
     cannot be read."""
-    from q9diff import kinds
     from q9diff.compare.summary import target
     from q9diff.errors import Q9Error
-    from q9diff.read.openers import open_binary
 
     out = []
-    for part in kinds.parts_of(Path(candidate)):
+    for part in candidate.parts:
         try:
-            cb = open_binary(part)
+            cb = part.open()
         except (Q9Error, OSError, ValueError, IndexError):
-            out.append((str(part), None))
+            out.append((str(part.path), None))
             continue
-        out.append((str(part), target(cb)["soc_model_requested"]))
+        out.append((str(part.path), target(cb)["soc_model_requested"]))
         cb.release()
     return tuple(out)
 
