@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from q9diff.errors import FormatError, InputError
-from q9diff.genie.config import ConfigError, dialog_configs, genie_config_of
+from q9diff.errors import FormatError, InputError, Q9Error
 from q9diff.kinds import Kind, kind_of
 from q9diff.read.binary import ContextBinary
 from q9diff.read.openers import Part, locate, open_part, split_name
@@ -31,15 +29,17 @@ def read_errors() -> tuple[type[Exception], ...]:
     return (ValueError, IndexError, struct.error)
 
 
-@dataclass(frozen=True, eq=False)
 class Input:
     """A path as the user gave it (`given`), resolved: where it points (`at`), what it is (`kind`, None
     for a path that does not exist) and its context binaries in part order (`parts`: the one context
-    itself for a single one)."""
+    itself for a single one). A plain class, not a dataclass (defined by every command that reads a path,
+    it stays cheap to define); what it learns later (its parts, its toolchain) is kept as it is read."""
 
-    given: Path
-    at: Part
-    kind: Kind | None
+    def __init__(self, given: Path, at: Part, kind: Kind | None) -> None:
+        self.given, self.at, self.kind = given, at, kind
+
+    def __repr__(self) -> str:
+        return f"Input({str(self.given)!r}, {self.kind.name if self.kind else 'not found'})"
 
     @property
     def is_set(self) -> bool:
@@ -94,6 +94,8 @@ class Input:
         parts beside a Genie bundle of one binary per graph). None for anything else."""
         if self.kind is None or self.kind.name != "folder of parts":
             return None
+        from q9diff.genie.config import genie_config_of  # start-up: a folder of parts' only
+
         config = genie_config_of(self.given)
         if config is None:
             return None
@@ -110,13 +112,15 @@ class Input:
             return (self.at,)
         try:
             found = self.kind.parts(self.at)
-        except (ConfigError, FormatError):
+        except Q9Error:  # a config's or an opener's own line (ConfigError, FormatError)
             raise
         except (OSError, ValueError, AttributeError, TypeError) as exc:
             raise InputError(
                 f"{self.given}: not a folder of parts or a Genie bundle q9diff can read ({exc})"
             ) from exc
         if not found:
+            from q9diff.genie.config import dialog_configs  # start-up: read for an empty folder only
+
             configs = dialog_configs(self.given) if self.is_folder else []
             if len(configs) > 1:
                 names = ", ".join(p.name for p in configs)

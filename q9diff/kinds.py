@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from q9diff.genie import config as genie_config
-from q9diff.genie.layout import file_split
 from q9diff.read.openers import Part, container_parts, locate
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):  # a named tuple, not a dataclass: defined by every command that reads a path
     """A kind of input (a context binary, a folder of parts, a bundle...): how it is told and its parts."""
 
     name: str
@@ -32,6 +29,8 @@ class Kind:
 
 
 def _part_key(p: Part):
+    from q9diff.genie.layout import file_split  # a folder's parts only: one file given reads no Genie names
+
     split = file_split(p.file.name)
     return (0, split[0], p.file.name) if split else (1, 0, p.file.name)
 
@@ -41,7 +40,9 @@ def _folder_bins(at: Part) -> list[Part]:
 
 
 def _config_parts(at: Part) -> list[Part]:
-    return [locate(p) for p in genie_config.read(at.file).ctx_bin_paths()]
+    from q9diff.genie.config import read  # start-up: only a bundle or a config reads a Genie config
+
+    return [locate(p) for p in read(at.file).ctx_bin_paths()]
 
 
 def _one(at: Part) -> list[Part]:
@@ -57,7 +58,11 @@ def _folder_of_bins(at: Part) -> bool:
 
 
 def _bundle(at: Part) -> bool:
-    return os.path.isdir(at.file) and genie_config.genie_config_of(at.file) is not None
+    if not os.path.isdir(at.file):
+        return False
+    from q9diff.genie.config import genie_config_of  # start-up: only a folder is looked into for a config
+
+    return genie_config_of(at.file) is not None
 
 
 def _config(at: Part) -> bool:

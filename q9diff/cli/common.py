@@ -71,12 +71,12 @@ def _nameable(command, params: dict) -> None:
     a part over 255 bytes is one line, not an OSError from wherever it is first stat'ed."""
     from typer.models import TyperPath
 
-    from q9diff.inputs import nameable
-
     for param in command.params:
         value = params.get(param.name) if isinstance(param.type, TyperPath) else None
         for p in value if isinstance(value, (list, tuple)) else (value,):
             if p is not None and str(p) != "-":
+                from q9diff.inputs import nameable  # start-up: the readers load where a path is given
+
                 nameable(p)
 
 

@@ -18,6 +18,7 @@ import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from q9diff.errors import FormatError, InputError
 from q9diff.guard import nameable
@@ -75,8 +76,7 @@ def split_name(path: str | os.PathLike) -> tuple[Path, str | None]:
     return base, name
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):  # a named tuple, not a dataclass: every command that reads a file defines it
     """Where one context binary is, as `locate` told it: a file (`label` None), or one context of a
     container file (`label`: its label, or another name its index resolves to one context, as FILE#NAME
     gives it). `container` is the file's container kind (kind()), None for a context binary itself;
