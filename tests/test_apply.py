@@ -349,7 +349,7 @@ def test_a_value_q9diff_could_not_read_is_never_written(tmp_path, suggestions, f
 
 def test_weights_packing_is_a_fix_target_set_in_the_graphs_entry(tmp_path, fixtures_dir, facts):
     from q9diff.compare.cause import Cause
-    from q9diff.compare.toolchains import suggestions as suggest_for
+    from q9diff.compare.suggestions import suggestions as suggest_for
     from q9diff.read.binary import ContextBinary
 
     ref = ContextBinary.open(REFERENCE / "part_1_of_2.bin")

@@ -1,6 +1,6 @@
 """Compare two context binaries (candidate a, known-good reference b) into a tree of findings: where the bytes
 differ (the region rows, moved and new), what the structure and each setting say (q9diff.compare.observe),
-the causes by the rules' table, the fix (q9diff.compare.toolchains) and the buckets the bytes fall in; and
+the causes by the rules' table, the fix (q9diff.compare.suggestions) and the buckets the bytes fall in; and
 its JSON, `q9diff.diff/1`. Two sets are compared part by part in q9diff.compare.sets."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from q9diff.compare.observe import soc_recorded as observed_soc
 from q9diff.compare.rules import EFFECT_BUCKETS, ROOT_SETTINGS, RULES, Sides
 from q9diff.compare.structure import compare as compare_structure
 from q9diff.compare.structure import precision, tree
+from q9diff.compare.suggestions import suggestions
 from q9diff.compare.summary import inspect_summary
-from q9diff.compare.toolchains import suggestions
 from q9diff.read.binary import ContextBinary
 from q9diff.units import percent
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from q9diff.compare.cause import Cause
 from q9diff.compare.diff import DiffResult, diff, to_json
 from q9diff.compare.models import different_models, models_json
-from q9diff.compare.toolchains import merged_suggestions
+from q9diff.compare.suggestions import merged_suggestions
 from q9diff.errors import FormatError, InputError
 from q9diff.inputs import Input, open_context, read_errors
 from q9diff.units import percent

@@ -19,8 +19,8 @@ from q9diff.compare.observe import observe
 from q9diff.compare.packing import packing_notice
 from q9diff.compare.sets import distinct_causes
 from q9diff.compare.structure import precision
+from q9diff.compare.suggestions import merged_suggestions, suggestions
 from q9diff.compare.summary import inspect_summary, target
-from q9diff.compare.toolchains import merged_suggestions, suggestions
 from q9diff.read.binary import ContextBinary
 from q9diff.read.tables import Device, Profile, ai_hub_profile, soc_name
 

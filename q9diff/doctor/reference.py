@@ -19,7 +19,7 @@ from q9diff.units import opt_level
 def one_fix(suggestions: list[dict]) -> dict | None:
     """The parts' suggestions of one change as one: a graph setting's qairt line names every part's
     graphs (q9diff.compare.diff.merged_suggestions), not only the last part's."""
-    from q9diff.compare.toolchains import merged_suggestions
+    from q9diff.compare.suggestions import merged_suggestions
 
     merged = merged_suggestions(suggestions)
     return merged[0] if merged else None
