@@ -1,6 +1,7 @@
 """Files that carry context binaries: a plain `.bin`, an ONNX Runtime EPContext model (one context per
 EPContext node, embedded or named), a LiteRT `.tflite` whose DISPATCH_OP nodes point at QNN bytecode, an
-ExecuTorch `.pte` whose QNN delegates' payloads hold them (q9diff.read.pte walks it).
+ExecuTorch `.pte` whose QNN delegates' payloads hold them. Each container's reader is a module of its own
+(q9diff.read.epcontext, .tflite, .pte), loaded only for a file of its kind; here they become one index.
 
 Each opener finds the bytes through its container's own structure and hands them to `ContextBinary`;
 a container with several contexts is a set, like a directory. A context is its position in the container;
@@ -22,10 +23,9 @@ from typing import NamedTuple
 
 from q9diff.errors import FormatError, InputError
 from q9diff.guard import nameable
-from q9diff.read import flatbuf
 from q9diff.read.binary import ContextBinary
+from q9diff.read.files import mapped, regular_file
 from q9diff.read.labels import label, listed, unique
-from q9diff.read.parse import parse
 
 # The suffixes of the files that carry contexts (the rest are context binaries themselves).
 CONTAINERS = (".onnx", ".tflite", ".pte")
@@ -113,15 +113,6 @@ def locate(path: str | os.PathLike) -> Part:
     return Part(file, label, kind(file) if os.path.isfile(file) else None)
 
 
-def _regular_file(path: Path) -> None:
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise FormatError(str(path), None, f"a readable file ({exc.strerror})") from None
-    if not stat.S_ISREG(mode):
-        raise FormatError(str(path), None, "a regular file (this is a device, FIFO or folder)")
-
-
 @dataclass(frozen=True)
 class _Index:
     """Where a container's contexts are, read once per file: for each distinct context, in file order, its
@@ -150,7 +141,7 @@ class _Index:
         if isinstance(source, Path):
             return ContextBinary.open(source)
         if isinstance(source, tuple):
-            return ContextBinary(_mapped(self.path)[source[0] : source[0] + source[1]], f"{shown}#{name}")
+            return ContextBinary(mapped(self.path)[source[0] : source[0] + source[1]], f"{shown}#{name}")
         return ContextBinary(source, f"{shown}#{name}")
 
     def size(self, i: int) -> int:
@@ -172,8 +163,20 @@ def _index(p: Path) -> _Index:
 def _cached_index(path: str, *_stat: int) -> _Index:
     p = Path(path)
     k = kind(p)
-    pte = _pte(p) if k == ".pte" else None
-    found = _epcontext(p) if k == ".onnx" else pte.entries() if pte is not None else _tflite(p)
+    pte = None
+    if k == ".pte":  # each container's reader loads with its kind (the others' layouts, onnx, stay out)
+        from q9diff.read import pte as walk
+
+        pte = walk.read(mapped(p, "an ExecuTorch .pte"), str(p))
+        found = pte.entries()
+    elif k == ".onnx":
+        from q9diff.read.epcontext import contexts as found_in  # a container's reader, with its kind
+
+        found = found_in(p)
+    else:
+        from q9diff.read.tflite import contexts as found_in  # a container's reader, with its kind
+
+        found = found_in(p)
     names: list[str] = []
     sources: list[object] = []
     meant: dict[str, set[int]] = {}  # each name -> the entries it names
@@ -199,7 +202,7 @@ def contexts(part: Part) -> list[tuple[str, ContextBinary]]:
     (FILE#LABEL), or every one its file carries (the file's own name for a plain binary)."""
     if part.label is not None:
         return [(part.path.name, open_part(part))]
-    _regular_file(part.file)
+    regular_file(part.file)
     if part.container is None:
         return [(part.file.name, ContextBinary.open(part.file))]
     index = _index(part.file)
@@ -209,7 +212,7 @@ def contexts(part: Part) -> list[tuple[str, ContextBinary]]:
 def open_part(part: Part) -> ContextBinary:
     """The context at `part`; a container with several contexts needs its label."""
     p, name = part.file, part.label
-    _regular_file(p)
+    regular_file(p)
     if part.container is not None:
         index = _index(p)
         names = index.labels
@@ -233,7 +236,7 @@ def container_parts(part: Part) -> list[Part]:
     its index resolves, not names to look up in the file system); [] for any other file."""
     if part.container is None or part.label is not None:
         return []
-    _regular_file(part.file)
+    regular_file(part.file)
     labels = _index(part.file).labels
     return [Part(part.file, x, part.container) for x in labels] if len(labels) > 1 else []
 
@@ -244,7 +247,7 @@ def container(part: Part):
     file."""
     if part.container != ".pte":
         return None
-    _regular_file(part.file)
+    regular_file(part.file)
     return _index(part.file).container
 
 
@@ -253,7 +256,7 @@ def labels(part: Part) -> dict[object, str]:
     container's own views (q9diff.compare.container); {} for a file that is no container."""
     if part.container is None:
         return {}
-    _regular_file(part.file)
+    regular_file(part.file)
     return {source: name for name, source in _index(part.file).entries if isinstance(source, (tuple, Path))}
 
 
@@ -306,141 +309,6 @@ def _other(index: _Index, name: str) -> str:
         if not d.is_qnn and name in (str(d.number), d.method):
             return f"; delegate {d.number} of method {shown(d.method)} is {cut(d.backend)}, not QNN"
     return ""
-
-
-# -- ExecuTorch .pte ------------------------------------------------------------------------------
-
-
-def _pte(path: Path):
-    """The .pte walked (q9diff.read.pte) over the file's mapping."""
-    from q9diff.read import pte
-
-    return pte.read(_mapped(path, "an ExecuTorch .pte"), str(path))
-
-
-# -- ONNX Runtime EPContext ----------------------------------------------------------------------
-
-
-def _epcontext(path: Path) -> list[tuple[str, object]]:
-    """(node name, embedded bytes or the context file's resolved path) for every EPContext node."""
-    try:
-        import onnx
-    except ImportError:
-        raise FormatError(
-            str(path), None, "the onnx package to read an EPContext model (pip install q9diff[ort])"
-        ) from None
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # onnx raises several unrelated types for a bad protobuf
-        raise FormatError(str(path), None, f"an ONNX model ({type(exc).__name__})") from None
-    out: list[tuple[str, object]] = []
-    beside: dict[bytes, Path] = {}  # each file name resolved and checked once
-    for node in model.graph.node:
-        if _text(node.op_type) != "EPContext":
-            continue
-        attrs = {_text(a.name): a for a in node.attribute}
-        if "ep_cache_context" not in attrs:
-            continue
-        data = attrs["ep_cache_context"].s
-        embed = attrs["embed_mode"].i if "embed_mode" in attrs else 1
-        if embed == 1:
-            out.append((_text(node.name), data))
-            continue
-        if data not in beside:
-            beside[data] = _beside(path, data)
-        out.append((_text(node.name), beside[data]))
-    if not out:
-        raise FormatError(str(path), None, "an EPContext node with an ep_cache_context attribute")
-    return out
-
-
-def _text(v: str | bytes) -> str:
-    """A protobuf string field as text: onnx hands back bytes when the file's string is not UTF-8."""
-    return v if isinstance(v, str) else v.decode("utf-8", "replace")
-
-
-def _beside(model: Path, ref: bytes) -> Path:
-    """A context file an EPContext node names: relative, inside the model's folder, a regular file."""
-    try:
-        name = ref.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FormatError(str(model), None, "an ep_cache_context file name in UTF-8") from None
-    if "\0" in name:  # no file has one: the path calls below would raise ValueError
-        raise FormatError(str(model), None, f"an ep_cache_context name without a NUL byte (got {name!r})")
-    folder = model.resolve().parent
-    target = (folder / name).resolve()
-    if Path(name).is_absolute() or folder not in target.parents:
-        raise FormatError(str(model), None, f"an ep_cache_context path inside {folder} (got {name!r})")
-    _regular_file(target)
-    return target
-
-
-# -- LiteRT .tflite ------------------------------------------------------------------------------
-
-
-def _mapped(path: Path, what: str = "a TFLite FlatBuffer") -> memoryview:
-    import mmap
-
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size < 8:
-            raise FormatError(str(path), 0, f"{what} (file too short)")
-        return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
-
-
-def _tflite(path: Path) -> list[tuple[str, tuple[int, int]]]:
-    """(name, (offset, size)) of every DISPATCH_OP's bytecode (formats.containers). Ops may share one range
-    (the graphs of one context); ranges that overlap without being the same are a format error."""
-    from q9diff.formats import containers as C  # only a .tflite needs its layouts (and their start-up)
-
-    buf = _mapped(path)
-    at = C.TFLITE_IDENT_OFFSET
-    if bytes(buf[at : at + len(C.TFLITE_IDENT)]) != C.TFLITE_IDENT:
-        raise FormatError(str(path), at, f"the TFLite identifier {C.TFLITE_IDENT!r}")
-    model = flatbuf.root(buf, 0, len(buf), str(path))
-    codes = [c.get(C.TFLITE_OPCODE["custom_code"]) for c in model.get(C.TFLITE_MODEL["operator_codes"])]
-    out: list[tuple[str, tuple[int, int]]] = []
-    for sg in model.get(C.TFLITE_MODEL["subgraphs"]):
-        for op in sg.get(C.TFLITE_SUBGRAPH["operators"]):
-            index = op.get(C.TFLITE_OPERATOR["opcode_index"], 0)
-            if index >= len(codes) or codes[index] != C.DISPATCH_OP:
-                continue
-            fields = _dispatch_options(op.get(C.TFLITE_OPERATOR["custom_options"], b""), str(path))
-            offset, size, name = (fields.get(k) for k in C.DISPATCH_KEYS)
-            if not isinstance(offset, int) or not isinstance(size, int) or offset + size > len(buf):
-                raise FormatError(
-                    str(path), None, f"a DISPATCH_OP bytecode range inside the file (got {offset}, {size})"
-                )
-            label = name if isinstance(name, str) and name else f"dispatch_{len(out)}"
-            out.append((label, (offset, size)))
-    if not out:
-        raise FormatError(str(path), None, "a LiteRT DISPATCH_OP node carrying NPU bytecode")
-    ranges = sorted(set(r for _, r in out))
-    for (a, n), (b, m) in zip(ranges, ranges[1:]):
-        if b < a + n:
-            raise FormatError(
-                str(path),
-                b,
-                f"DISPATCH_OP bytecode ranges that are the same or apart (got {a}+{n} and {b}+{m})",
-            )
-    return out
-
-
-def _dispatch_options(data: bytes, path: str) -> dict[str, int | str]:
-    """The unsigned-integer and string values of a DISPATCH_OP's FlexBuffer map (C.FlexMap); values of
-    other types are left out."""
-    from q9diff.formats import containers as C
-
-    flex = parse(
-        C.FlexMap, data, 0, path, "DISPATCH_OP custom options holding a FlexBuffer map", located=False
-    )
-    out: dict[str, int | str] = {}
-    for entry in flex.entries:
-        key = entry.key.decode("utf-8", "replace")
-        if isinstance(entry.value, int):
-            out[key] = entry.value
-        elif entry.value is not None:
-            out[key] = entry.value.text.decode("utf-8", "replace")
-    return out
 
 
 def open_binary(path: str | os.PathLike) -> ContextBinary:
