@@ -196,12 +196,14 @@ def doctor(
     setting lives, and against `target` and `runtime` when named (a bundle that ships Qualcomm's runtime
     libraries names its runtime itself). BundleError when a bundle cannot be read."""
     from q9diff.doctor.run import run
+    from q9diff.format.openers import split_name
 
     d = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
     given = [_path(b) for b in (bundle, reference) if b is not None]
     for p in given:  # a path that is no bundle, folder or context is one line, not a report of errors
-        if p.exists() and not p.is_dir() and p.suffix != ".json":
+        file, label = split_name(p)  # FILE#LABEL: a context of a container, never looked up as a name
+        if label is not None or (p.exists() and not p.is_dir() and p.suffix != ".json"):
             _readable(p)
     report = run(given[0], None if reference is None else given[1], target=d, runtime=on)
     return DoctorReport(report.result(), tuple(report.files()))
