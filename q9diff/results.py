@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from q9diff.compare.diff import DiffResult, SetDiff
     from q9diff.doctor.run import DoctorResult, Finding
     from q9diff.format.binary import ContextBinary
+    from q9diff.layers.result import Divergence, LayersResult
 
 
 def _saved(data):
@@ -255,3 +256,40 @@ class DoctorReport(_Drawn):
         from q9diff.present.terminal_doctor import print_report
 
         print_report(self.result)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LayersReport(_Drawn):
+    """The first tensor where a build leaves its float model (q9diff.layers): `q9diff.layers/1`.
+    `first_divergence` is None when no node adds an error that stands out; `result` holds every tensor's
+    figures per graph."""
+
+    result: LayersResult
+
+    @property
+    def first_divergence(self) -> Divergence | None:
+        return self.result.first_divergence
+
+    @property
+    def passed(self) -> bool:
+        """No divergence (as `q9diff layers` exits 0)."""
+        return self.result.passed
+
+    def to_json(self) -> dict:
+        return _saved(self.result.to_json())
+
+    def show(self) -> None:
+        """The terminal view, as `q9diff layers` prints it."""
+        from q9diff.present.terminal_layers import print_layers
+
+        print_layers(self.result)
+
+    def __repr__(self) -> str:
+        fd = self.first_divergence
+        said = (
+            "no divergence"
+            if fd is None
+            else f"first divergence {fd.tensor} ({fd.op} {fd.node}) in {fd.graph}"
+        )
+        compiles = len(self.result.compiles)
+        return f"<LayersReport {self.result.candidate}: {said}; {compiles} compiles>"
