@@ -35,17 +35,27 @@ class Figures:
     # The SQNR of the candidate against the reference's own computation of this tensor from the candidate's
     # inputs (q9diff.layers.local): the error this node adds itself; None: not recomputed.
     local_sqnr_db: float | None = None
+    local_nodes: int | None = None  # how many of the reference's nodes that recomputation spanned
+
+    def own(self) -> str:
+        """The local SQNR as the views write it: dB, and the nodes it spans when more than one."""
+        if self.local_sqnr_db is None:
+            return "-"
+        v = self.local_sqnr_db
+        text = "inf" if v == math.inf else ("-inf" if v == -math.inf else f"{v:.1f}")
+        return text if not self.local_nodes or self.local_nodes == 1 else f"{text} ({self.local_nodes})"
 
     def to_json(self) -> dict:
         return {k: to_word(v) for k, v in self.__dict__.items()}
 
     @classmethod
     def from_json(cls, d: dict) -> Figures:
-        steps, local = d.get("steps"), d.get("local_sqnr_db")
+        steps, local, nodes = d.get("steps"), d.get("local_sqnr_db"), d.get("local_nodes")
         return cls(
             *(_number(d[k]) for k in ("cosine", "max_abs", "rel", "sqnr_db")),
             None if steps is None else _number(steps),
             None if local is None else _number(local),
+            None if nodes is None else int(nodes),
         )
 
 

@@ -52,10 +52,11 @@ def _closure(target: str, producer: dict, stop: set[str], limit: int = 4096) -> 
 
 def local_values(
     reference: ModelGraph, targets: list[str], candidate: dict[str, np.ndarray], feeds: dict[str, np.ndarray]
-) -> tuple[dict[str, np.ndarray], str]:
+) -> tuple[dict[str, tuple[np.ndarray, int]], str]:
     """For each target (a source name), the reference's computation of it from `candidate`'s values of the
-    source tensors measured (by source name) and `feeds` for the graph's inputs; targets it cannot
-    recompute are left out. With them, why none could be ('' when some were)."""
+    source tensors measured (by source name) and `feeds` for the graph's inputs, with the number of nodes
+    it spans; targets it cannot recompute are left out. With them, why none could be ('' when some
+    were)."""
     import onnx
     from onnx import helper
 
@@ -72,7 +73,7 @@ def local_values(
     for name in graph_inputs:
         if name in feeds and name not in given:
             given[name] = np.asarray(feeds[name])
-    nodes, outputs, used = [], [], set()
+    nodes, outputs, used, spans = [], [], set(), {}
     for k, target in enumerate(targets):
         tap = taps.get(target)
         if tap is None:
@@ -103,6 +104,7 @@ def local_values(
             copy.attribute.extend(n.attribute)
             nodes.append(copy)
         outputs.append((target, prefix + tap))
+        spans[target] = len(closure)
     if not outputs:
         return {}, "no tensor's computation could be copied (a node holding a subgraph, or too many nodes)"
     ins = [
@@ -115,7 +117,8 @@ def local_values(
     sub = helper.make_graph(nodes, "q9diff_local", ins, outs, list(g.initializer))
     local = helper.make_model(sub, opset_imports=list(model.opset_import))
     local.ir_version = model.ir_version
-    return _run(reference, local, {f"q9in/{t}": given[t] for t in sorted(used)}, outputs)
+    values, problem = _run(reference, local, {f"q9in/{t}": given[t] for t in sorted(used)}, outputs)
+    return {t: (v, spans[t]) for t, v in values.items()}, problem
 
 
 def _run(reference: ModelGraph, local, values: dict, outputs: list) -> tuple[dict[str, np.ndarray], str]:

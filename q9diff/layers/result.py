@@ -121,6 +121,7 @@ class Divergence:
             "rel": to_word(f.rel),
             "steps": to_word(f.steps),
             "local_sqnr_db": to_word(f.local_sqnr_db),
+            "local_nodes": f.local_nodes,
             "before": {"sqnr_db": to_word(self.before_sqnr_db), "cosine": to_word(self.before_cosine)},
             "previous": self.previous,
         }

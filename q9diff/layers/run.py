@@ -98,6 +98,7 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
     compiles.append(_compile("candidate", untapped))
     base = cand.run(untapped, g.feeds.values)
     scales = {s.name: s.scale for s in g.cand.sources}
+    sources = g.cand.by_name()
     measured: dict[str, tuple[fig.Figures | None, int]] = {}
     values: dict[str, np.ndarray] = {}  # the candidate's value of every tensor measured so far
     refs: dict[str, np.ndarray] = {}  # the reference's (a graph input's own error is against it)
@@ -118,14 +119,14 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         progress(f"{name}: stage {stage}, recomputing {len(ordered)} tensors from the candidate's inputs")
         local, problem = local_values(g.ref, ordered, values, g.feeds.values)
         refs.update({t: ref[t] for t in taps if t in ref})
-        local.update({t: refs[t] for t in ordered if g.cand.by_name()[t].op == "input" and t in refs})
+        inputs = {t: (refs[t], 0) for t in ordered if sources[t].op == "input" and t in refs}
+        local.update(inputs)  # a graph input's own error is its quantization against the value fed
         for t in ordered:
             f, at = measured[t]
             if f is not None and t in local:
-                measured[t] = (
-                    replace(f, local_sqnr_db=fig.local_sqnr(values[t], local[t], scales.get(t))),
-                    at,
-                )
+                value, nodes = local[t]
+                own = fig.local_sqnr(values[t], value, scales.get(t))
+                measured[t] = (replace(f, local_sqnr_db=own, local_nodes=nodes), at)
         verdict = fig.first_divergence([measured[t][0] for t in ordered], rule)
         if verdict is None:
             break
@@ -133,7 +134,6 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         before = g.order[ordered[verdict.index - 1]] if verdict.index else -1
         span = [t for t in g.comparable if before < g.order[t] < g.order[hit] and t not in measured]
         taps = _sample(span, max_taps)
-    sources = g.cand.by_name()
     rows = tuple(
         Row(t, sources[t].node, sources[t].op, g.order[t], measured[t][1], measured[t][0]) for t in ordered
     )

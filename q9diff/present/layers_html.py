@@ -35,7 +35,7 @@ def _hover(r) -> list[str]:
     f = r.figures
     if f is None:
         return [r.tensor, f"{r.node} ({r.op})", "not comparable", f"stage {r.stage}"]
-    own = "-" if f.local_sqnr_db is None else db(f.local_sqnr_db)
+    own = f.own()
     return [
         r.tensor,
         f"{r.node} ({r.op})",
@@ -134,7 +134,7 @@ def _rows_table(g) -> str:
     body = []
     for r in g.rows:
         f = r.figures
-        own = "-" if f is None or f.local_sqnr_db is None else db(f.local_sqnr_db)
+        own = "-" if f is None else f.own()
         cells = (
             "<td>-</td>" * 6
             if f is None
@@ -152,8 +152,8 @@ def _rows_table(g) -> str:
             f"<td>{esc(r.op)}</td>{cells}<td class=n>{r.stage}</td></tr>"
         )
     head = (
-        "<tr><th>#</th><th>tensor</th><th>node</th><th>op</th><th>SQNR dB</th><th>own dB</th><th>cosine</th>"
-        "<th>max|Δ|</th><th>rel</th><th>steps</th><th>stage</th></tr>"
+        "<tr><th>#</th><th>tensor</th><th>node</th><th>op</th><th>SQNR dB</th><th>own dB (nodes)</th>"
+        "<th>cosine</th><th>max|Δ|</th><th>rel</th><th>steps</th><th>stage</th></tr>"
     )
     return scroll_table(head + "".join(body))
 

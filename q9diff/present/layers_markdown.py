@@ -25,13 +25,13 @@ def _rows(g, rows) -> str:
             if f is None
             else [
                 db(f.sqnr_db),
-                "-" if f.local_sqnr_db is None else db(f.local_sqnr_db),
+                f.own(),
                 cos(f.cosine),
                 f"{f.max_abs:.3g}",
             ]
         )
         out.append([mark, str(r.order), md(r.tensor), md(f"{r.node} ({r.op})"), *cells])
-    return _table(["", "#", "tensor", "node (op)", "SQNR dB", "own dB", "cosine", "max abs"], out)
+    return _table(["", "#", "tensor", "node (op)", "SQNR dB", "own dB (nodes)", "cosine", "max abs"], out)
 
 
 def render_layers(res) -> str:

@@ -218,6 +218,7 @@ _TARGET = {
 _FIGURES = {k: NUM for k in ("cosine", "max_abs", "rel", "sqnr_db")} | {
     "steps": Maybe(NUM),
     "local_sqnr_db": Maybe(NUM),
+    "local_nodes": Maybe(SIZE),
 }
 _DIVERGENCE = {"graph": str, "tensor": str, "node": str, "op": str, **_FIGURES,
                "before": {"sqnr_db": NUM, "cosine": NUM}, "previous": Maybe(str)}  # fmt: skip

@@ -2,7 +2,8 @@
 then the few tensors around the first divergence (or those whose nodes add the most error, when there is
 none), what ran where, the compiles and where the tapped builds differ from the untapped one, the tensors
 with no tap, the notes. Columns: SQNR against the reference, `own` the local SQNR (the error the node adds
-itself, which the rule judges), cosine and max |Δ| against the reference."""
+itself, which the rule judges; "(n)" when its recomputation spanned n nodes, between block boundaries),
+cosine and max |Δ| against the reference."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def cos(v: float) -> str:
     return f"{v:.6f}" if v >= 0.999 else f"{v:.4f}"
 
 
+def _over(f) -> str:
+    return f" over {f.local_nodes} nodes" if f.local_nodes and f.local_nodes > 1 else ""
+
+
 def verdict_line(res) -> str:
     fd = res.first_divergence
     if fd is None:
@@ -39,8 +44,8 @@ def verdict_line(res) -> str:
     f = fd.figures
     return (
         f"first divergence: {fd.tensor} ({fd.op} {fd.node}), cosine {cos(f.cosine)} after "
-        f"{cos(fd.before_cosine)} before; the error it adds itself: SQNR {db(f.local_sqnr_db)} dB, the "
-        f"nodes before it {db(fd.before_sqnr_db)} dB"
+        f"{cos(fd.before_cosine)} before; the error it adds itself: SQNR {db(f.local_sqnr_db)} dB"
+        f"{_over(f)}, the nodes before it {db(fd.before_sqnr_db)} dB"
     )
 
 
@@ -88,7 +93,7 @@ def _table(g):
             if f is None
             else (
                 db(f.sqnr_db),
-                "-" if f.local_sqnr_db is None else db(f.local_sqnr_db),
+                f.own(),
                 cos(f.cosine),
                 f"{f.max_abs:.3g}",
             )

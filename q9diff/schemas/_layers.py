@@ -33,6 +33,9 @@ def figures() -> dict:
                     "adds itself, which the rule judges; null: not recomputed."
                 )
             ),
+            "local_nodes": maybe(
+                size("How many of the reference's nodes that recomputation spanned (1: the node alone).")
+            ),
         },
     )
 
