@@ -71,10 +71,13 @@ def from_npz(path: Path, specs: tuple[TensorSpec, ...], graph: str) -> Feeds:
     return Feeds(values, "npz", f"{path.name}: {', '.join(values)}")
 
 
-def seeded(specs: tuple[TensorSpec, ...], graph: str, seed: int) -> Feeds:
+def seeded(specs: tuple[TensorSpec, ...], graph: str, seed: int, where: Path | None = None) -> Feeds:
+    """Seeded values of the shapes the model declares (a shape that would not fit in memory refused)."""
+    from q9diff.runners.base import check_io_size
     from q9diff.verify.run import seeded_inputs
 
     spec = GraphSpec(graph, graph, specs, ())
+    check_io_size(where or graph, spec)
     return Feeds(seeded_inputs(spec, seed), "seeded", f"seed {seed}: float N(0, 0.5), integers in [0, 16)")
 
 

@@ -213,7 +213,7 @@ def layers(
     domain = fig.measured().get("domain", {})
     selected = candidate_graphs(str(candidate))
     pairs, ref_runner, notes = reference_pairs(str(reference), selected)
-    given = feeds_for(selected, pairs, inputs, seed)
+    given = feeds_for(selected, pairs, str(reference), inputs, seed)
     results = []
     for sel in selected:
         if sel.source.name not in pairs:

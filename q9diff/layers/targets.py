@@ -95,18 +95,25 @@ def _signature(model: Path) -> tuple:
     return tuple(sorted((t.name, t.shape) for t in input_specs(gr.load_model(model))))
 
 
+def cpu_models(path: Path) -> list[Path] | None:
+    """The models a reference that runs on the CPU names (an .onnx, or a folder of them that holds no
+    recipe.json); None when it is a recipe."""
+    if path.is_file() and path.suffix == ".onnx":
+        return [path]
+    if path.is_dir() and not (path / "recipe.json").is_file():
+        return sorted(path.glob("*.onnx"))
+    return None
+
+
 def reference_pairs(text: str, selected: list[Selected]) -> tuple[dict, str, list[str]]:
     """Each candidate graph's reference side and graph, by graph name; where the reference runs; notes."""
     path, selector = split_selector(text)
     if not path.exists():
         raise gr.LayersError(f"{path}: no such file or directory")
-    on_cpu = (
-        path.is_file() and path.suffix == ".onnx" or (path.is_dir() and not (path / "recipe.json").is_file())
-    )
-    if on_cpu:
+    models = cpu_models(path)
+    if models is not None:
         if selector:
             raise gr.LayersError(f"{text}: #PART/GRAPH selects in a recipe, not in .onnx models")
-        models = [path] if path.is_file() else sorted(path.glob("*.onnx"))
         if not models:
             raise gr.LayersError(f"{path}: no .onnx models in the folder")
         refs = {m: None for m in models}
@@ -141,16 +148,36 @@ def _names(sig: tuple) -> str:
     return "(" + ", ".join(f"{n} {list(s)}" for n, s in sig) + ")"
 
 
-def feeds_for(selected: list[Selected], pairs: dict, inputs: Path | None, seed: int) -> dict[str, Feeds]:
+def _floats(recipe: Recipe, reference: str) -> dict[str, Path]:
+    """Every graph of the candidate's recipe (not only those compared) with the float model of the
+    reference folder or file that takes its inputs: an LLM part's inputs are decoded through the float
+    parts before it."""
+    by_signature = {_signature(m): m for m in cpu_models(split_selector(reference)[0]) or []}
+    out = {}
+    for part in recipe.parts:
+        for g in part.graphs:
+            model = recipe.model_path(g)
+            if model.is_file() and model.suffix == ".onnx":
+                match = by_signature.get(_signature(model))
+                if match is not None:
+                    out[g.name] = match
+    return out
+
+
+def feeds_for(
+    selected: list[Selected], pairs: dict, reference: str, inputs: Path | None, seed: int
+) -> dict[str, Feeds]:
     """Each compared graph's inputs: the .npz given, else Genie's feeds for an LLM part, else seeded."""
     chosen = [s for s in selected if s.source.name in pairs]
     if inputs is not None:
         return {s.source.name: from_npz(inputs, _float_specs(s, pairs), s.source.name) for s in chosen}
-    floats = {name: g.path for name, (side, g) in pairs.items() if isinstance(side, CpuSide)}
-    genie = genie_feeds(selected[0].recipe, floats, seed)
+    genie = genie_feeds(selected[0].recipe, _floats(selected[0].recipe, reference), seed)
     if genie is not None and all(s.source.name in genie for s in chosen):
         return {s.source.name: genie[s.source.name] for s in chosen}
-    return {s.source.name: seeded(_float_specs(s, pairs), s.source.name, seed) for s in chosen}
+    return {
+        s.source.name: seeded(_float_specs(s, pairs), s.source.name, seed, pairs[s.source.name][1].path)
+        for s in chosen
+    }
 
 
 def _float_specs(sel: Selected, pairs: dict):
