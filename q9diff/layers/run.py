@@ -134,6 +134,12 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         before = g.order[ordered[verdict.index - 1]] if verdict.index else -1
         span = [t for t in g.comparable if before < g.order[t] < g.order[hit] and t not in measured]
         taps = _sample(span, max_taps)
+    notes = [f"the error each node adds itself was not recomputed: {problem}"] if problem else []
+    if taps and stage == MAX_STAGES and verdict is not None:
+        notes.append(
+            f"narrowing stopped after {MAX_STAGES} compiles with {len(taps)} tensors before the first "
+            "divergence not yet measured: it is named at the finest level reached"
+        )
     rows = tuple(
         Row(t, sources[t].node, sources[t].op, g.order[t], measured[t][1], measured[t][0]) for t in ordered
     )
@@ -162,7 +168,7 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         len(g.comparable),
         tuple(compiles),
         divergence,
-        (f"the error each node adds itself was not recomputed: {problem}",) if problem else (),
+        tuple(notes),
     )
 
 
