@@ -97,19 +97,17 @@ def _elem_types(model) -> dict[str, int]:
     return types
 
 
-def _scalar(model, name: str) -> float | None:
+def _scalar(inits: dict, name: str) -> float | None:
     """A scale initializer's value, when it is one number stored in the file."""
     from onnx import numpy_helper
 
-    for t in model.graph.initializer:
-        if t.name == name:
-            if t.data_location == 1 or (len(t.dims) and int(t.dims[0]) != 1):  # external, or per channel
-                return None
-            try:
-                return float(numpy_helper.to_array(t).reshape(-1)[0])
-            except (ValueError, IndexError):
-                return None
-    return None
+    t = inits.get(name)
+    if t is None or t.data_location == 1 or (len(t.dims) and int(t.dims[0]) != 1):  # external, per channel
+        return None
+    try:
+        return float(numpy_helper.to_array(t).reshape(-1)[0])
+    except (ValueError, IndexError):
+        return None
 
 
 def read(path: Path) -> ModelGraph:
@@ -117,7 +115,8 @@ def read(path: Path) -> ModelGraph:
     model = load_model(path)
     g = model.graph
     types = _elem_types(model)
-    constant = {t.name for t in g.initializer}
+    inits = {t.name: t for t in g.initializer}
+    constant = set(inits)
     producer = {}
     for node in g.node:
         if node.op_type == "Constant" or (node.input and all(i in constant or not i for i in node.input)):
@@ -150,7 +149,7 @@ def read(path: Path) -> ModelGraph:
             continue
         x = resolve(node.input[0])
         dqs = [r for r in readers.get(node.output[0], []) if r.op_type == DEQUANTIZE]
-        scale = _scalar(model, node.input[1]) if len(node.input) > 1 else None
+        scale = _scalar(inits, node.input[1]) if len(node.input) > 1 else None
         if x not in taps:
             if dqs:
                 taps[x] = (dqs[0].output[0], scale)
@@ -163,7 +162,7 @@ def read(path: Path) -> ModelGraph:
         if node.op_type == DEQUANTIZE and node.input[0] not in constant and node.input[0] not in producer:
             x = resolve(node.input[0])
             taps.setdefault(
-                x, (node.output[0], _scalar(model, node.input[1]) if len(node.input) > 1 else None)
+                x, (node.output[0], _scalar(inits, node.input[1]) if len(node.input) > 1 else None)
             )
 
     def name(t: str) -> str:
