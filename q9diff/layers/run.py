@@ -175,15 +175,16 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
 def _untapped(g: _Graph) -> tuple[Untapped, ...]:
     """Tensors of either graph with no tap the other side could compare, each with its stand-in."""
     have = set(g.comparable)
-    out = []
+    out, listed = [], set()
     for side, model in (("reference", g.ref), ("candidate", g.cand)):
         stand = gr.stand_ins(model, have)
         for s in model.sources:
-            if s.name in have or (side == "candidate" and s.tap is not None) or s.op == "input":
+            if s.name in have or s.name in listed or s.op == "input":
                 continue
-            if side == "candidate" and any(u.tensor == s.name for u in out):
+            if side == "candidate" and s.tap is not None:
                 continue
             out.append(Untapped(s.name, s.node, s.op, side, stand.get(s.name)))
+            listed.add(s.name)
     return tuple(out)
 
 
