@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from q9diff.layers.graph import ModelGraph, load_model
+from q9diff.layers.graph import QDQ, ModelGraph, load_model
 
 _NUMPY_TO_ONNX = {
     "float32": 1,
@@ -55,8 +55,8 @@ def local_values(
 ) -> tuple[dict[str, tuple[np.ndarray, int]], str]:
     """For each target (a source name), the reference's computation of it from `candidate`'s values of the
     source tensors measured (by source name) and `feeds` for the graph's inputs, with the number of nodes
-    it spans; targets it cannot recompute are left out. With them, why none could be ('' when some
-    were)."""
+    it spans (QuantizeLinear and DequantizeLinear not counted); targets it cannot recompute are left out.
+    With them, why none could be ('' when some were)."""
     import onnx
     from onnx import helper
 
@@ -104,7 +104,7 @@ def local_values(
             copy.attribute.extend(n.attribute)
             nodes.append(copy)
         outputs.append((target, prefix + tap))
-        spans[target] = len(closure)
+        spans[target] = max(1, sum(g.node[i].op_type not in QDQ for i in closure))
     if not outputs:
         return {}, "no tensor's computation could be copied (a node holding a subgraph, or too many nodes)"
     ins = [

@@ -108,9 +108,9 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         progress(f"{name}: stage {stage}, compiling with {len(taps)} taps")
         b = cand.build(taps, f"stage {stage}")
         got = cand.run(b, g.feeds.values)
-        ref = _reference_values(g, taps, stage, compiles)
         vs = build_diff(untapped.binary, b.binary) | {"outputs": _outputs_figures(g.cand.outputs, got, base)}
         compiles.append(_compile("candidate", b, vs))
+        ref = _reference_values(g, taps, stage, compiles)
         for t in taps:
             if t in got and t in ref:
                 measured[t] = (fig.figures(got[t], ref[t], scales.get(t)), stage)
