@@ -266,3 +266,13 @@ def test_a_node_the_htp_cannot_take_is_refused_not_run_on_the_cpu(tmp_path):
     onnx.save(model, tmp_path / "det.onnx")
     said = _refused(str(tmp_path / "det.onnx"), "--reference", str(tmp_path / "det.onnx"))
     assert "cannot put every node on the HTP" in said and "disable_cpu_ep_fallback" in said
+
+
+@emulator
+def test_two_builds_against_each_other_both_on_the_emulator(faulty_mlp):
+    code, data = layers_json(str(faulty_mlp), "--reference", str(MLP))
+    assert code == 1 and data["runs"]["reference"].startswith("x86 HTP emulator")
+    fd = data["first_divergence"]
+    assert fd["tensor"] == "matmul_4" and fd["before"]["cosine"] == 1.0  # the same build up to it
+    sides = [c["side"] for c in data["graphs"][0]["compiles"]]
+    assert sides == ["candidate", "candidate", "reference"]  # untapped, then the stage's two builds
