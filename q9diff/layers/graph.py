@@ -277,6 +277,16 @@ def boundaries(graph: ModelGraph) -> list[str]:
     return out
 
 
+def block_taps(graph: ModelGraph) -> list[str]:
+    """What a large graph is tapped at first: its block boundaries and, for each, the tensors its node
+    reads from inside the block (a residual Add's branch: the attention's or the MLP's output), since an
+    error inside a branch is small against the residual stream it is added to; and the graph outputs."""
+    marks = set(boundaries(graph)) | set(graph.outputs)
+    by_name = graph.by_name()
+    ends = {i for m in marks for i in by_name[m].inputs if by_name[i].tap is not None}
+    return [s.name for s in graph.sources if s.name in marks | ends]
+
+
 def tapped_model(graph: ModelGraph, taps: list[str], folder: Path) -> tuple[Path, str]:
     """A copy of the model with the taps of `taps` (source names) made graph outputs, written in `folder`
     as MODEL.onnx (its external data files linked beside it); the copy's path and a digest of its content

@@ -13,6 +13,8 @@ their tensors renamed apart per target, into one model run once on ONNX Runtime'
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from q9diff.layers.graph import QDQ, ModelGraph, load_model
@@ -52,10 +54,10 @@ def _closure(target: str, producer: dict, stop: set[str], limit: int = 4096) -> 
 
 def local_values(
     reference: ModelGraph, targets: list[str], candidate: dict[str, np.ndarray], feeds: dict[str, np.ndarray]
-) -> tuple[dict[str, tuple[np.ndarray, int]], str]:
+) -> tuple[dict[str, tuple[np.ndarray, Span]], str]:
     """For each target (a source name), the reference's computation of it from `candidate`'s values of the
-    source tensors measured (by source name) and `feeds` for the graph's inputs, with the number of nodes
-    it spans (QuantizeLinear and DequantizeLinear not counted); targets it cannot recompute are left out.
+    source tensors measured (by source name) and `feeds` for the graph's inputs, with what it spans;
+    targets it cannot recompute are left out.
     With them, why none could be ('' when some were)."""
     import onnx
     from onnx import helper
@@ -63,6 +65,7 @@ def local_values(
     model = load_model(reference.path)
     g = model.graph
     taps = {s.name: s.tap for s in reference.sources if s.tap is not None}
+    source_of = {tap: name for name, tap in taps.items()}
     producer = {out: (i, n) for i, n in enumerate(g.node) for out in n.output if out}
     inits = {t.name for t in g.initializer}
     given: dict[str, np.ndarray] = {}  # the reference's tensor name -> the value fed in
@@ -104,7 +107,11 @@ def local_values(
             copy.attribute.extend(n.attribute)
             nodes.append(copy)
         outputs.append((target, prefix + tap))
-        spans[target] = max(1, sum(g.node[i].op_type not in QDQ for i in closure))
+        inside = [o for i in closure for o in g.node[i].output if o]
+        spans[target] = Span(
+            max(1, sum(g.node[i].op_type not in QDQ for i in closure)),
+            tuple(dict.fromkeys(source_of.get(o, o) for o in inside)),
+        )
     if not outputs:
         return {}, "no tensor's computation could be copied (a node holding a subgraph, or too many nodes)"
     ins = [
@@ -119,6 +126,15 @@ def local_values(
     local.ir_version = model.ir_version
     values, problem = _run(reference, local, {f"q9in/{t}": given[t] for t in sorted(used)}, outputs)
     return {t: (v, spans[t]) for t, v in values.items()}, problem
+
+
+@dataclass(frozen=True)
+class Span:
+    """What a recomputation spanned: how many of the reference's nodes (QuantizeLinear and DequantizeLinear
+    not counted), and the tensors they compute (source names): where an error it shows can lie."""
+
+    nodes: int
+    tensors: tuple[str, ...]
 
 
 def _run(reference: ModelGraph, local, values: dict, outputs: list) -> tuple[dict[str, np.ndarray], str]:

@@ -2,9 +2,10 @@
 source tensor, and name the first that stands out (q9diff.layers.figures).
 
 A graph with at most `max_taps` tensors both sides have is tapped whole, in one compile. A larger one (an LLM
-part holds thousands) is tapped at its block boundaries and graph outputs first (q9diff.layers.graph.
-boundaries); then, while the first divergence has tensors not yet measured between it and the measured
-tensor before it, those are tapped (at most `max_taps` at a time, evenly spread) and compiled again: a
+part holds thousands) is tapped at its block boundaries, the branches that feed them and its graph outputs
+first (q9diff.layers.graph.block_taps); then, while the first divergence's own error was recomputed over
+tensors not yet measured (the nodes between it and the measured tensors it is computed from: where its
+error can lie), those are tapped (at most `max_taps` at a time, evenly spread) and compiled again: a
 handful of compiles, not one per layer. The untapped graph is compiled too, once, to show where each tapped
 build differs from it.
 """
@@ -21,7 +22,7 @@ import numpy as np
 from q9diff.layers import figures as fig
 from q9diff.layers import graph as gr
 from q9diff.layers.feeds import Feeds
-from q9diff.layers.local import local_values
+from q9diff.layers.local import Span, local_values
 from q9diff.layers.result import Compile, Divergence, GraphLayers, LayersResult, Row, Untapped
 from q9diff.layers.sides import Build, CpuSide, EmulatorSide, build_diff
 from q9diff.layers.targets import Selected, candidate_graphs, feeds_for, reference_pairs
@@ -61,9 +62,8 @@ class _Graph:
 def _first_plan(g: _Graph, max_taps: int) -> list[str]:
     if len(g.comparable) <= max_taps:
         return list(g.comparable)
-    wanted = set(gr.boundaries(g.cand)) | set(g.cand.outputs)
-    marks = [n for n in g.comparable if n in wanted]
-    return _sample(marks, max_taps)
+    wanted = set(gr.block_taps(g.cand))
+    return [n for n in g.comparable if n in wanted]
 
 
 def _reference_values(g: _Graph, taps: list[str], stage: int, compiles: list[Compile]) -> dict:
@@ -119,21 +119,20 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         progress(f"{name}: stage {stage}, recomputing {len(ordered)} tensors from the candidate's inputs")
         local, problem = local_values(g.ref, ordered, values, g.feeds.values)
         refs.update({t: ref[t] for t in taps if t in ref})
-        inputs = {t: (refs[t], 0) for t in ordered if sources[t].op == "input" and t in refs}
+        inputs = {t: (refs[t], Span(0, ())) for t in ordered if sources[t].op == "input" and t in refs}
         local.update(inputs)  # a graph input's own error is its quantization against the value fed
         for t in ordered:
             f, at = measured[t]
             if f is not None and t in local:
-                value, nodes = local[t]
+                value, span = local[t]
                 own = fig.local_sqnr(values[t], value, scales.get(t))
-                measured[t] = (replace(f, local_sqnr_db=own, local_nodes=nodes), at)
+                measured[t] = (replace(f, local_sqnr_db=own, local_nodes=span.nodes), at)
         verdict = fig.first_divergence([measured[t][0] for t in ordered], rule)
         if verdict is None:
             break
         hit = ordered[verdict.index]
-        before = g.order[ordered[verdict.index - 1]] if verdict.index else -1
-        span = [t for t in g.comparable if before < g.order[t] < g.order[hit] and t not in measured]
-        taps = _sample(span, max_taps)
+        inside = set(local[hit][1].tensors) if hit in local else set()
+        taps = _sample([t for t in g.comparable if t in inside and t not in measured], max_taps)
     notes = [f"the error each node adds itself was not recomputed: {problem}"] if problem else []
     if taps and stage == MAX_STAGES and verdict is not None:
         notes.append(
