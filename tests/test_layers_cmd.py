@@ -222,7 +222,8 @@ def test_an_llm_part_is_narrowed_block_by_block_with_genies_inputs(qwen_float):
         assert g["inputs"]["source"] == "genie"
         assert g["measured"] < g["tappable"]  # block boundaries first, not every tensor
         stages = [c for c in g["compiles"] if c["label"].startswith("stage")]
-        assert 1 <= len(stages) <= 4 and all(c["taps"] <= 64 for c in stages)
+        # stage 1: the block boundaries and the branches feeding them; then at most 64 taps a compile
+        assert 1 <= len(stages) <= 4 and all(c["taps"] <= 64 for c in stages[1:])
     assert data["compiles"]["total"] <= 10
     assert code == (0 if data["first_divergence"] is None else 1)
 

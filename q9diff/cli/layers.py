@@ -43,7 +43,8 @@ def layers(
         64,
         "--max-taps",
         metavar="N",
-        help="taps per compile; a graph with more tensors is narrowed block by block",
+        help="a graph with more tensors is tapped at its block boundaries first, then at most N at a "
+        "time inside the block that diverges",
     ),
     as_json: bool = flag("--json", "print the q9diff.layers/1 JSON"),
     html_out: Path = typer.Option(
