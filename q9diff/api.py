@@ -187,7 +187,7 @@ def layers(
     *,
     inputs: PathLike | None = None,
     seed: int = 0,
-    max_taps: int = 64,
+    max_taps: int = 128,
     progress: Progress | None = None,
 ) -> LayersReport:
     """The first tensor where `candidate` (a recipe, `RECIPE#PART[/GRAPH]`, or a QDQ .onnx) leaves

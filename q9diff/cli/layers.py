@@ -40,7 +40,7 @@ def layers(
     ),
     seed: int = typer.Option(0, "--seed", metavar="N", help="seed for generated inputs and prompts"),
     max_taps: int = typer.Option(
-        64,
+        128,
         "--max-taps",
         metavar="N",
         help="a graph with more tensors is tapped at its block boundaries first, then at most N at a "

@@ -131,16 +131,6 @@ def rule() -> Rule:
     return Rule.from_json(measured()["rule"])
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """Where the rule fired: the index of the tensor (in the list judged), and the noise of the tensors
-    before it: the percentile of their SQNRs the rule compares with, and their lowest cosine."""
-
-    index: int
-    before_sqnr_db: float
-    before_cosine: float
-
-
 def noise_before(sqnrs: list[float], percentile: float) -> float:
     """The noise level of the tensors so far: a percentile of their finite SQNRs (+inf: none yet)."""
     finite = [v for v in sqnrs if math.isfinite(v)]
@@ -173,17 +163,49 @@ def judged(f: Figures | None) -> float | None:
     return f.local_sqnr_db
 
 
-def first_divergence(measured_figures: list[Figures | None], r: Rule) -> Verdict | None:
-    """The first of `measured_figures` (in graph order) that stands out by `r`; None when none does."""
+@dataclass(frozen=True)
+class Verdict:
+    """Where the rule fired: the index of the tensor (in the list judged), and the noise of the tensors
+    before it: the percentile of their local SQNRs the rule compares with, and their lowest cosine."""
+
+    index: int
+    before_sqnr_db: float
+    before_cosine: float
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The first divergence (None: none), and the tensors before it whose own error, recomputed over
+    tensors not all measured (a block's, in a narrowed run), is below the floor: what to measure inside
+    before the divergence can be called the first."""
+
+    divergence: Verdict | None
+    suspects: tuple[int, ...] = ()
+
+
+def judge(measured_figures: list[Figures | None], r: Rule, resolved: list[bool] | None = None) -> Judgement:
+    """The tensors of `measured_figures` (in graph order) judged by `r`. `resolved[i]`: the i-th tensor's
+    own error was recomputed from measured tensors alone (every tensor of a graph tapped whole is); one that
+    was not is no node's own error, so it neither joins the noise nor is named."""
     seen: list[float] = []
+    suspects: list[int] = []
     lowest_cos = 1.0
     for i, f in enumerate(measured_figures):
         value = judged(f)
         if value is None:
             continue
         noise = noise_before(seen, r.percentile)
-        if value < r.floor_db and value <= noise - r.margin_db:
-            return Verdict(i, noise, lowest_cos)
-        seen.append(value)
+        if resolved is not None and not resolved[i]:
+            if value < r.floor_db:
+                suspects.append(i)
+        elif value < r.floor_db and value <= noise - r.margin_db:
+            return Judgement(Verdict(i, noise, lowest_cos), tuple(suspects))
+        else:
+            seen.append(value)
         lowest_cos = min(lowest_cos, f.cosine)
-    return None
+    return Judgement(None, tuple(suspects))
+
+
+def first_divergence(measured_figures: list[Figures | None], r: Rule) -> Verdict | None:
+    """The first of `measured_figures` (every one resolved: a graph tapped whole) that stands out by `r`."""
+    return judge(measured_figures, r).divergence

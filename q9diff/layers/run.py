@@ -27,7 +27,7 @@ from q9diff.layers.result import Compile, Divergence, GraphLayers, LayersResult,
 from q9diff.layers.sides import Build, CpuSide, EmulatorSide, build_diff
 from q9diff.layers.targets import Selected, candidate_graphs, feeds_for, reference_pairs
 
-DEFAULT_MAX_TAPS = 64
+DEFAULT_MAX_TAPS = 128
 MAX_STAGES = 12  # narrowing halves nothing: each stage taps what lies between two measured tensors
 Progress = Callable[[str], None]
 
@@ -57,6 +57,18 @@ class _Graph:
     feeds: Feeds
     order: dict[str, int]
     comparable: list[str]
+
+
+def _inside(blocks: list[list[str]], comparable: list[str], max_taps: int) -> list[str]:
+    """The next compile's taps: the unmeasured tensors of the suspect blocks, whole blocks in graph order
+    while they fit in `max_taps` (the first block always, evenly sampled when it alone does not)."""
+    chosen: set[str] = set()
+    for i, block in enumerate(blocks):
+        if i and len(chosen | set(block)) > max_taps:
+            break
+        chosen |= set(block)
+    names = [t for t in comparable if t in chosen]
+    return _sample(names, max_taps) if len(names) > max_taps else names
 
 
 def _first_plan(g: _Graph, max_taps: int) -> list[str]:
@@ -103,6 +115,8 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
     values: dict[str, np.ndarray] = {}  # the candidate's value of every tensor measured so far
     refs: dict[str, np.ndarray] = {}  # the reference's (a graph input's own error is against it)
     taps, stage, verdict, ordered, problem = _first_plan(g, max_taps), 0, None, [], ""
+    judgement = fig.Judgement(None)
+    tappable = set(g.comparable)
     while taps and stage < MAX_STAGES:
         stage += 1
         progress(f"{name}: stage {stage}, compiling with {len(taps)} taps")
@@ -127,17 +141,20 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
                 value, span = local[t]
                 own = fig.local_sqnr(values[t], value, scales.get(t))
                 measured[t] = (replace(f, local_sqnr_db=own, local_nodes=span.nodes), at)
-        verdict = fig.first_divergence([measured[t][0] for t in ordered], rule)
-        if verdict is None:
-            break
-        hit = ordered[verdict.index]
-        inside = set(local[hit][1].tensors) if hit in local else set()
-        taps = _sample([t for t in g.comparable if t in inside and t not in measured], max_taps)
+        unmeasured = {
+            t: [x for x in local[t][1].tensors if x in tappable and x not in measured] for t in local
+        }
+        resolved = [not unmeasured.get(t) for t in ordered]
+        judgement = fig.judge([measured[t][0] for t in ordered], rule, resolved)
+        verdict = judgement.divergence
+        taps = _inside([unmeasured[ordered[i]] for i in judgement.suspects], g.comparable, max_taps)
     notes = [f"the error each node adds itself was not recomputed: {problem}"] if problem else []
-    if taps and stage == MAX_STAGES and verdict is not None:
+    if taps:
+        blocks = len(judgement.suspects)
         notes.append(
-            f"narrowing stopped after {MAX_STAGES} compiles with {len(taps)} tensors before the first "
-            "divergence not yet measured: it is named at the finest level reached"
+            f"narrowing stopped at {MAX_STAGES} stages with {blocks} block(s) before "
+            f"{'the divergence named' if verdict else 'the end'} whose error over several nodes is below the "
+            "floor not yet measured inside: what lies there is not judged"
         )
     rows = tuple(
         Row(t, sources[t].node, sources[t].op, g.order[t], measured[t][1], measured[t][0]) for t in ordered
