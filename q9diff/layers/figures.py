@@ -8,11 +8,12 @@ node adds itself. The SQNR against the reference carries everything before the t
 its scores' noise into a large error with nothing wrong in it); the local one does not.
 
 The first divergence is the first tensor, in graph order, whose own error stands out from the quantization
-noise of the tensors before it: its local SQNR is below `floor_db` and at least `margin_db` below a low
-percentile of the local SQNRs before it. The margin says "stands out"; the floor keeps the first quantized
-nodes after near-exact inputs from standing out by their weights' quantization alone. The percentile and
-both thresholds come from `measured.json`, written by scripts/measure_layers.py from clean and faulty models
-(see there for what was measured; outside that domain they are not measured, and a result says so).
+noise of the tensors before it: its local SQNR is below `floor_db` and at least `margin_db` below a
+percentile (the lowest, measured: see scripts/measure_layers.py) of the local SQNRs before it. The margin
+says "stands out"; the floor keeps the first quantized nodes after near-exact inputs from standing out by
+their weights' quantization alone. The percentile and both thresholds come from `measured.json`, written by
+scripts/measure_layers.py from clean and faulty models (see there for what was measured; outside that
+domain they are not measured, and a result says so).
 """
 
 from __future__ import annotations
