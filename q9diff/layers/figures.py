@@ -103,10 +103,14 @@ class Rule:
     measured_on: str
 
     def sentence(self) -> str:
-        noise = "the lowest" if self.percentile == 0 else f"the {self.percentile:g}th percentile of those"
+        noise = (
+            "that of every tensor before it"
+            if self.percentile == 0
+            else f"the {self.percentile:g}th percentile of those of the tensors before it"
+        )
         return (
             f"the first tensor whose own error (its local SQNR) is below {self.floor_db:g} dB and at least "
-            f"{self.margin_db:g} dB below {noise} of the tensors before it"
+            f"{self.margin_db:g} dB below {noise}"
         )
 
     def to_json(self) -> dict:
