@@ -13,7 +13,8 @@ SCHEMA = "q9diff.layers/1"
 @dataclass(frozen=True)
 class Row:
     """One source tensor compared: where it is in the candidate's graph order, in which compile it was
-    tapped, and its figures (None: the two sides shape it differently)."""
+    tapped, and its figures (None: the two sides shape it differently). `resolved`: its own error was
+    recomputed from measured tensors alone, so the rule judges it (a block's, in a narrowed run, is not)."""
 
     tensor: str
     node: str
@@ -21,6 +22,7 @@ class Row:
     order: int
     stage: int
     figures: Figures | None
+    resolved: bool = True
 
     def to_json(self) -> dict:
         return {
@@ -30,6 +32,7 @@ class Row:
             "order": self.order,
             "stage": self.stage,
             "figures": None if self.figures is None else self.figures.to_json(),
+            "resolved": self.resolved,
         }
 
     @classmethod
@@ -42,6 +45,7 @@ class Row:
             d["order"],
             d["stage"],
             None if f is None else Figures.from_json(f),
+            bool(d["resolved"]),
         )
 
 

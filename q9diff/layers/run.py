@@ -115,7 +115,7 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
     values: dict[str, np.ndarray] = {}  # the candidate's value of every tensor measured so far
     refs: dict[str, np.ndarray] = {}  # the reference's (a graph input's own error is against it)
     taps, stage, verdict, ordered, problem = _first_plan(g, max_taps), 0, None, [], ""
-    judgement = fig.Judgement(None)
+    judgement, resolved = fig.Judgement(None), []
     tappable = set(g.comparable)
     while taps and stage < MAX_STAGES:
         stage += 1
@@ -157,7 +157,8 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
             "floor not yet measured inside: what lies there is not judged"
         )
     rows = tuple(
-        Row(t, sources[t].node, sources[t].op, g.order[t], measured[t][1], measured[t][0]) for t in ordered
+        Row(t, sources[t].node, sources[t].op, g.order[t], measured[t][1], measured[t][0], done)
+        for t, done in zip(ordered, resolved)
     )
     divergence = None
     if verdict is not None:

@@ -25,7 +25,7 @@ def threshold_series(rows, rule) -> list[float | None]:
     seen, out = [], []
     for r in rows:
         out.append(min(rule.floor_db, noise_before(seen, rule.percentile) - rule.margin_db))
-        if judged(r.figures) is not None:
+        if r.resolved and judged(r.figures) is not None:
             seen.append(judged(r.figures))
     return [_finite(v) for v in out]
 

@@ -237,7 +237,7 @@ _LAYERS = {
             "inputs": {"source": OneOf("npz", "seeded", "genie"), "detail": str},
             "first_divergence": Maybe(_DIVERGENCE),
             "tensors": [{"tensor": str, "node": str, "op": str, "order": SIZE, "stage": INT,
-                         "figures": Maybe(_FIGURES)}],
+                         "figures": Maybe(_FIGURES), "resolved": bool}],
             "untapped": [{"tensor": str, "node": str, "op": str, "side": OneOf("reference", "candidate"),
                           "stand_in": Maybe(str)}],
             "unmatched": [str],

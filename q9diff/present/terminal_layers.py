@@ -32,7 +32,7 @@ def _over(f) -> str:
 def verdict_line(res) -> str:
     fd = res.first_divergence
     if fd is None:
-        rows = [r for g in res.graphs for r in g.rows if judged(r.figures) is not None]
+        rows = [r for g in res.graphs for r in g.rows if r.resolved and judged(r.figures) is not None]
         if not rows:
             return "no divergence: no tensor was judged"
         r = min(rows, key=lambda x: judged(x.figures))

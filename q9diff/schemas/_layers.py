@@ -117,6 +117,10 @@ def _graph() -> dict:
                         "order": size("Its position in the candidate's graph order."),
                         "stage": integer("The compile that tapped it (1, 2, ...)."),
                         "figures": maybe(figures() | {"description": "null: shaped differently."}),
+                        "resolved": boolean(
+                            "Its own error was recomputed from measured tensors alone, so the rule judges it "
+                            "(false: a block's, in a narrowed run)."
+                        ),
                     },
                 ),
                 "Every tensor compared, in graph order.",
