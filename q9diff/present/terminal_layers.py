@@ -36,10 +36,10 @@ def verdict_line(res) -> str:
         if not rows:
             return "no divergence: no tensor was judged"
         r = min(rows, key=lambda x: judged(x.figures))
+        lowest = min(x.figures.cosine for g in res.graphs for x in g.rows if x.figures is not None)
         return (
             f"no divergence: no node adds an error that stands out (the most: SQNR {db(judged(r.figures))} "
-            f"dB at {r.tensor}); lowest cosine against the reference "
-            f"{cos(min(x.figures.cosine for x in rows))}"
+            f"dB at {r.tensor}); lowest cosine against the reference {cos(lowest)}"
         )
     f = fd.figures
     return (
