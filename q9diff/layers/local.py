@@ -121,7 +121,8 @@ def local_values(
         for t in sorted(used)
     ]
     outs = [onnx.ValueInfoProto(name=name) for _, name in outputs]
-    sub = helper.make_graph(nodes, "q9diff_local", ins, outs, list(g.initializer))
+    needed = {i for n in nodes for i in n.input if i in inits}  # the weights the copies read, no others
+    sub = helper.make_graph(nodes, "q9diff_local", ins, outs, [t for t in g.initializer if t.name in needed])
     local = helper.make_model(sub, opset_imports=list(model.opset_import))
     local.ir_version = model.ir_version
     values, problem = _run(reference, local, {f"q9in/{t}": given[t] for t in sorted(used)}, outputs)

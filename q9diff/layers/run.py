@@ -113,7 +113,7 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
     sources = g.cand.by_name()
     measured: dict[str, tuple[fig.Figures | None, int]] = {}
     values: dict[str, np.ndarray] = {}  # the candidate's value of every tensor measured so far
-    refs: dict[str, np.ndarray] = {}  # the reference's (a graph input's own error is against it)
+    refs: dict[str, np.ndarray] = {}  # the reference's graph inputs (an input's own error is against them)
     taps, stage, verdict, ordered, problem = _first_plan(g, max_taps), 0, None, [], ""
     judgement, resolved = fig.Judgement(None), []
     tappable = set(g.comparable)
@@ -132,7 +132,7 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         ordered = sorted(measured, key=g.order.__getitem__)
         progress(f"{name}: stage {stage}, recomputing {len(ordered)} tensors from the candidate's inputs")
         local, problem = local_values(g.ref, ordered, values, g.feeds.values)
-        refs.update({t: ref[t] for t in taps if t in ref})
+        refs.update({t: ref[t] for t in taps if t in ref and sources[t].op == "input"})
         inputs = {t: (refs[t], Span(0, ())) for t in ordered if sources[t].op == "input" and t in refs}
         local.update(inputs)  # a graph input's own error is its quantization against the value fed
         for t in ordered:
