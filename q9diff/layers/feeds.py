@@ -111,13 +111,22 @@ def genie_feeds(recipe, floats: dict[str, Path], seed: int) -> dict[str, Feeds] 
         graphs = tuple(replace(g, model=str(floats.get(g.name) or recipe.model_path(g))) for g in part.graphs)
         parts.append(replace(part, graphs=graphs))
     models = replace(recipe, parts=tuple(parts))
-    for g in (g for p in models.parts for g in p.graphs):
-        if not Path(g.model).is_file():
-            return None
+    from q9diff.layers.graph import load_model
+
+    graphs = [g for p in models.parts for g in p.graphs]
+    if not all(Path(g.model).is_file() for g in graphs):
+        return None
+    names = [{t.name for t in input_specs(load_model(Path(g.model)))} for g in graphs]
+    if not any({"attention_mask", "position_ids_cos"} <= n for n in names):
+        return None  # no LLM in Genie's layout: no model is loaded to find that out
     try:
         session = _Recording(CpuSession(models))
-    except Exception:  # a model ONNX Runtime cannot load here: no LLM feeds, the caller seeds instead
-        return None
+    except Exception as exc:  # ONNX Runtime's own types: a model the CPU cannot run here
+        why = " ".join(str(exc).split())[:200]
+        raise LayersError(
+            f"{recipe.path or graphs[0].model}: its parts cannot run on the CPU for Genie's inputs ({why}); "
+            "give --inputs"
+        ) from None
     try:
         lay = llm.layout(session.graphs)
         if lay is None:
@@ -132,7 +141,8 @@ def genie_feeds(recipe, floats: dict[str, Path], seed: int) -> dict[str, Feeds] 
     except Exception as exc:  # noqa: BLE001 - a model that decodes wrong is said, in one line
         why = " ".join(str(exc).split())[:200]
         raise LayersError(
-            f"{recipe.path}: decoding its parts on the CPU for Genie's inputs failed: {why}"
+            f"{recipe.path or graphs[0].model}: decoding its parts on the CPU for Genie's inputs failed "
+            f"({why}); give --inputs"
         ) from None
     finally:
         session.close()
