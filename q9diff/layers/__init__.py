@@ -6,13 +6,16 @@ the float model (a *tap*; weights' and biases' DequantizeLinear are left alone, 
 rejects the group). The rooms:
 
 - `graph`: what an ONNX model's graph says: its source tensors in graph order with their producers, taps
-  and consumers, the tensors fused away and the tap that stands in for each, block boundaries, and the
-  tapped copy of a model (written where its content digest says, so its compile is cached).
-- `figures`: cosine, max |Δ| and SQNR of one tensor against the reference, and the rule that names the
-  first divergence, with the threshold measured by scripts/measure_layers.py (`measured.json`).
-- `sides`: the candidate compiled tapped and run on the emulator (never the CPU), the reference on the CPU
-  (a float model) or the emulator (a recipe), and the tapped build against the untapped one.
+  and inputs, the tensors fused away and the tap that stands in for each, block boundaries, and the tapped
+  copy of a model.
+- `targets`: what is compared: the candidate's graphs, the reference each is paired with, their inputs.
 - `feeds`: the inputs: an .npz, seeded values, or the token and position inputs Genie feeds an LLM part.
-- `run`: block boundaries first, then narrowing inside the first that diverges; `result`: what it found,
-  as `q9diff.layers/1`.
+- `sides`: the candidate compiled tapped (cached by content) and run on the emulator (never the CPU), the
+  reference on the CPU (a float model) or the emulator (a recipe), and the tapped build against the
+  untapped one in q9diff's own diff.
+- `local`: the error each node adds itself, its computation redone on the CPU from the candidate's inputs.
+- `figures`: cosine, max |Δ|, SQNR and the local SQNR, and the rule that names the first divergence, with
+  the thresholds scripts/measure_layers.py measured (`measured.json`).
+- `run`: block boundaries first, then inside the blocks that stand out; `result`: what it found, as
+  `q9diff.layers/1`.
 """
