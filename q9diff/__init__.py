@@ -1,6 +1,6 @@
 """q9diff: forensics for Qualcomm QNN HTP context binaries.
 
-The Python API (docs/python.md): open, diff, target, will_load and doctor, each returning the frozen
+The Python API (docs/python.md): open, diff, target, will_load, doctor and layers, each returning the frozen
 result the command line prints from (`to_json()`, `to_html()`, `to_markdown()`, `show()`; a notebook
 shows the HTML report inline), each failing with a `Q9Error` subclass, never SystemExit. What is public
 is listed in `__all__` and versioned by `API_VERSION`; every other name may change.
@@ -25,11 +25,13 @@ _WHERE = {
     "target": "q9diff.api",
     "will_load": "q9diff.api",
     "doctor": "q9diff.api",
+    "layers": "q9diff.api",
     "Build": "q9diff.results",
     "DiffReport": "q9diff.results",
     "TargetReport": "q9diff.results",
     "LoadReport": "q9diff.results",
     "DoctorReport": "q9diff.results",
+    "LayersReport": "q9diff.results",
     "Q9Error": "q9diff.errors",
     "InputError": "q9diff.errors",
     "FormatError": "q9diff.errors",
@@ -56,9 +58,10 @@ def __dir__() -> list[str]:
 
 
 class _Package(types.ModuleType):
-    """q9diff's module type, for one name: `q9diff.doctor` is the API's function, and stays it when doctor's
-    package (q9diff/doctor/) is imported, which the import system would otherwise record under the same
-    name. The package itself is reached as every module is, by `from q9diff.doctor... import ...`."""
+    """q9diff's module type, for two names: `q9diff.doctor` and `q9diff.layers` are the API's functions, and
+    stay them when their packages (q9diff/doctor/, q9diff/layers/) are imported, which the import system
+    would otherwise record under the same names. The packages themselves are reached as every module is,
+    by `from q9diff.doctor... import ...`."""
 
     @property
     def doctor(self):
@@ -68,6 +71,16 @@ class _Package(types.ModuleType):
 
     @doctor.setter
     def doctor(self, package) -> None:  # the import system naming the subpackage: sys.modules keeps it
+        pass
+
+    @property
+    def layers(self):
+        from q9diff.api import layers
+
+        return layers
+
+    @layers.setter
+    def layers(self, package) -> None:
         pass
 
 

@@ -7,6 +7,7 @@ file, never with SystemExit.
     target(path, device)                        a build judged against a device alone: a TargetReport
     will_load(path, runtime=..., target=...)    will each part load there: a LoadReport
     doctor(bundle, reference=None, ...)         a whole Genie bundle checked: a DoctorReport
+    layers(candidate, reference, ...)           the first tensor where a build leaves its float model
 
 What a path is (a context binary, a folder of parts, a Genie bundle or config, an EPContext .onnx, a
 LiteRT .tflite, an ExecuTorch .pte) is decided once, when a function here is called, by the one registry of
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from shlex import quote
 
 from q9diff import inputs
@@ -33,7 +35,7 @@ from q9diff.inputs import Input
 # public signature (every path a function reads imports these two anyway).
 from q9diff.load.runtime import Runtime
 from q9diff.read.tables import Device
-from q9diff.results import Build, DiffReport, DoctorReport, LoadReport, TargetReport
+from q9diff.results import Build, DiffReport, DoctorReport, LayersReport, LoadReport, TargetReport
 
 PathLike = str | os.PathLike
 Progress = Callable[[str], None]
@@ -185,6 +187,29 @@ def doctor(
                 _readable(found)
     report = run(given[0], None if reference is None else given[1], target=d, runtime=on)
     return DoctorReport(report.result(), tuple(report.files()))
+
+
+def layers(
+    candidate: PathLike,
+    reference: PathLike,
+    *,
+    inputs: PathLike | None = None,
+    seed: int = 0,
+    max_taps: int = 128,
+    progress: Progress | None = None,
+) -> LayersReport:
+    """The first tensor where `candidate` (a recipe, `RECIPE#PART[/GRAPH]`, or a QDQ .onnx) leaves
+    `reference` (its float .onnx, a folder of them, or a second recipe): the candidate compiled with its
+    activations made graph outputs and run on the x86 HTP emulator (never the CPU), the reference on the CPU
+    (or the emulator), each tensor compared in graph order. `inputs`: an .npz named by the model's inputs
+    (default: Genie's inputs for an LLM part, else seeded). Needs `[ort]`; LayersError (one line)
+    otherwise."""
+    from q9diff.layers.run import layers as run
+
+    given = None if inputs is None else Path(inputs)
+    return LayersReport(
+        run(candidate, reference, inputs=given, seed=seed, max_taps=max_taps, progress=progress)
+    )
 
 
 def judged(path: Input, device: Device) -> dict:

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 # Imported, not only named for type checkers, so typing.get_type_hints resolves every public method's
 # signature and Build's fields: none loads the engines (every function of the API resolves its paths with
-# the first, q9diff.open opens with the second; the third is data).
+# q9diff.inputs, q9diff.open opens with q9diff.read.binary; the results are data).
 from q9diff.doctor.result import DoctorResult, Finding
 from q9diff.inputs import Input
+from q9diff.layers.result import Divergence, LayersResult
 from q9diff.read.binary import ContextBinary
 
 if TYPE_CHECKING:  # the diff engine (numpy and the block search): loaded only by a diff
@@ -323,3 +324,40 @@ def _load_said(data: dict, lead: str = "; ") -> str:
     head = load_rows(load)[0].removeprefix("Will it load on ")  # `QCS9100 and QAIRT 2.48: will not load`
     where, _, verdict = head.rpartition(": ")
     return f"{lead}{verdict} on {where}"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LayersReport(_Drawn):
+    """The first tensor where a build leaves its float model (q9diff.layers): `q9diff.layers/1`.
+    `first_divergence` is None when no node adds an error that stands out; `result` holds every tensor's
+    figures per graph."""
+
+    result: LayersResult
+
+    @property
+    def first_divergence(self) -> Divergence | None:
+        return self.result.first_divergence
+
+    @property
+    def passed(self) -> bool:
+        """No divergence (as `q9diff layers` exits 0)."""
+        return self.result.passed
+
+    def to_json(self) -> dict:
+        return _saved(self.result.to_json())
+
+    def show(self) -> None:
+        """The terminal view, as `q9diff layers` prints it."""
+        from q9diff.present.terminal_layers import print_layers
+
+        print_layers(self.result)
+
+    def __repr__(self) -> str:
+        fd = self.first_divergence
+        said = (
+            "no divergence"
+            if fd is None
+            else f"first divergence {fd.tensor} ({fd.op} {fd.node}) in {fd.graph}"
+        )
+        compiles = len(self.result.compiles)
+        return f"<LayersReport {self.result.candidate}: {said}; {compiles} compiles>"

@@ -17,6 +17,7 @@ import struct
 from pathlib import Path
 
 MIN_LEN = 6
+NOTICE = re.compile(r"copyright|all rights reserved|licen[cs]e|confidential|proprietary", re.IGNORECASE)
 
 
 def data_sections(blob: bytes) -> list[bytes]:
@@ -114,6 +115,8 @@ def message(s: str) -> tuple[str, str] | None:
     if letters < 0.6 * len(literal.replace(" ", "")):  # mostly punctuation, digits or code bytes
         return None
     if s.startswith(('"', "{", "}", "[", "$")) or '": ' in s or s.startswith("_Z"):  # JSON, symbols
+        return None
+    if NOTICE.search(s):  # a vendor's or licence's notice is no message, and is never copied into q9diff
         return None
     return level, s
 

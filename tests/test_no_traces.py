@@ -22,6 +22,13 @@ VARIANTS, QWEN = FIXTURES / "variants", FIXTURES / "qwen-mini"
 COMMANDS = {
     # the x86 HTP emulator in a worker child, the recipe's ONNX on the CPU in q9diff's own process
     "verify": ["verify", str(VARIANTS / "opt_1.bin"), str(VARIANTS / "opt_3.bin")],
+    # layers: compiles in the ort-qnn child, the emulator in a worker child, the float model in-process
+    "layers": [
+        "layers",
+        str(VARIANTS / "vtcm_8mb.recipe.json"),
+        "--reference",
+        str(VARIANTS / "models" / "mlp.float.onnx"),
+    ],
     # the ort-qnn compile child
     "recompile": ["recompile", str(VARIANTS / "opt_1.recipe.json"), "--out", "{out}"],
     # libQnnSystem in the oracle child

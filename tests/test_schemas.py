@@ -46,6 +46,7 @@ NOT_OUTPUT = {
     "q9diff.soc_measured/1",
     "q9diff.generic_measured/1",
     "q9diff.generic_builds/1",
+    "q9diff.layers_measured/1",
     "q9diff.recipe/1",
     "q9diff.recipe/2",
 }
@@ -164,6 +165,7 @@ L, R = str(LOCAL), str(REFERENCE)
 RT, TG = ("--runtime", "2.48"), ("--target", "QCS9100")
 STORY = (str(FIXTURES / "story" / "local"), str(FIXTURES / "story" / "vtcm8"))
 INT4 = (str(VARIANTS / "int4_unpacked.bin"), str(VARIANTS / "int4_native.bin"))
+MLP, MLP_FLOAT = str(VARIANTS / "vtcm_8mb.recipe.json"), str(VARIANTS / "models" / "mlp.float.onnx")
 CASES = [
     Case("diff", D, (V4, V8, "--json"), (1,)),
     Case("diff-identical", D, (V8, V8, "--json"), (0,)),
@@ -214,6 +216,8 @@ CASES = [
     # verify runs the x86 HTP emulator: a single graph, and the 2-part LLM for 2 greedy steps
     Case("verify", "q9diff.verify/1", ("verify", V4, V8, "--json"), (0,), _emulator),
     Case("verify-llm", "q9diff.verify/1", ("verify", L, R, "--steps", "2", "--json"), (0,), _emulator),
+    # layers compiles the MLP's graph untapped and tapped, runs both on the emulator beside its float model
+    Case("layers", "q9diff.layers/1", ("layers", MLP, "--reference", MLP_FLOAT, "--json"), (0,), _emulator),
     # steps recompiles every step: one small graph, one setting (two builds, a few seconds)
     Case("steps", "q9diff.steps/1", ("steps", V4, V8, "--json"), (0,), _compiler),
     *_real_inspect(),
@@ -391,6 +395,9 @@ BROKEN = [
     ("verify", "verdict.status", "OK"),
     ("verify", "outputs.0.metrics.cosine", "one"),
     ("steps", "steps.0.identical_to", "both"),
+    ("layers", "graphs.0.tensors.0.order", -1),
+    ("layers", "graphs.0.untapped.0.side", "float"),
+    ("layers", "rule.floor_db", "twenty"),
 ]
 
 

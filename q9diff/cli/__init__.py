@@ -1,7 +1,7 @@
 """The command line: the only layer that exits. A module per command (`inspect`, `diff`, `suggest`,
-`build` for recompile and steps, `verify`, `doctor`, `report`, `explain`) over what they share (`common`):
-each parses its arguments, calls the API below (q9diff.api and the layers under it), picks a presenter
-(the terminal views in q9diff.present, JSON, HTML, Markdown) and maps the result to an exit status.
+`build` for recompile and steps, `verify`, `layers`, `doctor`, `report`, `explain`) over what they share
+(`common`): each parses its arguments, calls the API below (q9diff.api and the layers under it), picks a
+presenter (the terminal views in q9diff.present, JSON, HTML, Markdown) and maps the result to an exit status.
 
 Imports are lazy: `--help` and `inspect` must not pay for plotly, numpy work or the compile backends.
 """
@@ -16,12 +16,23 @@ from q9diff.cli.common import OutputError, app, error_line
 from q9diff.errors import Q9Error
 
 # Each command registers itself on `app` when imported, in this order, the order `--help` lists them.
-for _module in ("inspect", "diff", "suggest", "build", "verify", "doctor", "report", "explain"):
+for _module in ("inspect", "diff", "suggest", "build", "verify", "layers", "doctor", "report", "explain"):
     importlib.import_module(f"q9diff.cli.{_module}")
 
 __all__ = ["COMMANDS", "app", "main", "run"]
 
-COMMANDS = {"inspect", "diff", "suggest", "recompile", "verify", "steps", "doctor", "report", "explain"}
+COMMANDS = {
+    "inspect",
+    "diff",
+    "suggest",
+    "recompile",
+    "verify",
+    "steps",
+    "layers",
+    "doctor",
+    "report",
+    "explain",
+}
 # What the program itself answers before any command (anything else first is the main form's CANDIDATE).
 OPTIONS = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
 

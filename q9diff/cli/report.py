@@ -30,7 +30,7 @@ from q9diff.present.terminal import console
 @app.command(cls=Command, short_help="Show or render a saved --json result (HTML, Markdown).")
 def report(
     result: Path = typer.Argument(
-        ..., metavar="RESULT", help="a saved --json of diff, verify, doctor or --target"
+        ..., metavar="RESULT", help="a saved --json of diff, verify, layers, doctor or --target"
     ),
     html_out: Path = typer.Option(None, "--html", metavar="FILE", help="write the HTML report to this file"),
     md_out: Path = MARKDOWN,
@@ -88,6 +88,8 @@ def _exit_code(saved) -> int:
         return 0 if s.verify_result(saved.data).passed else 1
     if saved.schema == s.TARGET:
         return 0 if saved.data["matches"] and not refused else 1
+    if saved.schema == s.LAYERS:
+        return 0 if saved.data["first_divergence"] is None else 1
     from q9diff.doctor.result import DoctorResult
 
     return DoctorResult.from_json(saved.data).exit_code
@@ -140,6 +142,11 @@ def _terminal(saved) -> None:
         print_verify(s.verify_result(data))
     elif saved.schema == s.TARGET:
         print_target(data)
+    elif saved.schema == s.LAYERS:
+        from q9diff.layers.result import LayersResult
+        from q9diff.present.terminal_layers import print_layers
+
+        print_layers(LayersResult.from_json(data))
     else:
         from q9diff.doctor.result import DoctorResult
         from q9diff.present.terminal_doctor import print_report

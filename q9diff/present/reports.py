@@ -29,6 +29,13 @@ def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
         from q9diff.present.pages import render_target
 
         return (lambda: render_target(data)), (lambda: markdown.render_target(data))
+    if schema == s.LAYERS:
+        from q9diff.layers.result import LayersResult
+        from q9diff.present.layers_html import render_layers
+        from q9diff.present.layers_markdown import render_layers as layers_markdown
+
+        res = LayersResult.from_json(data)
+        return (lambda: render_layers(res)), (lambda: layers_markdown(res))
     from q9diff.doctor.result import DoctorResult
     from q9diff.present.doctor import render_doctor
 

@@ -17,6 +17,7 @@ from q9diff.errors import Q9Error
 
 DIFF, SET, VERIFY, DOCTOR = "q9diff.diff/1", "q9diff.setdiff/1", "q9diff.verify/1", "q9diff.doctor/1"
 TARGET = "q9diff.target/1"
+LAYERS = "q9diff.layers/1"
 NON_FINITE = ("inf", "-inf", "nan")
 LIMIT = 1 << 62  # sizes and counts beyond this are no file's: refused, not drawn
 # The largest result q9diff writes for a real set is ~16 MB (six 1 GB parts of the seed, every region and
@@ -222,7 +223,42 @@ _TARGET = {
     "toolchain": (OPT, {"form": str, "why": str}),
     "next": (OPT, str),
 }
-SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR, TARGET: _TARGET}
+# q9diff.layers/1: what LayersResult.from_json reads (q9diff.layers.result)
+_FIGURES = {k: NUM for k in ("cosine", "max_abs", "rel", "sqnr_db")} | {
+    "steps": Maybe(NUM),
+    "local_sqnr_db": Maybe(NUM),
+    "local_nodes": Maybe(SIZE),
+}
+_DIVERGENCE = {"graph": str, "tensor": str, "node": str, "op": str, **_FIGURES,
+               "before": {"sqnr_db": NUM, "cosine": NUM}, "previous": Maybe(str)}  # fmt: skip
+_LAYERS = {
+    "candidate": str,
+    "reference": str,
+    "runs": {"candidate": str, "reference": str},
+    "rule": {"percentile": NUM, "margin_db": NUM, "floor_db": NUM, "measured_on": str, "text": str},
+    "first_divergence": Maybe(_DIVERGENCE),
+    "compiles": {"total": SIZE, "cached": SIZE},
+    "seconds": NUM,
+    "notes": [str],
+    "graphs": [
+        {
+            "graph": str, "part": str, "model": str, "reference": str, "tappable": SIZE, "measured": SIZE,
+            "inputs": {"source": OneOf("npz", "seeded", "genie"), "detail": str},
+            "first_divergence": Maybe(_DIVERGENCE),
+            "tensors": [{"tensor": str, "node": str, "op": str, "order": SIZE, "stage": INT,
+                         "figures": Maybe(_FIGURES), "resolved": bool}],
+            "untapped": [{"tensor": str, "node": str, "op": str, "side": OneOf("reference", "candidate"),
+                          "stand_in": Maybe(str)}],
+            "unmatched": [str],
+            "compiles": [{"side": OneOf("candidate", "reference"), "label": str, "taps": SIZE, "binary": str,
+                          "size": SIZE, "cached": bool, "seconds": NUM,
+                          "vs_untapped": Maybe({"size": [SIZE], "ops": [SIZE], "words": [str],
+                                                "outputs": Maybe(_FIGURES)})}],
+            "notes": [str],
+        }
+    ],
+}  # fmt: skip
+SHAPES = {DIFF: _DIFF, SET: _SET, VERIFY: _VERIFY, DOCTOR: _DOCTOR, TARGET: _TARGET, LAYERS: _LAYERS}
 
 
 def _check(v, spec, where: str) -> None:

@@ -6,6 +6,7 @@ only when asked for, so a metadata question on a 4 GB binary reads a few kilobyt
 
 from __future__ import annotations
 
+import gc
 import mmap
 import os
 from functools import cached_property
@@ -90,12 +91,15 @@ class ContextBinary(MetadataReader, PickleWalker):
         never holds more than one pair). Values already read stay; reading bytes afterwards fails."""
         buf, self._buf, self._words_cache, self._map = self._buf, memoryview(b""), None, None
         mapped = buf.obj
-        try:
-            buf.release()
-            if isinstance(mapped, mmap.mmap):
-                mapped.close()
-        except BufferError:  # a numpy view still uses it: unmapped when that view goes
-            pass
+        for attempt in range(2):
+            try:
+                buf.release()
+                if isinstance(mapped, mmap.mmap):
+                    mapped.close()
+                return
+            except BufferError:  # a view still uses it: one held only by a reference cycle goes now,
+                if attempt == 0:  # else the mapping goes with the last view that uses it
+                    gc.collect()
 
     # -- what the build asked for, read with the rules measured on the compiler -------------------
 

@@ -243,6 +243,8 @@ class _Worker:
                 self._wrapper(spec, link, i == 0, wrapper)
                 so = self.ort.SessionOptions()
                 so.log_severity_level = 3
+                # only the QNN EP runs an EPContext node; said anyway, so no graph ever runs on the CPU
+                so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
                 if len(specs) > 1:
                     so.add_session_config_entry("ep.share_ep_contexts", "1")
                 providers = self._provider(so)

@@ -30,6 +30,7 @@ SCHEMAS = (
     "q9diff.explain/1",
     "q9diff.suggest/1",
     "q9diff.steps/1",
+    "q9diff.layers/1",
 )
 SUFFIX = ".schema.json"
 

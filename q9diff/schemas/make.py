@@ -44,6 +44,7 @@ from q9diff.schemas._defs import (
     ref,
     summary_properties,
 )
+from q9diff.schemas._layers import layers_properties
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 HERE = Path(__file__).resolve().parent
@@ -141,6 +142,15 @@ DOCUMENTS = {
         "The candidate's recipe rebuilt with the root-cause settings added one at a time, each step "
         "compared with the reference. Written by `q9diff steps CANDIDATE REFERENCE --json`.",
         steps_properties,
+        (),
+    ),
+    "q9diff.layers/1": (
+        "q9diff layers --json",
+        "The first tensor where a build leaves its float model: per source tensor in graph order, the "
+        "candidate (compiled with taps, run on the x86 HTP emulator) against the reference, the first "
+        "divergence by the rule shown, the tensors with no tap, and every compile. Written by "
+        "`q9diff layers CANDIDATE --reference REFERENCE --json`.",
+        layers_properties,
         (),
     ),
 }

@@ -1,0 +1,207 @@
+"""The two sides of `q9diff layers`: a recipe's graph compiled with taps and run on the x86 HTP emulator (the
+candidate, and a recipe given as the reference), or a float ONNX model on ONNX Runtime's CPU EP.
+
+The candidate never runs on the CPU: its compile child sets `session.disable_cpu_ep_fallback` (q9diff.backends
+.ort_qnn), so a node the QNN EP cannot take fails the compile, said in one line, instead of leaving part of
+the graph to the CPU; the build then runs inside an EPContext model only the QNN EP can execute.
+
+A tapped build is another compile: one graph alone (weight sharing off), the recipe's other settings and QAIRT
+version, the model with its taps as graph outputs. Builds are kept in `$Q9DIFF_CACHE/layers/<key>` under a
+digest of what decides their bytes (the tapped model's content with its external data, the settings, the
+graph name, the backend and the QAIRT version), so the same taps compile once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from q9diff.layers.graph import LayersError, ModelGraph, tapped_model
+from q9diff.recipes.recipe import GraphSource, Part, Recipe
+
+# What ONNX Runtime says when a node would fall back to its CPU EP and fallback is off (onnxruntime 1.32).
+FALLBACK = "fallback to CPU EP has been explicitly disabled"
+
+
+@dataclass(frozen=True)
+class Build:
+    """One compile of a graph: its taps (source names), where the binary is kept, how long it took."""
+
+    label: str  # "untapped" or "stage N"
+    taps: int
+    binary: Path
+    size: int
+    cached: bool
+    seconds: float
+
+
+def _qairt(recipe: Recipe) -> str:
+    from q9diff.backends.ort_qnn import our_qairt
+
+    return recipe.qairt_version or our_qairt() or "unknown"
+
+
+def _cache() -> Path:
+    from q9diff.runners.local import cache_root
+
+    return cache_root() / "layers"
+
+
+def compile_graph(
+    recipe: Recipe, source: GraphSource, graph: ModelGraph, taps: list[str], label: str
+) -> Build:
+    """`source` alone, its `taps` made graph outputs, compiled with `recipe`'s settings (cached by its
+    content)."""
+    from q9diff.backends.base import BackendUnavailable
+    from q9diff.backends.registry import compile_backend
+    from q9diff.recipes.recipe import output_path
+
+    home = _cache()
+    home.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".layers-", dir=home))
+    started = time.monotonic()
+    try:
+        model, digest = tapped_model(graph, taps, work / "model")
+        settings = replace(recipe.settings, weight_sharing=None)
+        key_text = json.dumps([recipe.backend, settings.to_dict(), source.name, digest, _qairt(recipe)])
+        key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
+        binary = home / key / "graph.bin"
+        if binary.is_file():
+            return Build(label, len(taps), binary, binary.stat().st_size, True, time.monotonic() - started)
+        part = Part("tapped", "graph.bin", (replace(source, model=str(model)),))
+        one = replace(recipe, parts=(part,), settings=settings, path=None)
+        try:
+            compile_backend(one.backend).compile(one, work / "out")
+        except (BackendUnavailable, RuntimeError) as exc:
+            if FALLBACK in str(exc):
+                raise LayersError(
+                    f"{graph.path}: graph {source.name}: ONNX Runtime's QNN EP cannot put every node on the "
+                    "HTP, and layers never runs the candidate's nodes on the CPU "
+                    "(session.disable_cpu_ep_fallback)"
+                ) from None
+            raise LayersError(f"{graph.path}: {label} build of graph {source.name} failed: {exc}") from None
+        (home / key).mkdir(exist_ok=True)
+        os.replace(output_path(work / "out", part), binary)
+        return Build(label, len(taps), binary, binary.stat().st_size, False, time.monotonic() - started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class EmulatorSide:
+    """A recipe's graph on the x86 HTP emulator: compiled with the taps asked for, then run."""
+
+    runner = "x86 HTP emulator"
+
+    def __init__(self, recipe: Recipe, source: GraphSource, graph: ModelGraph, timeout_s: float = 600):
+        self.recipe, self.source, self.graph, self.timeout_s = recipe, source, graph, timeout_s
+
+    def build(self, taps: list[str], label: str) -> Build:
+        return compile_graph(self.recipe, self.source, self.graph, taps, label)
+
+    def run(self, build: Build, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The build run once on `feeds` (float values by input name): every output, by source name (a
+        tap's name is its source tensor's)."""
+        from q9diff.runners.base import RunnerError, from_device, to_device
+        from q9diff.runners.local import LocalRunner
+
+        try:
+            session = LocalRunner(self.timeout_s).open([build.binary])
+        except RunnerError as exc:
+            raise LayersError(
+                f"{self.graph.path}: {build.label} build of {self.source.name}: {exc}"
+            ) from None
+        try:
+            spec = session.graphs[0]
+            missing = [t.name for t in spec.inputs if t.name not in feeds]
+            if missing:
+                raise LayersError(f"{self.graph.path}: no value for input {missing[0]} of {self.source.name}")
+            raw = session.run(spec, {t.name: to_device(t, feeds[t.name]) for t in spec.inputs})
+            values = {t.name: from_device(t, raw[t.name]) for t in spec.outputs}
+        except RunnerError as exc:
+            raise LayersError(
+                f"{self.graph.path}: {build.label} build of {self.source.name}: {exc}"
+            ) from None
+        finally:
+            session.close()
+        by_tap = {s.tap: s.name for s in self.graph.sources if s.tap is not None}
+        return {by_tap.get(k, k): v for k, v in values.items()}
+
+
+class CpuSide:
+    """A float ONNX model on ONNX Runtime's CPU EP, as written (no graph optimization), any of its tensors
+    made an output."""
+
+    runner = "onnxruntime CPU"
+
+    def __init__(self, graph: ModelGraph):
+        self.graph = graph
+
+    def run(self, taps: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from q9diff.guard import no_telemetry, private_work
+
+        no_telemetry()
+        import onnxruntime as ort
+
+        with private_work("q9diff-layers-cpu-") as work:
+            model, _ = tapped_model(self.graph, taps, work)
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            try:
+                session = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # ONNX Runtime's own exception types
+                why = " ".join(str(exc).split())[:200]
+                raise LayersError(
+                    f"{self.graph.path}: ONNX Runtime cannot load it on the CPU ({why})"
+                ) from None
+            given = {}
+            for v in session.get_inputs():
+                if v.name not in feeds:
+                    raise LayersError(f"{self.graph.path}: no value for its input {v.name}")
+                given[v.name] = np.asarray(feeds[v.name]).astype(_NUMPY.get(v.type, "float32"))
+            names = [o.name for o in session.get_outputs()]
+            try:
+                values = session.run(names, given)
+            except Exception as exc:
+                why = " ".join(str(exc).split())[:200]
+                raise LayersError(f"{self.graph.path}: ONNX Runtime failed on the CPU ({why})") from None
+        return dict(zip(names, values, strict=True))
+
+
+_NUMPY = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(uint8)": "uint8",
+    "tensor(int8)": "int8",
+    "tensor(uint16)": "uint16",
+    "tensor(int16)": "int16",
+    "tensor(bool)": "bool",
+}
+
+
+def build_diff(untapped: Path, tapped: Path) -> dict:
+    """Where the tapped build differs from the untapped one, in q9diff's own diff of the two binaries: sizes,
+    ops, and the diff's words for what changed in the structure (precision, tensor types, ops per kind)."""
+    from q9diff.compare.diff import diff, to_json
+    from q9diff.read.openers import open_binary
+
+    a, b = open_binary(untapped), open_binary(tapped)
+    try:
+        data = to_json(diff(a, b))
+    finally:
+        a.release()
+        b.release()
+    ops = [sum(len(g["ops"]) for g in data[side]["graphs"]) for side in ("a", "b")]
+    words = [w for w in (data.get("structure") or {}).get("words", [])]
+    return {"size": [data["a"]["size"], data["b"]["size"]], "ops": ops, "words": words}

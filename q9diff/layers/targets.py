@@ -1,0 +1,186 @@
+"""What `q9diff layers` is asked to compare: the candidate's graphs (a recipe, `RECIPE#PART[/GRAPH]`, a folder
+holding recipe.json, or one QDQ .onnx with the compiler's defaults), the reference each is paired with (a
+float .onnx, a folder of .onnx models, or a recipe run on the emulator), and the inputs both get.
+
+A candidate graph is paired with the reference model whose inputs have the same names and shapes, as verify
+pairs graphs; a graph with none is left out, and said so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from q9diff.layers import graph as gr
+from q9diff.layers.feeds import Feeds, from_npz, genie_feeds, input_specs, seeded
+from q9diff.layers.sides import CpuSide, EmulatorSide
+from q9diff.recipes.recipe import GraphSource, Part, Recipe
+
+
+@dataclass(frozen=True)
+class Selected:
+    """One graph of the candidate: its recipe (settings, QAIRT version), part and source model."""
+
+    recipe: Recipe
+    part: Part
+    source: GraphSource
+    model: Path
+
+
+def split_selector(text: str) -> tuple[Path, str | None]:
+    """`FILE#PART/GRAPH` as (FILE, "PART/GRAPH"): at the first `#` whose left side is an existing file or
+    folder; a path that exists as given is that path."""
+    if Path(text).exists() or "#" not in text:
+        return Path(text), None
+    i = text.find("#")
+    while i >= 0:
+        if Path(text[:i]).exists():
+            return Path(text[:i]), text[i + 1 :]
+        i = text.find("#", i + 1)
+    return Path(text.split("#", 1)[0]), text.split("#", 1)[1]
+
+
+def _recipe_of(path: Path) -> Recipe:
+    from q9diff.recipes import recipe as rcp
+
+    if path.is_dir():
+        if not (path / "recipe.json").is_file():
+            raise gr.LayersError(f"{path}: a folder with no recipe.json")
+        path = path / "recipe.json"
+    return rcp.load(path)
+
+
+def _select(recipe: Recipe, where: Path, selector: str | None) -> list[Selected]:
+    parts = list(recipe.parts)
+    part_name, _, graph_name = (selector or "").partition("/")
+    if part_name:
+        parts = [p for p in recipe.parts if p.name == part_name]
+        if not parts:
+            names = ", ".join(p.name for p in recipe.parts)
+            raise gr.LayersError(f"{where}: no part {part_name!r} (its parts: {names})")
+    out = []
+    for part in parts:
+        for g in part.graphs:
+            if graph_name and g.name != graph_name:
+                continue
+            model = recipe.model_path(g)
+            if model.suffix != ".onnx":
+                raise gr.LayersError(
+                    f"{where}: graph {g.name}'s model {model} is no .onnx: layers taps ONNX QDQ models"
+                )
+            if not model.is_file():
+                raise gr.LayersError(f"{where}: graph {g.name}'s model {model} not found")
+            out.append(Selected(recipe, part, g, model))
+    if not out:
+        names = ", ".join(g.name for p in parts for g in p.graphs)
+        raise gr.LayersError(f"{where}: no graph {graph_name!r} in part {part_name} (its graphs: {names})")
+    return out
+
+
+def candidate_graphs(text: str) -> list[Selected]:
+    """The candidate's graphs: every graph of a recipe, or the part or graph `#PART[/GRAPH]` names."""
+    path, selector = split_selector(text)
+    if not path.exists():
+        raise gr.LayersError(f"{path}: no such file or directory")
+    if path.is_file() and path.suffix == ".onnx":
+        if selector:
+            raise gr.LayersError(f"{text}: #PART/GRAPH selects in a recipe, not in an .onnx model")
+        source = GraphSource(path.stem, str(path.resolve()))
+        recipe = Recipe("ort-qnn", (Part(path.stem, f"{path.stem}.bin", (source,)),))
+        return [Selected(recipe, recipe.parts[0], source, path.resolve())]
+    return _select(_recipe_of(path), path, selector)
+
+
+def _signature(model: Path) -> tuple:
+    return tuple(sorted((t.name, t.shape) for t in input_specs(gr.load_model(model))))
+
+
+def cpu_models(path: Path) -> list[Path] | None:
+    """The models a reference that runs on the CPU names (an .onnx, or a folder of them that holds no
+    recipe.json); None when it is a recipe."""
+    if path.is_file() and path.suffix == ".onnx":
+        return [path]
+    if path.is_dir() and not (path / "recipe.json").is_file():
+        return sorted(path.glob("*.onnx"))
+    return None
+
+
+def reference_pairs(text: str, selected: list[Selected]) -> tuple[dict, str, list[str]]:
+    """Each candidate graph's reference side and graph, by graph name; where the reference runs; notes."""
+    path, selector = split_selector(text)
+    if not path.exists():
+        raise gr.LayersError(f"{path}: no such file or directory")
+    models = cpu_models(path)
+    if models is not None:
+        if selector:
+            raise gr.LayersError(f"{text}: #PART/GRAPH selects in a recipe, not in .onnx models")
+        if not models:
+            raise gr.LayersError(f"{path}: no .onnx models in the folder")
+        refs = {m: None for m in models}
+        runner = "onnxruntime CPU (the ONNX model as written, no graph optimization)"
+    else:
+        refs = {s.model: s for s in _select(_recipe_of(path), path, selector)}
+        runner = "x86 HTP emulator (the reference recipe's graphs, tapped alike)"
+    signatures = {m: _signature(m) for m in refs}
+    pairs, notes = {}, []
+    for sel in selected:
+        sig = _signature(sel.model)
+        match = [m for m, s in signatures.items() if s == sig]
+        if not match and len(refs) == 1 and len(selected) == 1:
+            only = next(iter(refs))
+            raise gr.LayersError(
+                f"{only}: its inputs {_names(signatures[only])} are not graph {sel.source.name}'s "
+                f"{_names(sig)}"
+            )
+        if not match:
+            notes.append(f"graph {sel.source.name}: no reference model with its inputs; not compared")
+            continue
+        ref = refs[match[0]]
+        graph = gr.read(match[0])
+        side = CpuSide(graph) if ref is None else EmulatorSide(ref.recipe, ref.source, graph)
+        pairs[sel.source.name] = (side, graph)
+    if not pairs:
+        raise gr.LayersError(f"{path}: no reference model takes the inputs of the candidate's graphs")
+    return pairs, runner, notes
+
+
+def _names(sig: tuple) -> str:
+    return "(" + ", ".join(f"{n} {list(s)}" for n, s in sig) + ")"
+
+
+def _floats(recipe: Recipe, reference: str) -> dict[str, Path]:
+    """Every graph of the candidate's recipe (not only those compared) with the float model of the
+    reference folder or file that takes its inputs: an LLM part's inputs are decoded through the float
+    parts before it."""
+    by_signature = {_signature(m): m for m in cpu_models(split_selector(reference)[0]) or []}
+    out = {}
+    for part in recipe.parts:
+        for g in part.graphs:
+            model = recipe.model_path(g)
+            if model.is_file() and model.suffix == ".onnx":
+                match = by_signature.get(_signature(model))
+                if match is not None:
+                    out[g.name] = match
+    return out
+
+
+def feeds_for(
+    selected: list[Selected], pairs: dict, reference: str, inputs: Path | None, seed: int
+) -> dict[str, Feeds]:
+    """Each compared graph's inputs: the .npz given, else Genie's feeds for an LLM part, else seeded."""
+    chosen = [s for s in selected if s.source.name in pairs]
+    if inputs is not None:
+        return {s.source.name: from_npz(inputs, _float_specs(s, pairs), s.source.name) for s in chosen}
+    genie = genie_feeds(selected[0].recipe, _floats(selected[0].recipe, reference), seed)
+    if genie is not None and all(s.source.name in genie for s in chosen):
+        return {s.source.name: genie[s.source.name] for s in chosen}
+    return {
+        s.source.name: seeded(_float_specs(s, pairs), s.source.name, seed, pairs[s.source.name][1].path)
+        for s in chosen
+    }
+
+
+def _float_specs(sel: Selected, pairs: dict):
+    """The graph's inputs as the reference takes them (a float model's float inputs where the candidate's
+    are quantized: the emulator side quantizes them itself)."""
+    return input_specs(gr.load_model(pairs[sel.source.name][1].path))
