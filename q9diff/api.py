@@ -15,9 +15,9 @@ kinds (q9diff.kinds) over the openers of q9diff.read.openers: each path becomes 
 what is called below reads that. A Build is a path resolved already; the command line passes its own
 Inputs. A new container is a row in the registry, and every function here takes it unchanged.
 
-The other functions here (as_device, as_runtime, judged, load_verdicts, reference_findings) are the steps
-the command line composes, on Inputs; they are public to q9diff's own modules, not part of the versioned
-API (`q9diff.__all__`).
+as_device and as_runtime, the names a user gives made a Device and a Runtime, are public to q9diff's own
+modules, not part of the versioned API (`q9diff.__all__`); the steps the command line composes on Inputs
+live in their layers (q9diff.load.verdicts, q9diff.compare.target, q9diff.compare.toolchains).
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ from pathlib import Path
 from shlex import quote
 
 from q9diff import inputs
+from q9diff.compare.toolchains import fixing
 from q9diff.errors import InputError
 from q9diff.inputs import Input
 
 # Imported, not only named for type checkers: typing.get_type_hints(q9diff.diff) resolves the names of a
 # public signature (every path a function reads imports these two anyway).
 from q9diff.load.runtime import Runtime
+from q9diff.load.verdicts import load_verdicts
 from q9diff.read.tables import Device
 from q9diff.results import Build, DiffReport, DoctorReport, LayersReport, LoadReport, TargetReport
 
@@ -75,7 +77,7 @@ def _readable(found: Input) -> None:
     """A path said to be one context opened as one: a text file, /dev/zero or a FIFO is refused here, in
     one line naming it (FormatError, InputError), not returned as a build that fails when first read."""
     if not found.is_set:
-        inputs.open_context(found.at).release()  # the header and metadata: what the opener checks first
+        found.at.open().release()  # the header and metadata: what the opener checks first
 
 
 def diff(
@@ -102,9 +104,13 @@ def diff(
     notes = [note] if note else []
     said = [n for n in (a.read_as, b.read_as) if n]
     read_as = {"read_as": said} if said else {}  # what a folder was read as: -v and the JSON say it
-    findings = reference_findings(b, aimed_at) if aimed_at is not None else []
+    findings = []
+    if aimed_at is not None:
+        from q9diff.compare.target import reference_findings  # start-up: read where a device is named
+
+        findings = reference_findings(b, aimed_at)
     notes += [f"warning: {f}" for f in findings]
-    load = load_verdicts(a, aimed_at, on)
+    load = load_verdicts(a.parts, aimed_at, on)
     aimed = {"target": {"name": aimed_at.name, "reference_findings": findings}} if aimed_at else {}
     aimed |= {"load": load} if load else {}
     result, data = compared(a, b, progress)
@@ -113,7 +119,7 @@ def diff(
         (data["causes"], sides(data)) if a.is_set or b.is_set else (result.causes, ([result.a], [result.b]))
     )
     swapped = swap_advice(a.given, b.given, causes, "", files)
-    data |= read_as | _fixing(a, f"q9diff suggest {quote(str(a.given))} {quote(str(b.given))}")
+    data |= read_as | fixing(a, f"q9diff suggest {quote(str(a.given))} {quote(str(b.given))}")
     # containers: what was compared of them, and whether the files differ outside it (`identical` then
     # speaks for every byte)
     o = outside(coverage(a.at), coverage(b.at), data["identical"])
@@ -126,26 +132,19 @@ def diff(
     return DiffReport(a.given, b.given, data, result, tuple(notes))
 
 
-def _fixing(candidate: Input, suggest: str) -> dict:
-    """Which toolchain the fix leads with (the candidate's own files say), and the command that makes it:
-    `q9diff suggest ... --apply` the config found, where one is."""
-    config = candidate.fix_config
-    if config is None:
-        return {"toolchain": candidate.toolchain}
-    return {"toolchain": candidate.toolchain, "next": f"{suggest} --apply {quote(str(config))}"}
-
-
 def target(
     path: PathLike | Build, device: str | Device, *, runtime: str | Runtime | None = None
 ) -> TargetReport:
     """`path` (a file or each part of a set) judged against `device` with no reference: every setting
     the device determines against what AI Hub's builds for it use, and whether each part loads there
     (on `runtime` too, when named)."""
+    from q9diff.compare.target import judged
+
     d, on = as_device(device), None if runtime is None else as_runtime(runtime)
     (p,) = inputs.resolved(_input(path))
     data = judged(p, d) | {"toolchain": p.toolchain}
-    load = load_verdicts(p, d, on)
-    data |= _fixing(p, f"q9diff suggest {quote(str(p.given))} --target {quote(d.name)}")
+    load = load_verdicts(p.parts, d, on)
+    data |= fixing(p, f"q9diff suggest {quote(str(p.given))} --target {quote(d.name)}")
     return TargetReport(p.given, data | ({"load": load} if load else {}))
 
 
@@ -159,7 +158,7 @@ def will_load(
     d = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
     (p,) = inputs.resolved(_input(path))
-    return LoadReport(p.given, load_verdicts(p, d, on))
+    return LoadReport(p.given, load_verdicts(p.parts, d, on))
 
 
 def doctor(
@@ -210,39 +209,3 @@ def layers(
     return LayersReport(
         run(candidate, reference, inputs=given, seed=seed, max_taps=max_taps, progress=progress)
     )
-
-
-def judged(path: Input, device: Device) -> dict:
-    """Every part of `path` against `device`, as `q9diff.target/1`."""
-    from q9diff.compare.target import judge, to_json
-
-    return to_json([(p.path.name, judge(inputs.open_context(p), device)) for p in path.parts], device)
-
-
-def reference_findings(reference: Input, device: Device) -> list[str]:
-    """Why the reference is a build for another device than the target (one sentence per part)."""
-    from q9diff.compare.target import reference_finding
-
-    found = (reference_finding(inputs.open_context(p), device) for p in reference.parts)
-    return [f for f in found if f]
-
-
-def load_verdicts(path: Input, device: Device | None, runtime: Runtime | None) -> dict | None:
-    """Will each part of `path` load on `runtime` and `device` (q9diff.load.rules): the worst verdict
-    and each part's, as the JSON's `load`; None when neither is named."""
-    if device is None and runtime is None:
-        return None
-    from q9diff.load.rules import ORDER, judge
-
-    parts = []
-    for p in path.parts:
-        cb = inputs.open_context(p)
-        parts.append(judge(cb, p.path.name, runtime, device).to_json())
-        cb.release()
-    worst = min((v["verdict"] for v in parts), key=ORDER.index)
-    return {
-        "verdict": worst,
-        "runtime": None if runtime is None else runtime.to_json(),
-        "device": None if device is None else device.name,
-        "parts": parts,
-    }

@@ -3,30 +3,23 @@
 file's container kind), what it is (the one registry of kinds, q9diff.kinds) and its parts in order. The
 layers below read the Input and never tell the path again.
 
-The checks before any work are here too: each path exists, a set holds parts, a file given against a set
-has its counterpart there, and a context opens; the registry's and the openers' failures become the
-one-line errors a user reads (`InputError`, or the opener's own `FormatError`), for the command line and
-the Python API alike.
+The checks before any work are here too: each path exists, a set holds parts, and a file given against a
+set has its counterpart there; the registry's failures become the one-line errors a user reads
+(`InputError`), for the command line and the Python API alike. A part is opened by its Part (`Part.open`,
+which says a context it cannot read in one line too).
 """
 
 from __future__ import annotations
 
 import os
-import struct
 from functools import cached_property
 from pathlib import Path
 
-from q9diff.errors import FormatError, InputError, Q9Error
+from q9diff.errors import InputError, Q9Error
 from q9diff.kinds import Kind, kind_of
-from q9diff.read.binary import ContextBinary
-from q9diff.read.openers import Part, locate, open_part, split_name
+from q9diff.read.openers import Part, locate, split_name
 
 EXTENSION_FILE = "htp_backend_ext_config.json"
-
-
-def read_errors() -> tuple[type[Exception], ...]:
-    """What a reader raises on bytes it cannot make sense of."""
-    return (ValueError, IndexError, struct.error)
 
 
 class Input:
@@ -175,18 +168,6 @@ def resolved(*paths: str | os.PathLike | Input) -> list[Input]:
         if f.is_set:
             f.parts  # noqa: B018 (the set's parts read now: a set of none is refused before any work)
     return found
-
-
-def open_context(part: Part) -> ContextBinary:
-    """The `ContextBinary` at `part`, or the one-line error naming it."""
-    try:
-        return open_part(part)
-    except FormatError:
-        raise
-    except read_errors() as exc:
-        raise InputError(
-            f"{part.path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
-        ) from exc
 
 
 def pair(

@@ -113,10 +113,8 @@ class Build:
 
     def contexts(self) -> Iterator[ContextBinary]:
         """Each part opened, in order (mapped lazily: a 1 GB part costs nothing until read)."""
-        from q9diff.inputs import open_context
-
         for p in self.resolved.parts:
-            yield open_context(p)
+            yield p.open()
 
     def to_json(self) -> dict:
         """`q9diff.inspect/1` of a single context, `q9diff.inspect-set/1` of several, as `inspect --json`."""

@@ -33,6 +33,7 @@ def inspect(
     from q9diff.compare.container import container_json
     from q9diff.compare.summary import inspect_summary
     from q9diff.read.openers import contexts, notes
+    from q9diff.read.parse import read_errors
 
     given = inputs.existing(file)
     report_path(html_out, [file])
@@ -47,7 +48,7 @@ def inspect(
         box = container_json(given.at)  # an ExecuTorch .pte: its regions, delegates and compile specs
     except FormatError:
         raise
-    except inputs.read_errors() as exc:
+    except read_errors() as exc:
         raise InputError(
             f"{file}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
         ) from exc

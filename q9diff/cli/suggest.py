@@ -55,6 +55,8 @@ def suggest(
     from q9diff.present.terminal import print_suggestions
 
     device = api.as_device(target) if target is not None else None
+    if device is not None:  # a device named: the candidate, or the reference, judged against it
+        from q9diff.compare.target import judged, reference_findings
     if reference is None:
         if device is None:
             raise CommandError(
@@ -72,14 +74,14 @@ def suggest(
         check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
     models = None
     if reference is None:
-        data = api.judged(a, device)
+        data = judged(a, device)
         if not as_json:
             from q9diff.present.terminal_target import print_head
 
             print_head(data)
         suggestions, identical = data["suggestions"], data["matches"]
         pairs = [(p["a"], None) for p in data["parts"]]
-    elif device is not None and (findings := api.reference_findings(b, device)):
+    elif device is not None and (findings := reference_findings(b, device)):
         raise CommandError(f"{findings[0]}: the fix would build for another device")
     elif a.is_set or b.is_set:
         from q9diff.compare.sets import compared

@@ -13,7 +13,8 @@ from q9diff.compare.diff import DiffResult, diff, to_json
 from q9diff.compare.models import different_models, models_json
 from q9diff.compare.suggestions import merged_suggestions
 from q9diff.errors import FormatError, InputError
-from q9diff.inputs import Input, open_context, read_errors
+from q9diff.inputs import Input
+from q9diff.read.parse import read_errors
 from q9diff.units import percent
 
 
@@ -127,7 +128,7 @@ def compared(a: Input, b: Input, progress=None) -> tuple[DiffResult | SetDiff, d
         except (OSError, *read_errors()) as exc:
             raise InputError(f"{a.given} / {b.given}: {exc}") from exc
         return sd, set_to_json(sd)
-    ca, cb = open_context(a.at), open_context(b.at)
+    ca, cb = a.at.open(), b.at.open()
     try:
         pair = diff(ca, cb)
     except FormatError:

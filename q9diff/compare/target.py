@@ -21,6 +21,7 @@ from q9diff.compare.sets import distinct_causes
 from q9diff.compare.structure import precision
 from q9diff.compare.suggestions import merged_suggestions, suggestions
 from q9diff.compare.summary import inspect_summary, target
+from q9diff.inputs import Input
 from q9diff.read.binary import ContextBinary
 from q9diff.read.tables import Device, Profile, ai_hub_profile, soc_name
 
@@ -262,6 +263,17 @@ def reference_finding(ref: ContextBinary, device: Device) -> str | None:
             f"{device.name} (v{device.dsp_arch})"
         )
     return None
+
+
+def judged(build: Input, device: Device) -> dict:
+    """Every part of `build` against `device`, as `q9diff.target/1`."""
+    return to_json([(p.path.name, judge(p.open(), device)) for p in build.parts], device)
+
+
+def reference_findings(reference: Input, device: Device) -> list[str]:
+    """Why the reference is a build for another device than the target (one sentence per part)."""
+    found = (reference_finding(p.open(), device) for p in reference.parts)
+    return [f for f in found if f]
 
 
 def to_json(results: list[tuple[str, TargetResult]], device: Device) -> dict:

@@ -2,13 +2,18 @@
 EP, qnn-context-binary-generator, ExecuTorch. A suggestion carries its line for every form (`targets`, made
 by q9diff.compare.suggestions); here are the forms, their labels and one suggestion's lines in a form, for
 the presenters and for doctor's fixes alike. A per-graph qairt setting loops over `graphs`, a tuple said
-once.
+once. `fixing` says which form a diff's or a target's fix leads with, as the candidate's own files say.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from shlex import quote
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type only: the presenters load these forms without the readers
+    from q9diff.inputs import Input
 
 # (form, its label): the order the forms are listed in when all are shown
 FORMS = (
@@ -20,6 +25,15 @@ FORMS = (
 )
 LABELS = dict(FORMS)
 _LOOP = re.compile(r"^\[(?P<call>.*) for n in \((?P<names>.*)\)\]$")
+
+
+def fixing(candidate: Input, suggest: str) -> dict:
+    """Which toolchain the fix leads with (the candidate's own files say, Input.toolchain), and the command
+    that makes it: `suggest --apply` the config found, where one is."""
+    config = candidate.fix_config
+    if config is None:
+        return {"toolchain": candidate.toolchain}
+    return {"toolchain": candidate.toolchain, "next": f"{suggest} --apply {quote(str(config))}"}
 
 
 def lines(s: dict, form: str) -> list[str]:

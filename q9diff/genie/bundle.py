@@ -29,7 +29,7 @@ from q9diff.genie.config import (
 from q9diff.genie.layout import split_of
 from q9diff.guard import is_file, load_json, read_text
 from q9diff.read.binary import ContextBinary, Graph
-from q9diff.read.openers import Part, notes, open_binary
+from q9diff.read.openers import Part, notes, open_binary, open_part
 
 
 class BundleError(Q9Error, ValueError):
@@ -240,7 +240,7 @@ def _open_part(
     if opened is not None:
         opened[ref.path] = part
     try:
-        cb = open_binary(ref.path) if at is None else at.open()
+        cb = open_binary(ref.path) if at is None else open_part(at)
         for i in range(len(cb.graphs)):
             cb.options(i)  # walks the record directory and this graph's pickle
         part.binary = cb

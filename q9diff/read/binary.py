@@ -16,6 +16,7 @@ from q9diff.formats import context_binary as CB
 from q9diff.formats import flatbuffer_slots as S
 from q9diff.formats import pickles as P
 from q9diff.read import flatbuf, generic
+from q9diff.read.files import regular_file
 from q9diff.read.metadata import MetadataReader
 from q9diff.read.model import (  # noqa: F401  (re-exported: the model of a ContextBinary)
     BLOB_INFO_FIELDS,
@@ -48,6 +49,7 @@ class ContextBinary(MetadataReader, PickleWalker):
     @classmethod
     def open(cls, path: str | os.PathLike) -> ContextBinary:
         p = str(path)
+        regular_file(path)  # a FIFO's open would wait for a writer, a device's map never end
         try:
             with open(p, "rb") as f:
                 size = os.fstat(f.fileno()).st_size

@@ -24,8 +24,9 @@ from typing import NamedTuple
 from q9diff.errors import FormatError, InputError
 from q9diff.guard import nameable
 from q9diff.read.binary import ContextBinary
-from q9diff.read.files import mapped, regular_file
+from q9diff.read.files import identity, mapped
 from q9diff.read.labels import label, listed, unique
+from q9diff.read.parse import read_errors
 
 # The suffixes of the files that carry contexts (the rest are context binaries themselves).
 CONTAINERS = (".onnx", ".tflite", ".pte")
@@ -91,8 +92,17 @@ class Part(NamedTuple):  # a named tuple, not a dataclass: every command that re
         return self.file if self.label is None else Path(f"{self.file}#{self.label}")
 
     def open(self) -> ContextBinary:
-        """The context binary (a container given whole must hold one only; its #LABEL else)."""
-        return open_part(self)
+        """The context binary (a container given whole must hold one only; its #LABEL else), or the one-line
+        error naming it: the opener's FormatError, or InputError for bytes a reader cannot make sense of
+        (open_part leaves those to a caller that says them itself, as doctor does)."""
+        try:
+            return open_part(self)
+        except FormatError:
+            raise
+        except read_errors() as exc:
+            raise InputError(
+                f"{self.path}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
+            ) from exc
 
     def size(self) -> int:
         """Its size in bytes, without opening it: a context's within its container, else the file's."""
@@ -155,8 +165,7 @@ class _Index:
 def _index(p: Path) -> _Index:
     """The container's index, cached for the file as it is now (path, inode, size and mtime): listing
     a set, opening each `FILE#NAME` and diffing them reads the container once, not once per part."""
-    st = os.stat(p)
-    return _cached_index(str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return _cached_index(*identity(p))
 
 
 @lru_cache(maxsize=4)
@@ -202,7 +211,6 @@ def contexts(part: Part) -> list[tuple[str, ContextBinary]]:
     (FILE#LABEL), or every one its file carries (the file's own name for a plain binary)."""
     if part.label is not None:
         return [(part.path.name, open_part(part))]
-    regular_file(part.file)
     if part.container is None:
         return [(part.file.name, ContextBinary.open(part.file))]
     index = _index(part.file)
@@ -212,7 +220,6 @@ def contexts(part: Part) -> list[tuple[str, ContextBinary]]:
 def open_part(part: Part) -> ContextBinary:
     """The context at `part`; a container with several contexts needs its label."""
     p, name = part.file, part.label
-    regular_file(p)
     if part.container is not None:
         index = _index(p)
         names = index.labels
@@ -236,7 +243,6 @@ def container_parts(part: Part) -> list[Part]:
     its index resolves, not names to look up in the file system); [] for any other file."""
     if part.container is None or part.label is not None:
         return []
-    regular_file(part.file)
     labels = _index(part.file).labels
     return [Part(part.file, x, part.container) for x in labels] if len(labels) > 1 else []
 
@@ -247,7 +253,6 @@ def container(part: Part):
     file."""
     if part.container != ".pte":
         return None
-    regular_file(part.file)
     return _index(part.file).container
 
 
@@ -256,7 +261,6 @@ def labels(part: Part) -> dict[object, str]:
     container's own views (q9diff.compare.container); {} for a file that is no container."""
     if part.container is None:
         return {}
-    regular_file(part.file)
     return {source: name for name, source in _index(part.file).entries if isinstance(source, (tuple, Path))}
 
 

@@ -22,6 +22,12 @@ from construct import Construct, ConstructError, ExplicitError, StreamError
 from q9diff.errors import FormatError
 
 
+def read_errors() -> tuple[type[Exception], ...]:
+    """What a walker raises on bytes it cannot make sense of, beside the FormatError `parse` gives: the
+    callers that say it in one line catch these."""
+    return (ValueError, IndexError, struct.error)
+
+
 class Hot:
     """The parsers of hot definitions in this process: each interpreted until it has been parsed
     `compile_after` times, then compiled once."""
