@@ -65,7 +65,7 @@ class _Package(types.ModuleType):
 
     @property
     def doctor(self):
-        from q9diff.api import doctor
+        from q9diff.api import doctor  # start-up: api, construct
 
         return doctor
 
@@ -75,7 +75,7 @@ class _Package(types.ModuleType):
 
     @property
     def layers(self):
-        from q9diff.api import layers
+        from q9diff.api import layers  # start-up: api, construct
 
         return layers
 

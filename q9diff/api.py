@@ -33,10 +33,11 @@ from q9diff.errors import InputError
 from q9diff.inputs import Input
 
 # Imported, not only named for type checkers: typing.get_type_hints(q9diff.diff) resolves the names of a
-# public signature (every path a function reads imports these two anyway).
-from q9diff.load.runtime import Runtime
+# public signature (every path a function reads imports them anyway).
+from q9diff.load.runtime import Runtime, parse
 from q9diff.load.verdicts import load_verdicts
-from q9diff.read.tables import Device
+from q9diff.read.openers import coverage
+from q9diff.read.tables import Device, find_device
 from q9diff.results import Build, DiffReport, DoctorReport, LayersReport, LoadReport, TargetReport
 
 PathLike = str | os.PathLike
@@ -51,16 +52,12 @@ def _input(p: PathLike | Build | Input) -> PathLike | Input:
 def as_device(name: str | Device) -> Device:
     """The device a name means (QCS9100, SA8775P, Snapdragon 8 Gen 3, SM8650, a soc_model id), or
     UnknownDevice saying which names q9diff knows."""
-    from q9diff.read.tables import find_device
-
     return name if isinstance(name, Device) else find_device(str(name))
 
 
 def as_runtime(text: str | os.PathLike | Runtime) -> Runtime:
     """The QAIRT runtime a version (2.48, QAIRT 2.48.40, v2.48) or a runtime library or folder names, or
     UnknownRuntime."""
-    from q9diff.load.runtime import parse
-
     return text if isinstance(text, Runtime) else parse(str(text))
 
 
@@ -92,10 +89,9 @@ def diff(
     sets compared part by part (a file against a set: its counterpart part, the same file name).
     `target`: also say whether the reference was built for that device; `target` or `runtime`: also
     whether each part of the candidate loads there. `progress(line)` hears which part is compared."""
-    from q9diff.compare.outside import outside
-    from q9diff.compare.sets import compared
-    from q9diff.present.verdict import sides, swap_advice
-    from q9diff.read.openers import coverage
+    from q9diff.compare.outside import outside  # start-up: compare.outside
+    from q9diff.compare.sets import compared  # start-up: compare.sets, numpy
+    from q9diff.present.verdict import sides, swap_advice  # start-up: present.verdict
 
     aimed_at = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
@@ -138,7 +134,7 @@ def target(
     """`path` (a file or each part of a set) judged against `device` with no reference: every setting
     the device determines against what AI Hub's builds for it use, and whether each part loads there
     (on `runtime` too, when named)."""
-    from q9diff.compare.target import judged
+    from q9diff.compare.target import judged  # start-up: compare.target, numpy
 
     d, on = as_device(device), None if runtime is None else as_runtime(runtime)
     (p,) = inputs.resolved(_input(path))
@@ -172,7 +168,7 @@ def doctor(
     vocabulary and context, the nine hypotheses against the known-good `reference`, the two places a
     setting lives, and against `target` and `runtime` when named (a bundle that ships Qualcomm's runtime
     libraries names its runtime itself). BundleError when a bundle cannot be read."""
-    from q9diff.doctor.run import run
+    from q9diff.doctor.run import run  # start-up: doctor.run
 
     d = None if target is None else as_device(target)
     on = None if runtime is None else as_runtime(runtime)
@@ -203,7 +199,7 @@ def layers(
     (or the emulator), each tensor compared in graph order. `inputs`: an .npz named by the model's inputs
     (default: Genie's inputs for an LLM part, else seeded). Needs `[ort]`; LayersError (one line)
     otherwise."""
-    from q9diff.layers.run import layers as run
+    from q9diff.layers.run import layers as run  # start-up: layers.run, numpy
 
     given = None if inputs is None else Path(inputs)
     return LayersReport(

@@ -30,7 +30,7 @@ LOAD_SCHEMA = "q9diff.load/1"
 
 def _saved(data):
     """`data` as JSON gives it back: a fresh copy, so a result stays as it was made."""
-    from q9diff.present.saved import as_saved
+    from q9diff.present.saved import as_saved  # start-up: present.saved
 
     return as_saved(data)
 
@@ -43,19 +43,19 @@ class _Drawn:
 
     def to_html(self) -> str:
         """The self-contained HTML report, as `--html` writes it."""
-        from q9diff.present.reports import html_page
+        from q9diff.present.reports import html_page  # start-up: present.reports
 
         return html_page(self.to_json())
 
     def to_markdown(self) -> str:
         """The Markdown report (CI summaries, pull-request comments), as `--markdown` writes it."""
-        from q9diff.present.reports import markdown_text
+        from q9diff.present.reports import markdown_text  # start-up: present.reports
 
         return markdown_text(self.to_json())
 
     def _repr_html_(self) -> str:
         """Jupyter's hook: the report inline, as a fragment of the notebook's page."""
-        from q9diff.present.notebook import fragment
+        from q9diff.present.notebook import fragment  # start-up: present.notebook
 
         return fragment(self.to_html())
 
@@ -118,7 +118,7 @@ class Build:
 
     def to_json(self) -> dict:
         """`q9diff.inspect/1` of a single context, `q9diff.inspect-set/1` of several, as `inspect --json`."""
-        from q9diff.compare.summary import inspect_summary
+        from q9diff.compare.summary import inspect_summary  # start-up: compare.summary
 
         summaries = [inspect_summary(cb) for cb in self.contexts()]
         if len(summaries) == 1 and not self.is_set:
@@ -127,20 +127,20 @@ class Build:
 
     def to_html(self) -> str:
         """The page `inspect --html` writes."""
-        from q9diff.present.pages import render_inspect
+        from q9diff.present.pages import render_inspect  # start-up: present.pages
 
         data = self.to_json()
         return render_inspect(data.get("contexts", [data]))
 
     def to_markdown(self) -> str:
         """Each context as Markdown: what built it, its target, its graphs' settings, its regions."""
-        from q9diff.present.markdown import render_inspect
+        from q9diff.present.markdown import render_inspect  # start-up: present.markdown
 
         data = self.to_json()
         return render_inspect(data.get("contexts", [data]))
 
     def _repr_html_(self) -> str:
-        from q9diff.present.notebook import fragment
+        from q9diff.present.notebook import fragment  # start-up: present.notebook
 
         return fragment(self.to_html())
 
@@ -150,8 +150,8 @@ class Build:
 
     def show(self) -> None:
         """The terminal view of `q9diff inspect`, each context in turn."""
-        from q9diff.compare.summary import inspect_summary
-        from q9diff.present.terminal_inspect import print_contexts
+        from q9diff.compare.summary import inspect_summary  # start-up: compare.summary
+        from q9diff.present.terminal_inspect import print_contexts  # start-up: present.terminal_inspect
 
         binaries = list(self.contexts())
         print_contexts(binaries, [inspect_summary(cb) for cb in binaries])
@@ -183,15 +183,15 @@ class DiffReport(_Judged):
         return self.candidate
 
     def _said(self) -> str:
-        from q9diff.present.verdict import short_verdict
+        from q9diff.present.verdict import short_verdict  # start-up: present.verdict
 
         verdict = "identical" if self.identical else short_verdict(self.data["causes"])
         return f"{str(self.candidate)!r} vs {str(self.reference)!r}: {verdict}{_load_said(self.data)}"
 
     def show(self, verbose: bool = False) -> None:
         """The terminal view, as `q9diff CANDIDATE REFERENCE` (-v: `verbose`) prints it."""
-        from q9diff.present.terminal_diff import print_set, show_pair
-        from q9diff.present.terminal_target import print_load
+        from q9diff.present.terminal_diff import print_set, show_pair  # start-up: present.terminal_diff
+        from q9diff.present.terminal_target import print_load  # start-up: present.terminal_target
 
         if self.data["schema"] == "q9diff.setdiff/1":
             print_set(self.result, self.data, verbose)
@@ -218,7 +218,7 @@ class TargetReport(_Judged):
         return self.path
 
     def _said(self) -> str:
-        from q9diff.present.verdict import short_verdict
+        from q9diff.present.verdict import short_verdict  # start-up: present.verdict
 
         verdict = "matches" if self.matches else short_verdict(self.data["causes"], "differs")
         name = self.data["target"]["name"]
@@ -226,7 +226,7 @@ class TargetReport(_Judged):
 
     def show(self, verbose: bool = False) -> None:
         """The terminal view, as `q9diff PATH --target DEVICE` prints it (`verbose`: as with -v)."""
-        from q9diff.present.terminal_target import print_target
+        from q9diff.present.terminal_target import print_target  # start-up: present.terminal_target
 
         print_target(self.data, verbose)
 
@@ -257,17 +257,17 @@ class LoadReport(_Drawn):
         return f"{str(self.path)!r}{_load_said(self.data, ': ')} ({parts} part{'s' if parts != 1 else ''})"
 
     def to_html(self) -> str:
-        from q9diff.present.pages import render_load
+        from q9diff.present.pages import render_load  # start-up: present.pages
 
         return render_load(self.to_json())
 
     def to_markdown(self) -> str:
-        from q9diff.present.markdown import render_load
+        from q9diff.present.markdown import render_load  # start-up: present.markdown
 
         return render_load(self.to_json())
 
     def show(self) -> None:
-        from q9diff.present.terminal_target import print_load
+        from q9diff.present.terminal_target import print_load  # start-up: present.terminal_target
 
         print_load(self.data)
 
@@ -300,13 +300,13 @@ class DoctorReport(_Drawn):
         return _saved(self.result.to_json())
 
     def _said(self) -> str:
-        from q9diff.present.verdict import doctor_headline
+        from q9diff.present.verdict import doctor_headline  # start-up: present.verdict
 
         return f"{self.result.bundle!r}: {doctor_headline(self.result)[0]}"
 
     def show(self) -> None:
         """The terminal view, as `q9diff doctor` prints it."""
-        from q9diff.present.terminal_doctor import print_report
+        from q9diff.present.terminal_doctor import print_report  # start-up: present.terminal_doctor
 
         print_report(self.result)
 
@@ -314,7 +314,7 @@ class DoctorReport(_Drawn):
 def _load_said(data: dict, lead: str = "; ") -> str:
     """`; will not load on QCS9100 and QAIRT 2.48`: a result's load verdict where one was asked, else ''.
     `data`: a diff's or a target's JSON, or its `load` object itself."""
-    from q9diff.present.verdict import load_rows
+    from q9diff.present.verdict import load_rows  # start-up: present.verdict
 
     load = data.get("load", data if "parts" in data and "verdict" in data else None)
     if not load:
@@ -346,7 +346,7 @@ class LayersReport(_Drawn):
 
     def show(self) -> None:
         """The terminal view, as `q9diff layers` prints it."""
-        from q9diff.present.terminal_layers import print_layers
+        from q9diff.present.terminal_layers import print_layers  # start-up: present.terminal_layers
 
         print_layers(self.result)
 

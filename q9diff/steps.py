@@ -96,9 +96,9 @@ def run(
 ) -> list[Step]:
     """The steps from the candidate's recipe to the full fix, each build compared with the reference (and,
     where it is not identical to it, with the candidate)."""
-    from q9diff.backends.registry import cached_compile
-    from q9diff.compare.sets import diff_sets, set_to_json
-    from q9diff.recipes.recipe import load
+    from q9diff.backends.registry import cached_compile  # start-up: backends.registry
+    from q9diff.compare.sets import diff_sets, set_to_json  # start-up: compare.sets, numpy
+    from q9diff.recipes.recipe import load  # start-up: recipes.recipe
 
     recipe = load(recipe_path or find_recipe(candidate.given))
     start = set_to_json(diff_sets(candidate, reference))

@@ -36,7 +36,7 @@ def run_compile_child(
 ) -> dict:
     """Run `python -m q9diff.backends.<label> JOB.json` and return its result.json: a compiler crash or
     failure in Qualcomm's libraries ends the child, and comes back here as one line."""
-    from q9diff.guard import child_env, python_argv
+    from q9diff.guard import child_env, python_argv  # start-up: guard
 
     module = "q9diff.backends." + label.replace("-", "_")
     job = Path(job).resolve()

@@ -297,7 +297,7 @@ def _made_with() -> dict[str, str]:
 
 def _install_hook(job: dict, oq, plugin: bool):
     """Patch graphCreate when the recipe asks for what the EP cannot say; None when it asks nothing."""
-    from q9diff.backends import htp_graph_hook
+    from q9diff.backends import htp_graph_hook  # start-up: backends.htp_graph_hook
 
     finalize = tuple((k, v) for k, v in job.get("finalize_options") or ())
     if job.get("graph_names") is None and job.get("weights_packing") is None and not finalize:
@@ -331,7 +331,7 @@ def _check_build(binary: Path, job: dict, hook, ep_names: list[str]) -> list[str
     """Read the binary back: fail (one line) unless its graph names and options say what was asked.
     `ep_names` are the EP's own names from the EPContext nodes, one per model in order: the patched
     graphCreate must have seen exactly those, in that order, so model i's graph got name i."""
-    from q9diff.read.binary import ContextBinary
+    from q9diff.read.binary import ContextBinary  # start-up: read.binary, construct
 
     models = job["models"]
     if hook.asked != ep_names:

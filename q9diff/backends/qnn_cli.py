@@ -31,6 +31,7 @@ from typing import Any
 
 from q9diff.backends.base import BackendUnavailable
 from q9diff.backends.qairt import backend_extension, find_sdk_root, htp_kwargs
+from q9diff.errors import FormatError
 from q9diff.guard import child_env
 from q9diff.recipes.recipe import Recipe, output_path
 
@@ -209,8 +210,7 @@ def _run(cmd: list[str], env: dict[str, str], timeout_s: float, part: str, cwd: 
 
 def _check_graph_names(built: Path, part: CliPart) -> None:
     """Graph configs keyed by a name the DLC does not use are ignored by the compiler: say so."""
-    from q9diff.errors import FormatError
-    from q9diff.read.openers import open_binary
+    from q9diff.read.openers import open_binary  # start-up: read.openers, construct
 
     try:
         names = [g.name for g in open_binary(built).graphs]

@@ -10,20 +10,20 @@ import tempfile
 from pathlib import Path
 
 from q9diff.backends.base import BackendUnavailable, CompileBackend
-from q9diff.recipes.recipe import Recipe
+from q9diff.recipes.recipe import Recipe, output_path
 
 
 def compile_backend(name: str) -> CompileBackend:
     if name == "ort-qnn":
-        from q9diff.backends.ort_qnn import OrtQnnBackend
+        from q9diff.backends.ort_qnn import OrtQnnBackend  # start-up: backends.ort_qnn
 
         return OrtQnnBackend()
     if name == "qairt":
-        from q9diff.backends.qairt import QairtBackend
+        from q9diff.backends.qairt import QairtBackend  # start-up: backends.qairt
 
         return QairtBackend()
     if name == "qnn-cli":
-        from q9diff.backends.qnn_cli import QnnCliBackend
+        from q9diff.backends.qnn_cli import QnnCliBackend  # start-up: backends.qnn_cli
 
         return QnnCliBackend()
     raise BackendUnavailable(f"unknown compile backend {name!r}; choose ort-qnn, qairt or qnn-cli")
@@ -41,7 +41,7 @@ def build_key(recipe: Recipe) -> str:
     """Everything that determines a build's bytes (the compiler is deterministic): the recipe's settings,
     parts and graphs, the source models' bytes and the QAIRT version (not the notes, nor made_with: what
     an earlier build was made with)."""
-    from q9diff.backends.ort_qnn import our_qairt
+    from q9diff.backends.ort_qnn import our_qairt  # start-up: backends.ort_qnn
 
     data = {k: v for k, v in recipe.to_dict().items() if k not in ("notes", "made_with")}
     models = [_file_digest(recipe.model_path(g)) for p in recipe.parts for g in p.graphs]
@@ -52,8 +52,6 @@ def build_key(recipe: Recipe) -> str:
 def cached_compile(recipe: Recipe, home: Path) -> tuple[Path, bool]:
     """`recipe` built into `home/<build_key>` unless it is there already; (that folder, was it cached).
     Used by the runners' unshared rebuilds and by `steps`."""
-    from q9diff.recipes.recipe import output_path
-
     out = home / build_key(recipe)
     if all(output_path(out, p).is_file() for p in recipe.parts):
         return out, True

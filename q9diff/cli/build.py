@@ -20,6 +20,7 @@ from q9diff.cli.common import (
     report_path,
 )
 from q9diff.errors import FormatError
+from q9diff.present.terminal import wrote
 
 
 @app.command(cls=Command, short_help="Rebuild the context binaries a recipe describes.")
@@ -34,10 +35,10 @@ def recompile(
 
     \b
     Exit status: 0 built, 2 error."""
-    from q9diff import inputs
-    from q9diff.backends.base import BackendUnavailable
-    from q9diff.present.terminal_build import print_recompiled
-    from q9diff.recipes.recipe import check_build, load
+    from q9diff import inputs  # start-up: inputs, construct
+    from q9diff.backends.base import BackendUnavailable  # start-up: backends.base
+    from q9diff.present.terminal_build import print_recompiled  # start-up: present.terminal_build
+    from q9diff.recipes.recipe import check_build, load  # start-up: recipes.recipe
 
     inputs.existing(recipe)
     r = load(recipe)
@@ -71,11 +72,11 @@ def steps(
       0  the last step is byte-identical to the reference
       1  it is not
       2  error"""
-    from q9diff import inputs
-    from q9diff.backends.base import BackendUnavailable
-    from q9diff.recipes.recipe import RecipeError
-    from q9diff.runners.local import cache_root
-    from q9diff.steps import run, to_json
+    from q9diff import inputs  # start-up: inputs, construct
+    from q9diff.backends.base import BackendUnavailable  # start-up: backends.base
+    from q9diff.recipes.recipe import RecipeError  # start-up: recipes.recipe
+    from q9diff.runners.local import cache_root  # start-up: runners.local, numpy
+    from q9diff.steps import run, to_json  # start-up: steps, construct
 
     report_path(html_out, [candidate, reference, recipe])
     a, b, counterpart = inputs.pair(candidate, reference)
@@ -91,18 +92,16 @@ def steps(
         raise CommandError(f"{candidate}: steps: {exc}") from exc
     data = to_json(result, candidate, reference)
     if html_out is not None:
-        from q9diff.present.pages import render_steps
-        from q9diff.recipes.recipe import write_atomic
+        from q9diff.present.pages import render_steps  # start-up: present.pages
+        from q9diff.recipes.recipe import write_atomic  # start-up: recipes.recipe
 
         write_atomic(html_out, render_steps(data))
     if as_json:
         print_json(data)
     else:
-        from q9diff.present.terminal_build import print_steps
+        from q9diff.present.terminal_build import print_steps  # start-up: present.terminal_build
 
         print_steps(result, candidate, reference, cache_root() / "builds")
     if html_out is not None:
-        from q9diff.present.terminal import wrote
-
         wrote(html_out, "the HTML page") if not as_json else note(f"wrote the HTML page: {html_out}")
     raise typer.Exit(0 if result and result[-1].identical_to == "reference" else 1)

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from q9diff import __version__
 from q9diff.errors import Q9Error, printable
 from q9diff.present.terminal import wrote
 
@@ -121,8 +122,6 @@ def embedded_qairt() -> str | None:
 
 def _version(value: bool) -> None:
     if value:
-        from q9diff import __version__
-
         qairt = embedded_qairt()
         print(f"q9diff {__version__}" + (f"\nembedded compiler and emulator: {qairt}" if qairt else ""))
         raise typer.Exit(0)
@@ -151,7 +150,7 @@ def error_line(message: str) -> None:
 
 def print_json(data: dict) -> None:
     """A result as `--json` prints it (strict JSON: non-finite numbers as null)."""
-    from q9diff.present.saved import json_text
+    from q9diff.present.saved import json_text  # start-up: present.saved
 
     print(json_text(data))
 
@@ -210,7 +209,7 @@ def report_path(
     for given in files:
         if target == given.resolve():
             raise CommandError(f"{flag} {out} would overwrite {given}, an input: choose another file")
-    from q9diff.read.openers import split_name
+    from q9diff.read.openers import split_name  # start-up: read.openers, construct
 
     for given in inputs:
         if given is None:
@@ -254,7 +253,7 @@ TOOLCHAIN = typer.Option(
 
 def toolchain_chosen(data: dict, asked: str | None) -> None:
     """--toolchain over what the candidate's files say: the fix leads with that form (`all`: every form)."""
-    from q9diff.compare.toolchains import LABELS
+    from q9diff.compare.toolchains import LABELS  # start-up: compare.toolchains
 
     if asked is None:
         return
@@ -277,8 +276,8 @@ def build_into(r, backend: str, out: Path) -> list[Path]:
     diffed and verified (the runners find it there) like any build (recompile, suggest --recompile)."""
     from dataclasses import replace
 
-    from q9diff.backends.registry import compile_backend
-    from q9diff.recipes.recipe import dump, is_recipe_text, write_atomic
+    from q9diff.backends.registry import compile_backend  # start-up: backends.registry
+    from q9diff.recipes.recipe import dump, is_recipe_text, write_atomic  # start-up: recipes.recipe
 
     compiler = compile_backend(backend)
     built = compiler.compile(r, out)
@@ -288,7 +287,7 @@ def build_into(r, backend: str, out: Path) -> list[Path]:
     if r.path is not None and target.resolve() == Path(r.path).resolve():
         return built  # building in place: the recipe is already there, and inputs are never rewritten
     if target.exists() and not is_recipe_text(target.read_text(errors="replace")):
-        from q9diff.present.terminal_build import print_recipe_kept
+        from q9diff.present.terminal_build import print_recipe_kept  # start-up: present.terminal_build
 
         print_recipe_kept(target)
         return built
@@ -309,8 +308,8 @@ def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> Non
     `md_out` '-' is stdout."""
     if html_out is None and md_out is None:
         return
-    from q9diff.present.reports import renderers
-    from q9diff.recipes.recipe import write_atomic
+    from q9diff.present.reports import renderers  # start-up: present.reports
+    from q9diff.recipes.recipe import write_atomic  # start-up: recipes.recipe
 
     draw_html, draw_md = renderers(data)
     for out, draw, what in ((html_out, draw_html, "HTML"), (md_out, draw_md, "Markdown")):

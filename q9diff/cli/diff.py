@@ -62,7 +62,7 @@ def diff_cmd(
     Exit status: 0 identical, 1 different, 2 error.
     With --target alone: 0 every setting as the target's, 1 one is not.
     A reference built for another device than --target: 1."""
-    from q9diff import api, inputs
+    from q9diff import api, inputs  # start-up: api, construct
 
     device = api.as_device(target) if target is not None else None
     qairt = api.as_runtime(runtime) if runtime is not None else None
@@ -71,7 +71,7 @@ def diff_cmd(
         report_path(md_out, [candidate, reference], "--markdown")
     stdout_once(as_json, md_out, html_out)
     if html_out is not None:  # plotly.js packed (0.13 s of deflate) while the diff runs, not after it
-        from q9diff.present import figures
+        from q9diff.present import figures  # start-up: present.figures
 
         figures.start_packing()
     out = Outputs(as_json, html_out, md_out, verbose, brief)
@@ -123,7 +123,7 @@ class Outputs:
 def _deliver(out: Outputs, data: dict, show, code: int) -> None:
     """Write the reports from the saved form of `data`, print the JSON or `show()` the terminal view,
     say what was written, and leave with `code`."""
-    from q9diff.present.saved import as_saved
+    from q9diff.present.saved import as_saved  # start-up: present.saved
 
     quiet = out.as_json or out.brief
     if out.html_out is not None or out.md_out is not None:  # the saved form only where a report needs it

@@ -49,8 +49,8 @@ def explain(
       2  nothing q9diff knows, or input that is not text (one line)"""
     import gc
 
-    from q9diff.explain.query import explain as lookup
-    from q9diff.explain.query import load, sizes
+    from q9diff.explain.query import explain as lookup  # start-up: explain.query
+    from q9diff.explain.query import load, sizes  # start-up: explain.query
 
     load()
     gc.freeze()  # the tables live as long as the command: a collector pass over them per line read is waste
@@ -80,7 +80,7 @@ def explain(
     if as_json:
         print_json({"schema": "q9diff.explain/1", **found.to_json()})
         raise typer.Exit(0)
-    from q9diff.present.terminal_explain import print_explanation
+    from q9diff.present.terminal_explain import print_explanation  # start-up: present.terminal_explain
 
     print_explanation(found)
     raise typer.Exit(0)

@@ -8,6 +8,7 @@ import typer
 
 from q9diff.cli.common import Command, CommandError, app, flag, note, print_json, report_path
 from q9diff.errors import FormatError, InputError
+from q9diff.present.terminal import wrote
 
 
 @app.command(cls=Command, short_help="What a context binary holds, every byte's region.")
@@ -29,11 +30,11 @@ def inspect(
     \b
     Exit status: 0 read, 2 error; with --meta, 1 when the dump describes another
     binary or disagrees on any field."""
-    from q9diff import inputs
-    from q9diff.compare.container import container_json
-    from q9diff.compare.summary import inspect_summary
-    from q9diff.read.openers import contexts, notes
-    from q9diff.read.parse import read_errors
+    from q9diff import inputs  # start-up: inputs, construct
+    from q9diff.compare.container import container_json  # start-up: compare.container, construct
+    from q9diff.compare.summary import inspect_summary  # start-up: compare.summary, construct
+    from q9diff.read.openers import contexts, notes  # start-up: read.openers, construct
+    from q9diff.read.parse import read_errors  # start-up: read.parse, construct
 
     given = inputs.existing(file)
     report_path(html_out, [file])
@@ -54,14 +55,14 @@ def inspect(
         ) from exc
     for (_, cb), summary in zip(found, summaries):
         if oracle:
-            from q9diff.oracle.crosscheck import compare_with_oracle
+            from q9diff.oracle.crosscheck import compare_with_oracle  # start-up: oracle.crosscheck
 
             try:
                 summary["oracle_disagreements"] = compare_with_oracle(cb)
             except Exception as exc:  # the oracle reports its own one-line errors
                 raise CommandError(f"{file}: oracle: {exc}") from exc
         if meta is not None:
-            from q9diff.oracle.crosscheck import MetaError, judge_utility_json
+            from q9diff.oracle.crosscheck import MetaError, judge_utility_json  # start-up: oracle.crosscheck
 
             try:
                 report = judge_utility_json(cb, meta)
@@ -75,8 +76,8 @@ def inspect(
     described = [s["meta"] for s in summaries if "meta" in s and s["meta"]["describes_this_binary"]]
     meta_failed = meta is not None and (not described or any(m["disagreements"] for m in described))
     if html_out is not None:
-        from q9diff.present.pages import render_inspect
-        from q9diff.recipes.recipe import write_atomic
+        from q9diff.present.pages import render_inspect  # start-up: present.pages
+        from q9diff.recipes.recipe import write_atomic  # start-up: recipes.recipe
 
         write_atomic(html_out, render_inspect(summaries, box))
     for line in notes(given.at):  # a .pte's delegates of other backends: listed, not read
@@ -93,14 +94,12 @@ def inspect(
         )
         print_json(data | ({"container": box} if box else {}))
     else:
-        from q9diff.present.terminal_inspect import print_container, print_contexts
+        from q9diff.present.terminal_inspect import print_container, print_contexts  # start-up
 
         if box:
             print_container(box)
         print_contexts([cb for _, cb in found], summaries, meta)
     if html_out is not None:
-        from q9diff.present.terminal import wrote
-
         wrote(html_out, "the HTML page") if not as_json else note(f"wrote the HTML page: {html_out}")
     if meta_failed:
         raise typer.Exit(1)

@@ -61,8 +61,8 @@ def layers(
       0  no divergence
       1  a divergence (named first)
       2  error"""
-    from q9diff.layers.run import layers as run_layers
-    from q9diff.layers.targets import split_selector
+    from q9diff.layers.run import layers as run_layers  # start-up: layers.run, numpy
+    from q9diff.layers.targets import split_selector  # start-up: layers.targets, numpy
 
     files = [split_selector(candidate)[0], split_selector(reference)[0], inputs]
     report_path(html_out, files)
@@ -72,14 +72,14 @@ def layers(
     with busy(f"layers of {candidate} on the x86 HTP emulator", as_json) as status:
         res = run_layers(candidate, reference, inputs=inputs, seed=seed, max_taps=max_taps, progress=status)
     data = res.to_json()
-    from q9diff.present.saved import as_saved
+    from q9diff.present.saved import as_saved  # start-up: present.saved
 
     write_reports(as_saved(data), html_out, md_out)
     to_stdout = as_json or (md_out is not None and str(md_out) == "-")
     if as_json:
         print_json(data)
     elif not to_stdout:
-        from q9diff.present.terminal_layers import print_layers
+        from q9diff.present.terminal_layers import print_layers  # start-up: present.terminal_layers
 
         print_layers(res)
     said(html_out, md_out, to_stdout)

@@ -40,7 +40,7 @@ def report(
 
     \b
     Exit status: the saved command's (0 same or PASS, 1 different or FAIL), 2 error."""
-    from q9diff.present import saved as s
+    from q9diff.present import saved as s  # start-up: present.saved
 
     if not result.is_file():
         raise InputError(f"{result}: no such file" if not result.exists() else f"{result}: not a file")
@@ -78,7 +78,7 @@ def _drawn(result: Path, schema: str, draw):
 
 
 def _exit_code(saved) -> int:
-    from q9diff.present import saved as s
+    from q9diff.present import saved as s  # start-up: present.saved
 
     refused = (saved.data.get("load") or {}).get("verdict") == "will not load"  # --runtime/--target: 1
     if saved.schema in (s.DIFF, s.SET):  # a reference built for another device than --target: 1, as live
@@ -90,7 +90,7 @@ def _exit_code(saved) -> int:
         return 0 if saved.data["matches"] and not refused else 1
     if saved.schema == s.LAYERS:
         return 0 if saved.data["first_divergence"] is None else 1
-    from q9diff.doctor.result import DoctorResult
+    from q9diff.doctor.result import DoctorResult  # start-up: doctor.result
 
     return DoctorResult.from_json(saved.data).exit_code
 
@@ -98,8 +98,8 @@ def _exit_code(saved) -> int:
 def _swap(saved) -> None:
     """A saved diff whose reference looks like the broken build, saved by a q9diff that still gave its
     fix: the report draws it as a diff does now, with no fix and the reason last."""
-    from q9diff.present import saved as s
-    from q9diff.present.verdict import set_root, sides, swap_advice
+    from q9diff.present import saved as s  # start-up: present.saved
+    from q9diff.present.verdict import set_root, sides, swap_advice  # start-up: present.verdict
 
     data = saved.data
     if saved.schema not in (s.DIFF, s.SET) or "reference_looks_wrong" in data:
@@ -118,14 +118,14 @@ def _swap(saved) -> None:
 
 def _terminal(saved) -> None:
     """The command's own terminal view, read from the saved result."""
-    from q9diff.present import saved as s
-    from q9diff.present.terminal_target import print_load, print_target
+    from q9diff.present import saved as s  # start-up: present.saved
+    from q9diff.present.terminal_target import print_load, print_target  # start-up: present.terminal_target
 
     data = saved.data
     if saved.schema in (s.DIFF, s.SET):
-        from q9diff.compare.result import saved_diff, saved_set
-        from q9diff.present.terminal_diff import print_set, show_pair
-        from q9diff.present.verdict import set_root
+        from q9diff.compare.result import saved_diff, saved_set  # start-up: compare.result
+        from q9diff.present.terminal_diff import print_set, show_pair  # start-up: present.terminal_diff
+        from q9diff.present.verdict import set_root  # start-up: present.verdict
 
         a, b = (
             (data["a"]["path"], data["b"]["path"])
@@ -137,18 +137,18 @@ def _terminal(saved) -> None:
         show_pair(saved_diff(data), data=data) if saved.schema == s.DIFF else print_set(saved_set(data), data)
         print_load(data.get("load"))
     elif saved.schema == s.VERIFY:
-        from q9diff.present.terminal_verify import print_verify
+        from q9diff.present.terminal_verify import print_verify  # start-up: present.terminal_verify
 
         print_verify(s.verify_result(data))
     elif saved.schema == s.TARGET:
         print_target(data)
     elif saved.schema == s.LAYERS:
-        from q9diff.layers.result import LayersResult
-        from q9diff.present.terminal_layers import print_layers
+        from q9diff.layers.result import LayersResult  # start-up: layers.result
+        from q9diff.present.terminal_layers import print_layers  # start-up: present.terminal_layers
 
         print_layers(LayersResult.from_json(data))
     else:
-        from q9diff.doctor.result import DoctorResult
-        from q9diff.present.terminal_doctor import print_report
+        from q9diff.doctor.result import DoctorResult  # start-up: doctor.result
+        from q9diff.present.terminal_doctor import print_report  # start-up: present.terminal_doctor
 
         print_report(DoctorResult.from_json(data))

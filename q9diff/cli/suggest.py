@@ -21,6 +21,7 @@ from q9diff.cli.common import (
     print_json,
 )
 from q9diff.cli.diff import REFERENCE
+from q9diff.present.terminal import print_suggestions
 
 if TYPE_CHECKING:  # resolved by q9diff.inputs, imported when the command runs
     from q9diff.inputs import Input
@@ -49,14 +50,13 @@ def suggest(
       1  something to change (also --dry-run; with --recompile: gap not closed)
       2  error, also when the REFERENCE looks like the broken build
          (the arguments swapped) or was built for another device than --target"""
-    from q9diff import api, inputs
-    from q9diff.compare.toolchains import LABELS
-    from q9diff.present import terminal_build as view
-    from q9diff.present.terminal import print_suggestions
+    from q9diff import api, inputs  # start-up: api, construct
+    from q9diff.compare.toolchains import LABELS  # start-up: compare.toolchains
+    from q9diff.present import terminal_build as view  # start-up: present.terminal_build
 
     device = api.as_device(target) if target is not None else None
     if device is not None:  # a device named: the candidate, or the reference, judged against it
-        from q9diff.compare.target import judged, reference_findings
+        from q9diff.compare.target import judged, reference_findings  # start-up: compare.target
     if reference is None:
         if device is None:
             raise CommandError(
@@ -69,14 +69,14 @@ def suggest(
         if counterpart:
             note(counterpart)
     if recompile_:
-        from q9diff.recipes.recipe import check_out
+        from q9diff.recipes.recipe import check_out  # start-up: recipes.recipe
 
         check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
     models = None
     if reference is None:
         data = judged(a, device)
         if not as_json:
-            from q9diff.present.terminal_target import print_head
+            from q9diff.present.terminal_target import print_head  # start-up: present.terminal_target
 
             print_head(data)
         suggestions, identical = data["suggestions"], data["matches"]
@@ -84,7 +84,7 @@ def suggest(
     elif device is not None and (findings := reference_findings(b, device)):
         raise CommandError(f"{findings[0]}: the fix would build for another device")
     elif a.is_set or b.is_set:
-        from q9diff.compare.sets import compared
+        from q9diff.compare.sets import compared  # start-up: compare.sets, numpy, construct
 
         with busy(f"comparing the parts of {candidate.name} and {reference.name}", as_json) as say:
             _, data = compared(a, b, say)
@@ -92,14 +92,14 @@ def suggest(
         pairs = [(p["a"], p["b"]) for p in data["parts"]]
         models = data.get("different_models", {}).get("evidence")
     else:
-        from q9diff.compare.sets import compared
+        from q9diff.compare.sets import compared  # start-up: compare.sets, numpy, construct
 
         res, _ = compared(a, b)
         suggestions, identical, causes = res.suggestions, res.identical, res.causes
         pairs = [(res.a, res.b)]
         models = res.different_models
     if reference is not None:
-        from q9diff.present.verdict import swap_advice
+        from q9diff.present.verdict import swap_advice  # start-up: present.verdict
 
         swapped = swap_advice(candidate, reference, causes, "suggest ", zip(*pairs))
         if swapped:
@@ -128,7 +128,7 @@ def suggest(
         _done(report, as_json, 0 if identical else 1)
     from dataclasses import replace
 
-    from q9diff.fix.apply import BuildFacts, plan, write_all
+    from q9diff.fix.apply import BuildFacts, plan, write_all  # start-up: fix.apply
 
     facts = BuildFacts.of([a for a, _ in pairs], [b for _, b in pairs if b is not None])
     if device is not None and reference is None:  # the target's SoC pair, as a reference's would be
@@ -149,7 +149,7 @@ def suggest(
         if not as_json:
             view.print_written(written)
             if not recompile_:  # the files are fixed, the binaries not yet: say how to close the loop
-                from q9diff.recipes.recipe import is_recipe_text
+                from q9diff.recipes.recipe import is_recipe_text  # start-up: recipes.recipe
 
                 recipes = [e.path for e in edits if is_recipe_text(e.after)]
                 against = str(reference) if reference is not None else f"--target {device.name}"
@@ -159,7 +159,7 @@ def suggest(
             view.print_dry_run()
         _done(report, as_json, 1)
     if recompile_:
-        from q9diff.recipes.recipe import is_recipe_text
+        from q9diff.recipes.recipe import is_recipe_text  # start-up: recipes.recipe
 
         recipes = [e.path for e in edits if is_recipe_text(e.after)]
         if not recipes:
@@ -182,8 +182,8 @@ def _done(report: dict, as_json: bool, status: int | None) -> None:
 
 
 def _rebuild(recipe_path: Path, out: Path, quiet: bool) -> list[Path]:
-    from q9diff.backends.base import BackendUnavailable
-    from q9diff.recipes.recipe import load
+    from q9diff.backends.base import BackendUnavailable  # start-up: backends.base
+    from q9diff.recipes.recipe import load  # start-up: recipes.recipe
 
     r = load(recipe_path)
     try:
@@ -192,7 +192,7 @@ def _rebuild(recipe_path: Path, out: Path, quiet: bool) -> list[Path]:
     except (BackendUnavailable, RuntimeError) as exc:
         raise CommandError(f"{recipe_path}: recompile failed: {exc}") from exc
     if not quiet:
-        from q9diff.present.terminal_build import print_rebuilt
+        from q9diff.present.terminal_build import print_rebuilt  # start-up: present.terminal_build
 
         print_rebuilt(built, out)
     return built
@@ -201,8 +201,8 @@ def _rebuild(recipe_path: Path, out: Path, quiet: bool) -> list[Path]:
 def _recompile_and_judge(recipe_path: Path, out: Path, device, quiet: bool) -> dict:
     """Rebuild, then judge the new binaries against the target as `doctor --target` does. `identical`
     in the result: every setting the target determines is as AI Hub builds for it."""
-    from q9diff.compare.target import judge
-    from q9diff.read.openers import open_binary
+    from q9diff.compare.target import judge  # start-up: compare.target, numpy, construct
+    from q9diff.read.openers import open_binary  # start-up: read.openers, construct
 
     built = _rebuild(recipe_path, out, quiet)
     left = [c for r in (judge(open_binary(p), device) for p in built) for c in r.causes]
@@ -215,19 +215,19 @@ def _recompile_and_judge(recipe_path: Path, out: Path, device, quiet: bool) -> d
         "roots_left": list(dict.fromkeys(c.name for c in left)),
     }
     if not quiet:
-        from q9diff.present.terminal_build import print_gap_to_target
+        from q9diff.present.terminal_build import print_gap_to_target  # start-up: present.terminal_build
 
         print_gap_to_target(device.name, left)
     return result
 
 
 def _recompile_and_check(recipe_path: Path, out: Path, reference: Input, quiet: bool) -> dict:
-    from q9diff.compare.sets import diff_sets, set_to_json
-    from q9diff.inputs import resolve
+    from q9diff.compare.sets import diff_sets, set_to_json  # start-up: compare.sets, numpy, construct
+    from q9diff.inputs import resolve  # start-up: inputs, construct
 
     built = _rebuild(recipe_path, out, quiet)
     if reference.is_folder or len(built) != 1:
-        from q9diff.compare.sets import compared
+        from q9diff.compare.sets import compared  # start-up: compare.sets, numpy, construct
 
         folder = reference.folder
         with busy(f"comparing the parts of {out.name} and {folder.name}", quiet) as say:
@@ -245,7 +245,7 @@ def _recompile_and_check(recipe_path: Path, out: Path, reference: Input, quiet: 
         "roots_left": roots,
     }
     if not quiet:
-        from q9diff.present.terminal_build import print_gap_to_reference
+        from q9diff.present.terminal_build import print_gap_to_reference  # start-up: present.terminal_build
 
         print_gap_to_reference(data, roots)
     return result

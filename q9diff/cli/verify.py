@@ -95,11 +95,11 @@ def verify(
          (or, without one, the CPU reference) where it ran
       1  FAIL
       2  error"""
-    from q9diff.inputs import existing
-    from q9diff.recipes.recipe import RecipeError
-    from q9diff.runners.base import RunnerError
-    from q9diff.verify.run import Tolerance, load_inputs
-    from q9diff.verify.run import verify as run_verify
+    from q9diff.inputs import existing  # start-up: inputs, construct
+    from q9diff.recipes.recipe import RecipeError  # start-up: recipes.recipe
+    from q9diff.runners.base import RunnerError  # start-up: runners.base, numpy
+    from q9diff.verify.run import Tolerance, load_inputs  # start-up: verify.run, numpy, construct
+    from q9diff.verify.run import verify as run_verify  # start-up: verify.run, numpy, construct
 
     found = [existing(p) for p in (candidate, reference) if p is not None]  # each, before any work
     report_path(html_out, [candidate, reference, recipe, inputs])
@@ -114,12 +114,12 @@ def verify(
     try:
         with busy(f"running {candidate.name} on {where} (and the references)", as_json):
             if runner == "genie":
-                from q9diff.verify.genie import verify_genie
+                from q9diff.verify.genie import verify_genie  # start-up: verify.genie, numpy, construct
 
                 res = verify_genie(candidate, reference, cpu=cpu, steps=steps, prompt=ids, seed=seed)
             elif runner.startswith("ssh://") and remote_tool == "genie-t2t-run":
-                from q9diff.runners.ssh.runner import SshRunner
-                from q9diff.verify.genie import verify_genie_ssh
+                from q9diff.runners.ssh.runner import SshRunner  # start-up: runners.ssh.runner, numpy
+                from q9diff.verify.genie import verify_genie_ssh  # start-up: verify.genie, numpy, construct
 
                 run = SshRunner.from_url(
                     runner, known_hosts=known_hosts, identity=identity, qairt_root=qairt_root
@@ -145,19 +145,19 @@ def verify(
         raise CommandError(str(exc)) from exc
     from dataclasses import replace
 
-    from q9diff.verify.run import to_json
-    from q9diff.verify.verdict import read_targets
+    from q9diff.verify.run import to_json  # start-up: verify.run, numpy, construct
+    from q9diff.verify.verdict import read_targets  # start-up: verify.verdict
 
     res = replace(res, targets=read_targets(found[0]))
 
-    from q9diff.present.saved import as_saved
+    from q9diff.present.saved import as_saved  # start-up: present.saved
 
     write_reports(as_saved(to_json(res)), html_out, md_out)  # drawn from the saved result, as `report` does
     to_stdout = as_json or (md_out is not None and str(md_out) == "-")
     if as_json:
         print_json(to_json(res))
     elif not to_stdout:
-        from q9diff.present.terminal_verify import print_verify
+        from q9diff.present.terminal_verify import print_verify  # start-up: present.terminal_verify
 
         print_verify(res)
     said(html_out, md_out, to_stdout)
@@ -165,11 +165,11 @@ def verify(
 
 
 def _runner(spec, known_hosts, identity, remote_tool, remote_python, qairt_root):
-    from q9diff.runners.registry import runner as make_runner
+    from q9diff.runners.registry import runner as make_runner  # start-up: runners.registry, numpy
 
     if not spec.startswith("ssh://"):
         return make_runner(spec)
-    from q9diff.runners.ssh.runner import SshRunner
+    from q9diff.runners.ssh.runner import SshRunner  # start-up: runners.ssh.runner, numpy
 
     return SshRunner.from_url(
         spec, tool=remote_tool, known_hosts=known_hosts, identity=identity, remote_python=remote_python,

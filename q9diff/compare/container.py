@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from q9diff.read.openers import Part, container, labels, open_part
-from q9diff.read.pte import CompileSpec, Delegate
+from q9diff.read.pte import CompileSpec, Delegate, shown
 from q9diff.read.tables import EXECUTORCH_CHIPSETS, soc_name
 
 MIB = 1 << 20
@@ -22,8 +22,8 @@ def spec_findings(spec: CompileSpec | None, cb) -> list[str]:
     agree or one of them does not say)."""
     if spec is None or spec.problem:
         return []
-    from q9diff.compare.structure import precision
-    from q9diff.compare.summary import target
+    from q9diff.compare.structure import precision  # start-up: compare.structure
+    from q9diff.compare.summary import target  # start-up: compare.summary
 
     out = []
     built = target(cb)["soc_model_requested"]
@@ -133,8 +133,6 @@ def alike(delegates: list[dict]) -> list[list[dict]]:
 def where(group: list[dict], limit: int = 3) -> str:
     """The delegates of a group, as a finding names them: `method 'forward' delegate 0`, or the first few
     and how many more."""
-    from q9diff.read.pte import shown
-
     named = [f"method {shown(d['method'])} delegate {d['position']}" for d in group[:limit]]
     more = f" and {len(group) - limit:,d} more delegates" if len(group) > limit else ""
     return ", ".join(named) + more

@@ -54,7 +54,7 @@ def options_apart(side: tuple, other: tuple) -> dict:
 
 def _precision(getter: str, va, vb) -> tuple[Any, Any, list[str]]:
     """What each side computes in, said as builds are named: `fp16 (weights float16, ...)`."""
-    from q9diff.compare.structure import Precision
+    from q9diff.compare.structure import Precision  # start-up: compare.structure
 
     a, b = Precision(*va, ()), Precision(*vb, ())
     said = [
@@ -100,7 +100,7 @@ def _ran_o(s: Sides) -> str | None:
 def _generic_target(s: Sides) -> str | None:
     """soc_model 0 on either side: the generic target, with the evidence of the side built for it; where a
     side's request is unknown and its recorded socModel stands in (`soc_recorded`), that is said."""
-    from q9diff.compare.summary import target
+    from q9diff.compare.summary import target  # start-up: compare.summary, construct
 
     if "soc_recorded" in s.flags:
         unknown = [(n, t) for n, t in (("candidate", target(s.a)), ("reference", target(s.b)))

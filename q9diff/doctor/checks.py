@@ -75,13 +75,13 @@ class Context:
         """Each readable part against --target (q9diff.compare.target.TargetResult); [] without one."""
         if self.target is None:
             return []
-        from q9diff.compare.target import judge
+        from q9diff.compare.target import judge  # start-up: compare.target, numpy
 
         return [(p, judge(p.binary, self.target)) for p in self.bundle.readable_parts()]
 
     @cached_property
     def diffs(self) -> list[tuple[CtxBin, CtxBin, object]]:
-        from q9diff.compare.diff import diff
+        from q9diff.compare.diff import diff  # start-up: compare.diff, numpy
 
         return [(p, q, diff(p.binary, q.binary)) for p, q in self.pairs]
 
@@ -98,7 +98,7 @@ def _names(p: CtxBin) -> tuple[str, ...]:
 def requested_soc(p: CtxBin) -> int | None:
     """The soc_model the part's build asked for (0 = generic target), from the bytes (one story with
     inspect and diff: q9diff.compare.summary.target)."""
-    from q9diff.compare.summary import target
+    from q9diff.compare.summary import target  # start-up: compare.summary
 
     return target(p.binary)["soc_model_requested"]
 

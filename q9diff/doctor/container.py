@@ -17,7 +17,7 @@ FIX = (
 
 def check_compile_spec(ctx: Context) -> Iterator[Hit | Note]:
     """Each disagreement once per distinct (compile spec, binary), naming the delegates that share it."""
-    from q9diff.compare.container import alike, container_json, where
+    from q9diff.compare.container import alike, container_json, where  # start-up: compare.container
 
     b = ctx.bundle
     data = container_json(b.file) if b.single_file else None

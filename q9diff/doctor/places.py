@@ -12,7 +12,7 @@ from pathlib import Path
 
 from q9diff.doctor.checks import Context, Hit, Note, as_int, js, mib, parts_text, requested_soc
 from q9diff.genie.bundle import Bundle, CtxBin
-from q9diff.read.tables import soc_name
+from q9diff.read.tables import SOCS, measured, soc_name
 from q9diff.settings import recorded_graph_settings
 
 
@@ -107,8 +107,6 @@ def check_extension_file(ctx: Context) -> Iterator[Hit | Note]:
 def _soc_arch(soc_model: int) -> tuple[int | None, str]:
     """The Hexagon arch of a soc_model and where that is known from: the SoC table's sources, or the
     arch the compiler records when asked for that id alone (measured); (None, why) when neither says."""
-    from q9diff.read.tables import SOCS, measured
-
     soc, m = SOCS.get(soc_model), measured().get(soc_model)
     if soc is not None and soc.dsp_arch:
         return soc.dsp_arch, f"{soc.name}, v{soc.dsp_arch} ({', '.join(soc.sources)})"
@@ -122,8 +120,6 @@ def check_extension_soc(ctx: Context) -> Iterator[Hit | Note]:
     table (an id nothing knows; a dsp_arch that is not the SoC's, which the runtime overrides with a
     warning: "Arch .. set by custom config is different from arch associated with SoC .., will overwrite
     it", measured on QAIRT 2.51)."""
-    from q9diff.read.tables import measured
-
     b = ctx.bundle
     if b.readable_parts():
         return  # with ctx-bins at hand, two-places.soc_model and .dsp_arch judge the file against them
@@ -181,7 +177,7 @@ def check_extension_qualcomm(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     if b.extension_text is None or b.extension_problem:
         return
-    from q9diff.fix import extconfig
+    from q9diff.fix import extconfig  # start-up: fix.extconfig
 
     try:
         verdict = extconfig.check([b.extension_text])[0]
@@ -200,7 +196,7 @@ def check_genie_parser(ctx: Context) -> Iterator[Hit | Note]:
     b = ctx.bundle
     if b.config_text is None:
         return
-    from q9diff.genie import parser as genieconfig
+    from q9diff.genie import parser as genieconfig  # start-up: genie.parser
 
     try:
         verdict = genieconfig.check(b.config_text)

@@ -13,13 +13,13 @@ from q9diff.doctor.checks import Context, Hit, Note, mib, parts_text, requested_
 from q9diff.doctor.places import ext_devices, ext_soc
 from q9diff.genie.bundle import Bundle, CtxBin
 from q9diff.read.tables import SOCS, soc_name
-from q9diff.units import opt_level
+from q9diff.units import config_value, opt_level
 
 
 def one_fix(suggestions: list[dict]) -> dict | None:
     """The parts' suggestions of one change as one: a graph setting's qairt line names every part's
     graphs (q9diff.compare.diff.merged_suggestions), not only the last part's."""
-    from q9diff.compare.suggestions import merged_suggestions
+    from q9diff.compare.suggestions import merged_suggestions  # start-up: compare.suggestions
 
     merged = merged_suggestions(suggestions)
     return merged[0] if merged else None
@@ -30,8 +30,7 @@ def suggestion_fix(s: dict, parts: str, bundle: Bundle | None = None) -> str:
     the backend extension JSON (the file a bundle ships, which its build reads too), or for an ExecuTorch
     .pte (the bundle given) its compile-spec line where executorch has one; every other toolchain's line
     is `q9diff suggest`'s (q9diff.compare.toolchains)."""
-    from q9diff.compare.toolchains import lines
-    from q9diff.units import config_value
+    from q9diff.compare.toolchains import lines  # start-up: compare.toolchains
 
     value = config_value(s["setting"], s["value"])
     pte = bundle is not None and bundle.single_file and bundle.file.container == ".pte"
@@ -92,7 +91,7 @@ def check_qairt_reference(ctx: Context) -> Iterator[Hit | Note]:
 def _trees(ctx: Context) -> list[tuple[CtxBin, dict, dict]]:
     """Each paired part's structure and the reference's (q9diff.compare.structure.tree, what `q9diff A
     B` compares), graphs paired as the diff pairs them: the three checks below read these."""
-    from q9diff.compare.structure import paired, precision, tree
+    from q9diff.compare.structure import paired, precision, tree  # start-up: compare.structure
 
     def whole(cb) -> dict:
         return tree(cb, precision(cb))
@@ -190,7 +189,7 @@ FLOATS = {"float16", "float32"}
 
 
 def _precision(p: dict) -> str:
-    from q9diff.compare.structure import Precision
+    from q9diff.compare.structure import Precision  # start-up: compare.structure
 
     return Precision(tuple(p["weights"]), tuple(p["activations"]), tuple(p["io"])).words()
 

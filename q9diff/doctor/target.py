@@ -104,7 +104,7 @@ def check_vtcm_limit(ctx: Context) -> Iterator[Hit | Note]:
 
 def check_reference(ctx: Context) -> Iterator[Hit | Note]:
     """With --target and --reference: a reference built for another device is no reference for it."""
-    from q9diff.compare.target import reference_finding
+    from q9diff.compare.target import reference_finding  # start-up: compare.target, numpy
 
     found = [f for q in ctx.reference.readable_parts() if (f := reference_finding(q.binary, ctx.target))]
     for f in dict.fromkeys(found):

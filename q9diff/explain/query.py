@@ -12,7 +12,7 @@ from pathlib import Path
 from q9diff.explain import catalogue
 from q9diff.explain.codes import Cause, Code, by_name, by_value, codes, fastrpc_value, primary
 from q9diff.explain.lines import tools_of
-from q9diff.explain.log import CONTEXT, EXPLAINED, UNKNOWN, Finding, find
+from q9diff.explain.log import CONTEXT, EXPLAINED, UNKNOWN, Finding, curated, find
 from q9diff.explain.verdict import Verdict, judge
 
 __all__ = ["Cause", "Code", "Explanation", "Term", "explain", "load", "primary", "sizes", "term", "terms"]
@@ -205,8 +205,6 @@ def explain(query: str) -> Explanation:
 def load() -> None:
     """Read every table now (the catalogue, its index, the codes, the curated messages), so that a
     caller timing or freezing memory (gc.freeze) sees them loaded."""
-    from q9diff.explain.log import curated
-
     catalogue.index()
     codes()
     curated()

@@ -58,7 +58,7 @@ def _binary_facts(b: object) -> tuple[list[str], object, object]:
     if isinstance(b, dict):
         soc = (b.get("target") or {}).get("soc_model_requested", b.get("soc_model"))
         return [g.get("name") for g in b.get("graphs", [])], soc, b.get("dsp_arch")
-    from q9diff.compare.summary import target
+    from q9diff.compare.summary import target  # start-up: compare.summary, construct
 
     return [g.name for g in b.graphs], target(b)["soc_model_requested"], b.dsp_arch
 

@@ -103,6 +103,6 @@ def _discard(prepared: list[tuple[Edit, Path, str]]) -> None:
 def read_exact(path: Path) -> str:
     """The text exactly as stored (line ends included), so unchanged lines are written back unchanged;
     read by the one capped reader (q9diff.guard.read_text): a FIFO or a huge file is refused, not read."""
-    from q9diff.guard import read_text
+    from q9diff.guard import read_text  # start-up: guard
 
     return read_text(path, "a file q9diff can edit", ApplyError)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from q9diff.layers.graph import LayersError
-from q9diff.runners.base import GraphSpec, TensorSpec
+from q9diff.layers.graph import LayersError, load_model
+from q9diff.runners.base import GraphSpec, TensorSpec, check_io_size
 
 _ONNX_TO_NUMPY = {
     1: "float32",
@@ -56,7 +56,7 @@ def input_specs(model) -> tuple[TensorSpec, ...]:
 
 def from_npz(path: Path, specs: tuple[TensorSpec, ...], graph: str) -> Feeds:
     """The .npz's arrays for the graph's inputs: every input named, each of its shape."""
-    from q9diff.verify.run import load_inputs
+    from q9diff.verify.run import load_inputs  # start-up: verify.run, construct
 
     path = Path(path)
     given = load_inputs(path)
@@ -73,8 +73,7 @@ def from_npz(path: Path, specs: tuple[TensorSpec, ...], graph: str) -> Feeds:
 
 def seeded(specs: tuple[TensorSpec, ...], graph: str, seed: int, where: Path | None = None) -> Feeds:
     """Seeded values of the shapes the model declares (a shape that would not fit in memory refused)."""
-    from q9diff.runners.base import check_io_size
-    from q9diff.verify.run import seeded_inputs
+    from q9diff.verify.run import seeded_inputs  # start-up: verify.run, construct
 
     spec = GraphSpec(graph, graph, specs, ())
     check_io_size(where or graph, spec)
@@ -102,17 +101,15 @@ def genie_feeds(recipe, floats: dict[str, Path], seed: int) -> dict[str, Feeds] 
     """Each graph's feeds while the recipe's parts (on the CPU: `floats` by graph name where given, else the
     recipe's own source model) read a seeded prompt filling the prompt graph and generate one token; None
     when the graphs are no LLM in Genie's layout."""
-    from q9diff.runners.local import CpuSession
-    from q9diff.verify import llm
-    from q9diff.verify.run import DialogConfig
+    from q9diff.runners.local import CpuSession  # start-up: runners.local
+    from q9diff.verify import llm  # start-up: verify.llm
+    from q9diff.verify.run import DialogConfig  # start-up: verify.run, construct
 
     parts = []
     for part in recipe.parts:
         graphs = tuple(replace(g, model=str(floats.get(g.name) or recipe.model_path(g))) for g in part.graphs)
         parts.append(replace(part, graphs=graphs))
     models = replace(recipe, parts=tuple(parts))
-    from q9diff.layers.graph import load_model
-
     graphs = [g for p in models.parts for g in p.graphs]
     if not all(Path(g.model).is_file() for g in graphs):
         return None

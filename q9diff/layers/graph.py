@@ -322,7 +322,7 @@ def tapped_model(graph: ModelGraph, taps: list[str], folder: Path) -> tuple[Path
 
 def external_files(model, path: Path) -> list[Path]:
     """The external data files a model's initializers name, each inside the model's folder."""
-    from q9diff.guard import contained
+    from q9diff.guard import contained  # start-up: guard
 
     found = []
     for t in model.graph.initializer:

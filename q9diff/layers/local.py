@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from q9diff.layers.graph import QDQ, ModelGraph, load_model
+from q9diff.layers.graph import QDQ, ModelGraph, external_files, load_model
 
 _NUMPY_TO_ONNX = {
     "float32": 1,
@@ -139,8 +139,7 @@ class Span:
 
 
 def _run(reference: ModelGraph, local, values: dict, outputs: list) -> tuple[dict[str, np.ndarray], str]:
-    from q9diff.guard import no_telemetry, private_work
-    from q9diff.layers.graph import external_files
+    from q9diff.guard import no_telemetry, private_work  # start-up: guard
 
     no_telemetry()
     import onnxruntime as ort

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from q9diff.layers.figures import Figures, Rule
+from q9diff.layers.figures import Figures, Rule, to_word
 
 SCHEMA = "q9diff.layers/1"
 
@@ -111,8 +111,6 @@ class Divergence:
     previous: str | None  # the tensor measured just before it
 
     def to_json(self) -> dict:
-        from q9diff.layers.figures import to_word
-
         f = self.figures
         return {
             "graph": self.graph,

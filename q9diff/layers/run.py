@@ -271,7 +271,7 @@ def layers(
         "says where it differs from the untapped build."
     )
     notes.append(CANNOT_SHOW)
-    from q9diff.backends.ort_qnn import our_qairt
+    from q9diff.backends.ort_qnn import our_qairt  # start-up: backends.ort_qnn
 
     runs = {
         "candidate": f"x86 HTP emulator (onnxruntime-qnn, QAIRT {our_qairt() or 'unknown'}), CPU fallback "

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from q9diff.layers.graph import LayersError, ModelGraph, tapped_model
-from q9diff.recipes.recipe import GraphSource, Part, Recipe
+from q9diff.recipes.recipe import GraphSource, Part, Recipe, output_path
 
 # What ONNX Runtime says when a node would fall back to its CPU EP and fallback is off (onnxruntime 1.32).
 FALLBACK = "fallback to CPU EP has been explicitly disabled"
@@ -44,13 +44,13 @@ class Build:
 
 
 def _qairt(recipe: Recipe) -> str:
-    from q9diff.backends.ort_qnn import our_qairt
+    from q9diff.backends.ort_qnn import our_qairt  # start-up: backends.ort_qnn
 
     return recipe.qairt_version or our_qairt() or "unknown"
 
 
 def _cache() -> Path:
-    from q9diff.runners.local import cache_root
+    from q9diff.runners.local import cache_root  # start-up: runners.local
 
     return cache_root() / "layers"
 
@@ -60,9 +60,8 @@ def compile_graph(
 ) -> Build:
     """`source` alone, its `taps` made graph outputs, compiled with `recipe`'s settings (cached by its
     content)."""
-    from q9diff.backends.base import BackendUnavailable
-    from q9diff.backends.registry import compile_backend
-    from q9diff.recipes.recipe import output_path
+    from q9diff.backends.base import BackendUnavailable  # start-up: backends.base
+    from q9diff.backends.registry import compile_backend  # start-up: backends.registry
 
     home = _cache()
     home.mkdir(parents=True, exist_ok=True)
@@ -109,8 +108,8 @@ class EmulatorSide:
     def run(self, build: Build, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The build run once on `feeds` (float values by input name): every output, by source name (a
         tap's name is its source tensor's)."""
-        from q9diff.runners.base import RunnerError, from_device, to_device
-        from q9diff.runners.local import LocalRunner
+        from q9diff.runners.base import RunnerError, from_device, to_device  # start-up: runners.base
+        from q9diff.runners.local import LocalRunner  # start-up: runners.local
 
         try:
             session = LocalRunner(self.timeout_s).open([build.binary])
@@ -145,7 +144,7 @@ class CpuSide:
         self.graph = graph
 
     def run(self, taps: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from q9diff.guard import no_telemetry, private_work
+        from q9diff.guard import no_telemetry, private_work  # start-up: guard
 
         no_telemetry()
         import onnxruntime as ort
@@ -193,8 +192,8 @@ _NUMPY = {
 def build_diff(untapped: Path, tapped: Path) -> dict:
     """Where the tapped build differs from the untapped one, in q9diff's own diff of the two binaries: sizes,
     ops, and the diff's words for what changed in the structure (precision, tensor types, ops per kind)."""
-    from q9diff.compare.diff import diff, to_json
-    from q9diff.read.openers import open_binary
+    from q9diff.compare.diff import diff, to_json  # start-up: compare.diff, construct
+    from q9diff.read.openers import open_binary  # start-up: read.openers, construct
 
     a, b = open_binary(untapped), open_binary(tapped)
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from q9diff.layers import graph as gr
 from q9diff.layers.feeds import Feeds, from_npz, genie_feeds, input_specs, seeded
 from q9diff.layers.sides import CpuSide, EmulatorSide
+from q9diff.recipes import recipe as rcp
 from q9diff.recipes.recipe import GraphSource, Part, Recipe
 
 
@@ -41,8 +42,6 @@ def split_selector(text: str) -> tuple[Path, str | None]:
 
 
 def _recipe_of(path: Path) -> Recipe:
-    from q9diff.recipes import recipe as rcp
-
     if path.is_dir():
         if not (path / "recipe.json").is_file():
             raise gr.LayersError(f"{path}: a folder with no recipe.json")

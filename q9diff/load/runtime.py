@@ -144,7 +144,7 @@ def parse(text: str) -> Runtime:
         api, why = backend_api_of(qairt)
         return Runtime(qairt, f"--runtime {text.strip()}", api, why)
     path = Path(text)
-    from q9diff.guard import nameable
+    from q9diff.guard import nameable  # start-up: guard
 
     if not nameable(path):
         raise UnknownRuntime(
@@ -174,8 +174,8 @@ def _cut(text: str, limit: int = 60) -> str:
 def from_library(path: Path) -> Runtime:
     """The QAIRT version a runtime library carries (`AISW_VERSION: x.y.z`, or its build id), read from its
     .rodata section (q9diff.load.library); nothing under /proc, /sys or /dev is opened."""
-    from q9diff.guard import open_regular
-    from q9diff.load import library
+    from q9diff.guard import open_regular  # start-up: guard
+    from q9diff.load import library  # start-up: load.library, construct
 
     if library.special(path):
         raise UnknownRuntime(

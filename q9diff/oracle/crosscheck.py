@@ -58,7 +58,7 @@ def compare_with_oracle(cb: ContextBinary) -> list[str]:
     import os
     import tempfile
 
-    from q9diff.oracle.reader import read_binary_info_isolated, to_dict
+    from q9diff.oracle.reader import read_binary_info_isolated, to_dict  # start-up: oracle.reader
 
     if os.path.isfile(cb.path):
         return disagreements(cb, to_dict(read_binary_info_isolated(cb.path)))

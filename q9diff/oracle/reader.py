@@ -378,7 +378,7 @@ def read_binary_info_isolated(
     path: str | Path, lib: str | Path | None = None, timeout: float = 60
 ) -> BinaryInfo:
     """Like :func:`read_binary_info`, but in a child process, so a crash in libQnnSystem is an OracleError."""
-    from q9diff.guard import child_env, package_root, private_work, python_argv
+    from q9diff.guard import child_env, package_root, private_work, python_argv  # start-up: guard
 
     args = ["--json", str(Path(path).resolve())] + (["--lib", str(Path(lib).resolve())] if lib else [])
     command = python_argv("q9diff.oracle", args)

@@ -426,7 +426,7 @@ def settings(data: dict):
         """In the unit the causes table and the terminal use (units.value): VTCM in MiB, sizes in bytes,
         the arch as v73, true/false, a list as `a / b`; never a Python repr."""
         s = shown_value(k, v)
-        from q9diff.present.verdict import clip
+        from q9diff.present.verdict import clip  # start-up: present.verdict
 
         return text(clip(s, 60))
 

@@ -61,7 +61,7 @@ def terms_named(data: dict) -> list[str]:
 def blocks(suggestions: list[dict], data: dict | None = None) -> list[tuple[str, list[str]]]:
     """The fix as the reports draw it: for each toolchain form, the one the diff says first, its heading
     and its lines (each setting's, with a # comment naming it; qairt's `graphs` last), ready to paste."""
-    from q9diff.units import config_value
+    from q9diff.units import config_value  # start-up: units
 
     lead = chosen(data or {})
     out = []

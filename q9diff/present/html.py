@@ -17,6 +17,7 @@ from q9diff.present import charts, embed, figures, verdict
 from q9diff.present.verdict import (
     clip,
     headline,
+    load_rows,
     models_line,
     outside_headline,
     outside_words,
@@ -117,7 +118,7 @@ def _attribution(data: dict) -> str:
     rows = data.get("attribution") or []
     if not rows or "different_models" in data:
         return f"<p><b>byte attribution: {NOT_MEANINGFUL}</b></p>" if rows else ""
-    from q9diff.compare.attribution import estimate_note
+    from q9diff.compare.attribution import estimate_note  # start-up: compare.attribution, numpy
 
     body = "".join(
         f"<tr><td>{esc(r['bucket'])}</td><td class='n'>{'~' if r.get('estimated') else ''}"
@@ -140,7 +141,7 @@ def _attribution(data: dict) -> str:
 def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
     """The fix in every toolchain form, the one the candidate's files say first, each a block to paste;
     no fix where the arguments look swapped (it would break the good build), and what to run next."""
-    from q9diff.present import fixes
+    from q9diff.present import fixes  # start-up: present.fixes
 
     if (data or {}).get("reference_looks_wrong"):
         return "<h3>Fix</h3><p>No fix is shown: the arguments look swapped (see above).</p>"
@@ -210,8 +211,6 @@ def _sizes(data: dict) -> str:
 
 def load_section(data: dict) -> str:
     """Will it load on the runtime and device named (the JSON's `load`), when one was named."""
-    from q9diff.present.verdict import load_rows
-
     if not data.get("load"):
         return ""
     head, rows = load_rows(data["load"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from q9diff.layers.figures import judged, noise_before
 from q9diff.present import charts, embed
 from q9diff.present.html import esc, scroll_table, wrap_page
 from q9diff.present.terminal_layers import DIFF_SAYS, cos, db, graph_line, verdict_line
@@ -20,8 +21,6 @@ def _finite(v: float) -> float | None:
 def threshold_series(rows, rule) -> list[float | None]:
     """Per row, the SQNR under which it counts as a divergence: the floor, or the noise of the tensors
     before it less the margin when that is lower."""
-    from q9diff.layers.figures import judged, noise_before
-
     seen, out = [], []
     for r in rows:
         out.append(min(rule.floor_db, noise_before(seen, rule.percentile) - rule.margin_db))

@@ -16,8 +16,12 @@ from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import (
     clip,
+    doctor_asked,
+    doctor_headline,
+    generic_soc,
     headline,
     label,
+    load_rows,
     models_line,
     outside_headline,
     outside_words,
@@ -28,7 +32,7 @@ from q9diff.present.verdict import (
     sides,
     warnings,
 )
-from q9diff.units import change, human, value
+from q9diff.units import change, human, nbytes, opt_level, value, vtcm
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
 # Zero-width characters and the byte-order mark: a reader would not see them. Control characters, bidi
@@ -133,7 +137,7 @@ def _causes(
 def _fixes(suggestions: list[dict], data: dict | None = None) -> str:
     """The fix in the toolchain the candidate's files say, a block to paste; the other forms after it, each
     its own block; no fix where the arguments look swapped; what to run next."""
-    from q9diff.present import fixes
+    from q9diff.present import fixes  # start-up: present.fixes
 
     if (data or {}).get("reference_looks_wrong"):
         return "\n### Fix\n\nNo fix is shown: the arguments look swapped (see above).\n"
@@ -182,8 +186,6 @@ def _structure(data: dict, level: str = "###") -> str:
 
 def _load(data: dict) -> str:
     """Will it load on the runtime and device named (the JSON's `load`), when one was named."""
-    from q9diff.present.verdict import load_rows
-
     if not data.get("load"):
         return ""
     head, rows = load_rows(data["load"])
@@ -265,7 +267,7 @@ def render_set(data: dict) -> str:
 
 def render_verify(res) -> str:
     """verify (`VerifyResult`): the verdict, the sides, what differed."""
-    from q9diff.verify.verdict import judge
+    from q9diff.verify.verdict import judge  # start-up: verify.verdict
 
     v = judge(res)  # the verdict with its reach and caveats, as the terminal and the HTML say it
     status = ("PASS, with a caveat" if v.caveats else "PASS") if v.passed else "FAIL"
@@ -301,8 +303,6 @@ def render_verify(res) -> str:
 def render_doctor(report) -> str:
     """doctor (`DoctorResult`): the verdict (`Will not load on QAIRT 2.48: 1 error`) and what it was
     judged for, every error and warning with its fix, then the hypotheses implicated, when one is."""
-    from q9diff.present.verdict import doctor_asked, doctor_headline
-
     out = f"## {md(doctor_headline(report)[0])}\n\nq9diff doctor: {md(doctor_asked(report))}\n"
     if report.target is not None:
         out += f"\n{md(report.profile['sentence'])}\n"
@@ -320,8 +320,6 @@ def render_doctor(report) -> str:
 
 def render_target(data: dict) -> str:
     """A build judged against a device with no reference (q9diff.target/1)."""
-    from q9diff.present.verdict import generic_soc
-
     name = data["target"]["name"]
     out = f"## q9diff --target {md(name)}\n\n"
     if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
@@ -348,8 +346,6 @@ GENERIC_TARGET = "Generic target (soc_model 0): it loads everywhere and may comp
 def render_inspect(summaries: list[dict]) -> str:
     """Each context (`q9diff.inspect/1`): what built it, its target, its graphs' settings, every region;
     the Python API's `Build.to_markdown()`."""
-    from q9diff.units import nbytes, opt_level, vtcm
-
     out = []
     for s in summaries:
         t = s["target"]

@@ -14,6 +14,7 @@ import re
 import secrets
 
 from q9diff.present import embed
+from q9diff.present.figures import plotly_packed
 
 ROOT_CLASS = "q9diff-report"
 _sent = False  # plotly.js went out with a fragment of this process: the next ones wait for it
@@ -109,8 +110,6 @@ def fragment(page: str, plotly: bool | None = None) -> str:
     if charts:
         carry = (not _sent) if plotly is None else plotly
         if carry:
-            from q9diff.present.figures import plotly_packed
-
             tail += f'<script type="text/plain" class="q9diff-plotly-gz">{plotly_packed()}</script>'
             _sent = _sent or plotly is None
         tail += LOADER.replace("ROOT_ID", token)

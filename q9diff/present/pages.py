@@ -5,8 +5,16 @@ verify reports."""
 
 from __future__ import annotations
 
-from q9diff.present.html import causes_table, esc, fixes_list, scroll_table, size_span, wrap_page
-from q9diff.present.verdict import target_words
+from q9diff.present.html import (
+    causes_table,
+    esc,
+    fixes_list,
+    load_section,
+    scroll_table,
+    size_span,
+    wrap_page,
+)
+from q9diff.present.verdict import generic_soc, root_line, target_words
 from q9diff.units import opt_level, percent_text, vtcm
 
 MAX_ROWS = 200  # rows of a table (regions, delegates); past it one line counts the rest
@@ -135,8 +143,6 @@ def render_steps(data: dict) -> str:
 def render_target(data: dict) -> str:
     """A build judged against a device with no reference (q9diff.target/1): the device and AI Hub's
     profile, the causes and the fix, what each part settles and leaves unknown, what needs a reference."""
-    from q9diff.present.verdict import generic_soc, root_line
-
     t = data["target"]
     verdict = (
         "Every setting the target determines matches it."
@@ -156,8 +162,6 @@ def render_target(data: dict) -> str:
         items = [f"as the target: {s}" for s in part["settled"]] + [f"unknown: {u}" for u in part["unknown"]]
         body += f"<h3>{esc(part['part'])}</h3><ul>" + "".join(f"<li>{esc(x)}</li>" for x in items) + "</ul>"
     body += f"<p>Needs --reference: {esc('; '.join(data['needs_reference']))}</p>"
-    from q9diff.present.html import load_section
-
     body += load_section(data)
     return wrap_page(f"q9diff --target {t['name']}: {'matches' if data['matches'] else 'differs'}", body)
 
@@ -165,8 +169,6 @@ def render_target(data: dict) -> str:
 def render_load(load: dict) -> str:
     """Will it load (the `load` of a diff's or a target's JSON) on a page of its own: the Python API's
     `will_load` result, drawn as the reports draw that section."""
-    from q9diff.present.html import load_section
-
     return wrap_page(
         f"q9diff: {load['verdict']}", "<h1>q9diff: will it load</h1>" + load_section({"load": load})
     )

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
     """(html, markdown) of a saved result whose shape was checked (or that a command just made)."""
-    from q9diff.present import html, markdown
-    from q9diff.present import saved as s
+    from q9diff.present import html, markdown  # start-up: present.html
+    from q9diff.present import saved as s  # start-up: present.saved
 
     schema = data["schema"]
     if schema == s.DIFF:
@@ -22,22 +22,22 @@ def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
         return (lambda: html.render_set(data)), (lambda: markdown.render_set(data))
     if schema == s.VERIFY:
         res = s.verify_result(data)
-        from q9diff.present.verify_page import render_verify
+        from q9diff.present.verify_page import render_verify  # start-up: present.verify_page
 
         return (lambda: render_verify(res)), (lambda: markdown.render_verify(res))
     if schema == s.TARGET:
-        from q9diff.present.pages import render_target
+        from q9diff.present.pages import render_target  # start-up: present.pages
 
         return (lambda: render_target(data)), (lambda: markdown.render_target(data))
     if schema == s.LAYERS:
-        from q9diff.layers.result import LayersResult
-        from q9diff.present.layers_html import render_layers
-        from q9diff.present.layers_markdown import render_layers as layers_markdown
+        from q9diff.layers.result import LayersResult  # start-up: layers.result
+        from q9diff.present.layers_html import render_layers  # start-up: present.layers_html
+        from q9diff.present.layers_markdown import render_layers as layers_markdown  # start-up
 
         res = LayersResult.from_json(data)
         return (lambda: render_layers(res)), (lambda: layers_markdown(res))
-    from q9diff.doctor.result import DoctorResult
-    from q9diff.present.doctor import render_doctor
+    from q9diff.doctor.result import DoctorResult  # start-up: doctor.result
+    from q9diff.present.doctor import render_doctor  # start-up: present.doctor
 
     result = DoctorResult.from_json(data)
     return (lambda: render_doctor(result)), (lambda: markdown.render_doctor(result))

@@ -318,7 +318,7 @@ class Saved:
 
 def load(path: Path) -> Saved:
     """The result saved in `path`, its shape checked; ResultError (one line naming the file) otherwise."""
-    from q9diff.guard import read_text
+    from q9diff.guard import read_text  # start-up: guard
 
     text = read_text(path, "a saved q9diff result (--json)", ResultError, MAX_RESULT)
     try:
@@ -433,7 +433,15 @@ def plain_copy(v):
 
 def verify_result(data: dict):
     """A `VerifyResult` from its JSON (infinite metrics, written as strings, come back as floats)."""
-    from q9diff.verify.run import LlmCheck, Metrics, OutputCheck, Side, StepDrift, Tolerance, VerifyResult
+    from q9diff.verify.run import (  # start-up: verify.run, numpy
+        LlmCheck,
+        Metrics,
+        OutputCheck,
+        Side,
+        StepDrift,
+        Tolerance,
+        VerifyResult,
+    )
 
     def m(x):
         return None if x is None else Metrics(float(x["max_abs"]), float(x["rel"]), float(x["cosine"]))

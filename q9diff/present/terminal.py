@@ -146,9 +146,9 @@ def print_suggestions(
     """The fix, each setting in the toolchain form `form` (None: every form, each under its label, `lead`
     first), a line a setting, never wrapped by us (q9diff.present.fixes); a per-graph qairt line loops
     over `graphs`, said once after them. `notes`: the qairt device line's caveat beside it."""
-    from q9diff.compare import toolchains
-    from q9diff.present import fixes
-    from q9diff.units import config_value
+    from q9diff.compare import toolchains  # start-up: compare.toolchains
+    from q9diff.present import fixes  # start-up: present.fixes
+    from q9diff.units import config_value  # start-up: units
 
     if not suggestions:
         console.print("No setting to change.")
@@ -184,8 +184,8 @@ def print_fix(
 ) -> None:
     """The fix under its heading: in the toolchain the candidate's files say (the diff's `toolchain`, or
     --toolchain), every form with --verbose."""
-    from q9diff.compare.toolchains import LABELS
-    from q9diff.present import fixes
+    from q9diff.compare.toolchains import LABELS  # start-up: compare.toolchains
+    from q9diff.present import fixes  # start-up: present.fixes
 
     asked = (data or {}).get("toolchain", {}).get("form")
     form = None if verbose or asked == "all" else fixes.chosen(data or {})
@@ -201,7 +201,7 @@ def print_fix(
 def print_more(verbose: bool, data: dict | None = None) -> None:
     """What to run next (suggest --apply, where the candidate's files name a config), and what
     --verbose and `q9diff explain` add."""
-    from q9diff.present import fixes
+    from q9diff.present import fixes  # start-up: present.fixes
 
     nxt = fixes.next_step(data) if data else None
     if nxt:

@@ -11,7 +11,7 @@ from q9diff.present.terminal import console, text, whole, wrote
 
 def print_models_only(evidence) -> None:
     """Builds of different models: the reference's settings are what can carry over."""
-    from q9diff.present.verdict import models_line
+    from q9diff.present.verdict import models_line  # start-up: present.verdict
 
     console.print(text((models_line(evidence) + " Only settings are suggested.", "bold")))
 
@@ -71,7 +71,7 @@ def print_recompiled(built: list[Path], recipe: Path | None) -> None:
 
 def print_gap_to_target(device_name: str, left) -> None:
     """After --recompile against a device: every setting it determines as AI Hub builds for it, or not."""
-    from q9diff.present.verdict import root_line
+    from q9diff.present.verdict import root_line  # start-up: present.verdict
 
     if not left:
         line = f"Gap closed: every setting {device_name} determines is as AI Hub builds for it."
@@ -82,7 +82,7 @@ def print_gap_to_target(device_name: str, left) -> None:
 
 def print_gap_to_reference(data: dict, roots: list[str]) -> None:
     """After --recompile against a reference: the new binaries' sizes, and identical or what is left."""
-    from q9diff.units import sizes
+    from q9diff.units import sizes  # start-up: units
 
     console.print(f"new vs reference: {sizes(data['a_total'], data['b_total'])}")
     if data["identical"]:
@@ -98,7 +98,7 @@ def print_steps(result, candidate: Path, reference: Path, builds: Path) -> None:
     reference (moved / new), and which side it is byte-identical to."""
     from rich.table import Table
 
-    from q9diff.units import percent_text
+    from q9diff.units import percent_text  # start-up: units
 
     console.print(
         text(

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 
 from q9diff.present.terminal import console, print_fix, print_more, print_packing, text, whole
-from q9diff.present.verdict import clip, label, role
+from q9diff.present.verdict import change, clip, headline, label, models_line, role, warnings
+from q9diff.present.verdict import outside_words as words
+from q9diff.units import sizes, value
 
 
 def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
@@ -28,7 +30,7 @@ def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
 
 
 def _json(res) -> dict:
-    from q9diff.compare.diff import to_json
+    from q9diff.compare.diff import to_json  # start-up: compare.diff, numpy, construct
 
     return to_json(res)
 
@@ -37,8 +39,6 @@ def _outside(data: dict, lead: bool = False) -> bool:
     """What a diff of containers compared and whether the files differ outside it (q9diff.compare.outside):
     with `lead`, the verdict itself where the contexts are identical (True: said); else the line after the
     verdict."""
-    from q9diff.present.verdict import outside_words as words
-
     o = data.get("outside")
     if o is None or lead != o["contexts_identical"] or lead and o["differs"] is False:
         return False
@@ -61,9 +61,6 @@ def swapped(data: dict, say: bool = False) -> bool:
 def print_set(sd, data: dict, verbose: bool = False) -> None:
     """The set's verdict, its sizes part by part, its causes and one fix when every part needs the same;
     with `verbose` each part's own report between the causes and the fix."""
-    from q9diff.present.verdict import headline, models_line, warnings
-    from q9diff.units import sizes
-
     n_a, n_b = len(sd.pairs) + len(sd.unpaired_a), len(sd.pairs) + len(sd.unpaired_b)
     if _outside(data, lead=True):
         return
@@ -109,8 +106,6 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
 
 def _set_causes(sd, data: dict) -> None:
     """The set's root causes with the parts they are found in, and the names of their effects."""
-    from q9diff.present.verdict import change
-
     names = [part["part"] for part in data["parts"]]
     parts_of: dict[str, list[str]] = {}  # each part cause, by what it says, to the parts saying it
     for p in data["parts"]:
@@ -136,9 +131,7 @@ def _key(c: dict) -> str:
 
 def print_diff(res, verbose: bool = False) -> None:
     """One pair's verdict, size and causes; `verbose` adds evidence, the attribution and region tables."""
-    from q9diff.compare.models import NOT_MEANINGFUL
-    from q9diff.present.verdict import headline, models_line, warnings
-    from q9diff.units import sizes
+    from q9diff.compare.models import NOT_MEANINGFUL  # start-up: compare.models
 
     a, b = res.a, res.b
     if res.identical:
@@ -151,7 +144,7 @@ def print_diff(res, verbose: bool = False) -> None:
     for w in warnings(res.causes):
         console.print(text((w, "bold red")))
     console.print(f"size: {sizes(a.size, b.size)}")
-    from q9diff.compare.diff import to_json
+    from q9diff.compare.diff import to_json  # start-up: compare.diff, numpy, construct
 
     data = to_json(res)  # computed while both files were mapped (a set releases them once compared)
     for side, key in (("candidate ", "a"), ("reference ", "b")):
@@ -182,7 +175,7 @@ def _print_regions(res) -> None:
     """Every changed region of both files (bloaty-style: the rows add up to the totals), in bytes."""
     from rich.table import Table
 
-    from q9diff.compare.attribution import estimate_note
+    from q9diff.compare.attribution import estimate_note  # start-up: compare.attribution, numpy
 
     a, b = res.a, res.b
     graphs = [g.name for g in a.graphs]
@@ -253,8 +246,6 @@ def _print_attribution(res) -> None:
 
 
 def _cause_values(c) -> tuple[str, str]:
-    from q9diff.units import value
-
     if c.name == "compiler_options":  # a and b: each side's value of every option that differs
         return f"{len(set(c.a) | set(c.b))} options differ", ""
     return _cell(value(c.name, c.a)), _cell(value(c.name, c.b))
@@ -262,7 +253,7 @@ def _cause_values(c) -> tuple[str, str]:
 
 def _row_bytes(c) -> str:
     """An effect's two numbers, named as the attribution table names them (one number, one name)."""
-    from q9diff.compare.rules import EFFECT_BUCKETS
+    from q9diff.compare.rules import EFFECT_BUCKETS  # start-up: compare.rules
 
     if c.size_delta is None:
         return f"{c.bytes:,d} bytes"

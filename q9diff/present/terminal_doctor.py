@@ -19,7 +19,7 @@ def print_report(report: DoctorResult, out=None) -> None:
     error and warning with its fix, then the device's profile, the nine hypotheses by status, and what
     is not settled, each said once. Strings from files are escaped rich Text, never markup. `out`: a
     rich Console."""
-    from q9diff.present.verdict import doctor_asked, doctor_headline
+    from q9diff.present.verdict import doctor_asked, doctor_headline  # start-up: present.verdict
 
     out = console if out is None else out
     head, level = doctor_headline(report)

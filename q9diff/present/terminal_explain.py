@@ -23,7 +23,7 @@ def _causes(causes, heading: str = "  known causes:") -> None:
 
 def print_codes(found) -> None:
     """Each code once (with the other names its value has), what it means, its causes."""
-    from q9diff.explain.codes import primary
+    from q9diff.explain.codes import primary  # start-up: explain.codes
 
     for code, aliases in primary(found.codes):
         console.print(text((f"{code.shown} {code.name}", "bold"), f"  ({_api(code)}, {code.source})"))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from q9diff.present.terminal import console, print_packing, text, whole
 from q9diff.present.verdict import target_words
+from q9diff.units import human, nbytes, opt_level, value, vtcm
 
 MAX_ROWS = 100  # rows of a table (regions, delegates) shown; past it one line counts the rest
 
@@ -57,8 +58,7 @@ def print_meta(meta: Path, m: dict, lines: list[str]) -> None:
 def print_inspect(cb, s: dict, meta: Path | None = None) -> None:
     from rich.table import Table
 
-    from q9diff.compare.summary import unknown_bytes
-    from q9diff.units import human, nbytes, opt_level, value, vtcm
+    from q9diff.compare.summary import unknown_bytes  # start-up: compare.summary, construct
 
     console.print(text((s["path"], "bold"), f" {nbytes(s['size'])} ({human(s['size'])})"), soft_wrap=True)
     console.print(
@@ -151,10 +151,8 @@ def print_container(c: dict) -> None:
     compile spec disagrees with the binary, then every byte's region of the file; its contexts follow."""
     from rich.table import Table
 
-    from q9diff.units import human, nbytes
-
     console.print(text((c["path"], "bold"), f" ExecuTorch program {nbytes(c['size'])} ({human(c['size'])})"))
-    from q9diff.read.pte import cut, shown
+    from q9diff.read.pte import cut, shown  # start-up: read.pte, construct
 
     for d in c["delegates"][:MAX_ROWS]:
         head = (

@@ -4,7 +4,7 @@ profile, each part's causes with evidence, what is settled or unknown, the fix) 
 
 from __future__ import annotations
 
-from q9diff.present.terminal import console, text
+from q9diff.present.terminal import console, print_fix, print_more, text
 
 
 def print_head(data: dict) -> None:
@@ -25,9 +25,8 @@ def print_target(data: dict, verbose: bool = False) -> None:
     """The terminal view, the verdict first: the root causes, what the device cannot run, each cause once
     with the parts it holds for (its evidence per part with --verbose), the fix in the candidate's
     toolchain, then the device and AI Hub's profile, and what needs a reference."""
-    from q9diff.present.terminal import print_fix, print_more
-    from q9diff.present.verdict import generic_soc, root_line
-    from q9diff.units import value
+    from q9diff.present.verdict import generic_soc, root_line  # start-up: present.verdict
+    from q9diff.units import value  # start-up: units
 
     name = data["target"]["name"]
     if data["matches"]:

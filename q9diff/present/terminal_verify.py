@@ -85,7 +85,7 @@ def print_verdict(res) -> None:
                     )
                 )
             )
-    from q9diff.verify.verdict import judge
+    from q9diff.verify.verdict import judge  # start-up: verify.verdict
 
     v = judge(res)
     console.print(text((v.headline, "bold green" if v.passed else "bold red")))
@@ -95,7 +95,7 @@ def print_verdict(res) -> None:
 
 def print_reach(res) -> None:
     """What the place the builds ran can show, and the command that shows more: the view's last lines."""
-    from q9diff.verify.verdict import judge
+    from q9diff.verify.verdict import judge  # start-up: verify.verdict
 
     v = judge(res)
     console.print(text(f"reach: {v.reach}"))

@@ -50,7 +50,7 @@ def roots(causes) -> list:
 def ranked(causes) -> list:
     """The root causes, what decides correctness first, then accuracy, the model, loading, speed, size
     (q9diff.compare.rules.MATTERS); the diff's order within each."""
-    from q9diff.compare.rules import MATTERS, MATTERS_ORDER
+    from q9diff.compare.rules import MATTERS, MATTERS_ORDER  # start-up: compare.rules
 
     rank = {m: i for i, m in enumerate(MATTERS_ORDER)}
     found = roots(causes)
@@ -59,7 +59,7 @@ def ranked(causes) -> list:
 
 def matters(cause) -> str:
     """What a root cause decides on the device: correctness, speed, size ... ('' where unsaid)."""
-    from q9diff.compare.rules import MATTERS
+    from q9diff.compare.rules import MATTERS  # start-up: compare.rules
 
     return MATTERS.get(_get(cause, "name"), "")
 
@@ -197,7 +197,7 @@ def swap_advice(candidate, reference, causes, command: str, sides) -> str | None
     def facts(x) -> dict:
         if isinstance(x, dict):
             return x
-        from q9diff.compare.summary import target
+        from q9diff.compare.summary import target  # start-up: compare.summary, construct
 
         return {"target": target(x), "dsp_arch": x.dsp_arch}
 

@@ -24,7 +24,7 @@ _PAIRS = {
 
 def _tolerances(res) -> dict[str, float]:
     """The cosine at which each comparison passes: the one given (--min-cosine) or the defaults."""
-    from q9diff.verify.run import BINARY_TOLERANCE, CPU_TOLERANCE
+    from q9diff.verify.run import BINARY_TOLERANCE, CPU_TOLERANCE  # start-up: verify.run, numpy, construct
 
     given = getattr(res, "tolerance", None)
     if given is not None:
@@ -68,7 +68,7 @@ def _drift_figure(res):
             fig.add_trace(line.update(showlegend=row == 1), row=row, col=1)
     # An LLM's verdict rests on the tokens, not on a cosine tolerance: the line drawn is how far the
     # reference itself drifts from the CPU, so a candidate point under it is read against the reference.
-    from q9diff.verify.verdict import ALIKE, lowest_vs_cpu
+    from q9diff.verify.verdict import ALIKE, lowest_vs_cpu  # start-up: verify.verdict
 
     lowest = lowest_vs_cpu(llm)
     floor = lowest.get("reference")
@@ -132,7 +132,7 @@ def _outputs_figure(res):
 
 def render_verify(res) -> str:
     """The verify report: verdict, sides and their notes, tokens, drift per step (or per output)."""
-    from q9diff.verify.verdict import judge
+    from q9diff.verify.verdict import judge  # start-up: verify.verdict
 
     v = judge(res)
     status = "PASS" if v.passed else "FAIL"  # the heading: the word; the paragraphs under it: the sentences

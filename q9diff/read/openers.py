@@ -174,7 +174,7 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     k = kind(p)
     pte = None
     if k == ".pte":  # each container's reader loads with its kind (the others' layouts, onnx, stay out)
-        from q9diff.read import pte as walk
+        from q9diff.read import pte as walk  # start-up: read.pte
 
         pte = walk.read(mapped(p, "an ExecuTorch .pte"), str(p))
         found = pte.entries()
@@ -306,7 +306,7 @@ def notes(part: Part) -> list[str]:
 
 def _other(index: _Index, name: str) -> str:
     """Why a .pte's delegate named `name` is no context: it is another backend's."""
-    from q9diff.read.pte import cut, shown
+    from q9diff.read.pte import cut, shown  # start-up: read.pte
 
     pte = index.container
     for d in pte.delegates if pte is not None else ():

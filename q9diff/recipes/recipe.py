@@ -233,7 +233,7 @@ class Recipe:
 def _check_names(part: Part, where: str) -> None:
     """A part's name and output become file names under the output folder (and under the rebuild
     cache): a name that climbs out of it (`..`, an absolute path) or holds a separator is refused."""
-    from q9diff.guard import kind, plain_name
+    from q9diff.guard import kind, plain_name  # start-up: guard
 
     for value, what in ((part.name, "part name"), (part.output, f"part {part.name!r} output")):
         if not isinstance(value, str):
@@ -248,7 +248,7 @@ def _check_names(part: Part, where: str) -> None:
 
 def output_path(out_dir: str | os.PathLike, part: Part) -> Path:
     """Where a backend writes `part`: inside `out_dir`, whatever the part's output says."""
-    from q9diff.guard import contained, plain_name
+    from q9diff.guard import contained, plain_name  # start-up: guard
 
     plain_name(part.output, f"part {part.name!r} output", out_dir, RecipeError)
     return contained(part.output, out_dir, f"part {part.name!r} output", RecipeError)
@@ -257,7 +257,7 @@ def output_path(out_dir: str | os.PathLike, part: Part) -> Path:
 def check_out(out: str | os.PathLike, inputs: list[str | os.PathLike | None]) -> None:
     """Refuse an output folder that is, or holds, one of `inputs` (the candidate, the reference): a
     rebuild there would overwrite it, and then be compared with itself."""
-    from q9diff.guard import inside
+    from q9diff.guard import inside  # start-up: guard
 
     for given in inputs:
         if given is not None and inside(Path(given).resolve(), out) is not None:
@@ -278,7 +278,7 @@ def check_build(recipe: Recipe, out: str | os.PathLike) -> None:
 
 
 def load(path: str | os.PathLike) -> Recipe:
-    from q9diff.guard import load_json
+    from q9diff.guard import load_json  # start-up: guard
 
     p = Path(path)
     data = load_json(p, "a q9diff recipe (a JSON object)", RecipeError)

@@ -145,7 +145,7 @@ def check_io_size(path: Path | str, graph: GraphSpec, memory: int | None = None)
 def graph_specs(path: Path, part: int = 0) -> list[GraphSpec]:
     """The graphs of a context binary, from its metadata (no Qualcomm library involved); a graph whose
     I/O would not fit in this machine's memory is refused here, before any buffer exists."""
-    from q9diff.read.openers import open_binary
+    from q9diff.read.openers import open_binary  # start-up: read.openers, construct
 
     cb = open_binary(path)
 

@@ -67,7 +67,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from q9diff.errors import Q9Error
-from q9diff.genie.config import CONFIG_NAME
+from q9diff.genie import config as genie_config
+from q9diff.genie.config import CONFIG_NAME, config_file
+from q9diff.guard import child_env, private_work, python_argv
 
 GENIE_LIBRARY = "libGenie.so"
 # Loaded RTLD_GLOBAL before libGenie, in this order, so that libGenie binds to the QNN system library
@@ -162,8 +164,6 @@ class GenieRunner:
         bundle = Path(bundle)
         if bundle.is_file():
             bundle = bundle.parent
-        from q9diff.genie.config import config_file
-
         if not config_file(bundle).is_file():
             raise GenieError(
                 f"{bundle}: no {CONFIG_NAME} (nor one other Genie config), so it is not a Genie bundle."
@@ -236,8 +236,6 @@ def write_patched_config(
     Every referenced file must resolve inside the bundle, or inside one of `also_inside` (folders q9diff
     filled itself, such as its rebuild cache); anything else is refused, naming the path.
     """
-    from q9diff.genie import config as genie_config
-
     try:  # the one reader's line, raised as this runner's error
         cfg = genie_config.read(bundle, also_inside=tuple(also_inside))
         ctx_bins = cfg.ctx_bin_paths()
@@ -293,8 +291,6 @@ _INSERTING = re.compile(r"Inserting graph (\S+) as idx (\d+) for AR-(\d+) CL-(\d
 
 
 def _run_child(job: Path, env: dict[str, str], timeout_s: float, ctx_bins: list[Path], bundle: Path) -> dict:
-    from q9diff.guard import child_env, private_work, python_argv
-
     command = python_argv("q9diff.runners.genie_child", [str(job.resolve())])
     try:
         # Its own TMPDIR, removed even when the work folder is one the caller keeps.
@@ -327,8 +323,8 @@ def split_order_problem(log: str, ctx_bins: list[Path]) -> str | None:
     """Compare the split order Genie logged ("Inserting graph G as idx i for AR-a CL-c") with the order
     q9diff's own decoding uses (the graph names' `_<i>_of_<n>` suffix when they carry one, as Genie's,
     else ctx-bins order); a sentence naming the first group Genie put out of order, or None."""
-    from q9diff.genie.layout import split_index
-    from q9diff.read.openers import open_binary
+    from q9diff.genie.layout import split_index  # start-up: genie.layout
+    from q9diff.read.openers import open_binary  # start-up: read.openers, construct
 
     where: dict[str, int] = {}
     for index, path in enumerate(ctx_bins):

@@ -34,8 +34,8 @@ from q9diff.runners.worker import WorkerClient, WorkerSession
 
 def recipe_for(binary: Path):
     """The recipe and part that built `binary`: `NAME.recipe.json` beside it, else `recipe.json`."""
-    from q9diff.read.openers import split_name
-    from q9diff.recipes import recipe as rcp
+    from q9diff.read.openers import split_name  # start-up: read.openers, construct
+    from q9diff.recipes import recipe as rcp  # start-up: recipes.recipe
 
     binary = Path(binary)
     file = split_name(binary)[0]  # FILE#LABEL: the container's recipe, never a name made of the label
@@ -64,9 +64,9 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
     The compiler is deterministic, so a rebuild is kept in the cache under a digest of everything that
     determines its bytes (the recipe's settings and graphs, the models' bytes, the QAIRT version) and
     reused on the next run."""
-    from q9diff.backends.base import BackendUnavailable
-    from q9diff.backends.registry import cached_compile
-    from q9diff.recipes.recipe import Part, output_path
+    from q9diff.backends.base import BackendUnavailable  # start-up: backends.base
+    from q9diff.backends.registry import cached_compile  # start-up: backends.registry
+    from q9diff.recipes.recipe import Part, output_path  # start-up: recipes.recipe
 
     r, part = recipe_for(binary)
     if r is None:
@@ -185,7 +185,7 @@ def _crash_memo(binaries: list[Path]) -> Path:
 
 
 def _remember(memo: Path, crash: str) -> None:
-    from q9diff.recipes.recipe import write_atomic
+    from q9diff.recipes.recipe import write_atomic  # start-up: recipes.recipe
 
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
@@ -273,7 +273,7 @@ class CpuSession:
 
 def cpu_session(recipe) -> CpuSession:
     """A CpuSession over a Recipe (or a recipe file)."""
-    from q9diff.recipes import recipe as rcp
+    from q9diff.recipes import recipe as rcp  # start-up: recipes.recipe
 
     if importlib.util.find_spec("onnxruntime") is None:
         raise RunnerUnavailable("the CPU reference needs onnxruntime; pip install 'q9diff[ort]'")

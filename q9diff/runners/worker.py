@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from q9diff.guard import package_root
-from q9diff.runners.base import GraphSpec, RunnerError
+from q9diff.runners.base import GraphSpec, RunnerError, graph_specs
 
 MAGIC = b"Q9W1"
 _HEAD = struct.Struct("<4sIQ")
@@ -232,8 +232,6 @@ class _Worker:
         save(model, str(path))
 
     def load(self, binaries: list[str]) -> list[dict]:
-        from q9diff.runners.base import graph_specs
-
         for part, binary in enumerate(binaries):
             link = f"b{part}.bin"
             (self.dir / link).symlink_to(Path(binary).resolve())

@@ -374,7 +374,7 @@ def toolchain() -> dict:
 
 def container() -> dict:
     """What inspect says of the file around the contexts: an ExecuTorch .pte (q9diff.compare.container)."""
-    from q9diff.read.pte import KINDS
+    from q9diff.read.pte import KINDS  # start-up: read.pte
 
     where = maybe(size("Its offset in the file; null for data kept inline in the program."))
     spec = obj(

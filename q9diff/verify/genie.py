@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from q9diff.genie import config as genie_config
+from q9diff.guard import read_text
+from q9diff.read.openers import open_binary
 from q9diff.runners.base import RunnerError, Session, shown_path
 from q9diff.verify import llm
 
@@ -33,8 +35,7 @@ def genie_runnable(bundle: Path, work: Path) -> tuple[Path, list[str], tuple[Pat
     unshared rebuilds: Genie on x86 refuses shared weights ("Shared weights buffer isn't supported on
     this platform", then SIGSEGV), as the emulator does. Also the folders the copy may name files in
     (the bundle and q9diff's rebuild cache), for GenieRunner.generate's also_inside."""
-    from q9diff.read.openers import open_binary
-    from q9diff.runners.local import unshared_rebuild
+    from q9diff.runners.local import unshared_rebuild  # start-up: runners.local
 
     bundle = bundle if bundle.is_dir() else bundle.parent
     names, notes, roots = [], [], (bundle.resolve(),)
@@ -80,7 +81,7 @@ def decode_bundle(
     candidate: Path, *, cpu: bool, steps: int, prompt: list[int] | None, seed: int
 ) -> BundleDecoding:
     """Decode the candidate bundle's ctx-bins greedily on the emulator and, from its recipe, on the CPU."""
-    from q9diff.runners.local import LocalRunner, cpu_session
+    from q9diff.runners.local import LocalRunner, cpu_session  # start-up: runners.local
 
     dialog = DialogConfig.of(candidate)
     bins = ctx_bins(candidate)
@@ -136,7 +137,7 @@ def verify_genie(
     """Genie bundles through Qualcomm's own Genie runtime on the emulator, beside q9diff's decoding of
     the same ctx-bins on the same emulator (`emulator`) and on the CPU: Genie against the plain graph
     run isolates the runtime glue (prompt feeding, KV handling, sampling) from the binaries."""
-    from q9diff.runners.genie import GenieError, GenieRunner
+    from q9diff.runners.genie import GenieError, GenieRunner  # start-up: runners.genie
 
     runner = GenieRunner()
     decoded = decode_bundle(candidate, cpu=cpu, steps=steps, prompt=prompt, seed=seed)
@@ -169,8 +170,6 @@ def bundle_texts(bundle: Path, tokens: dict[str, tuple[int, ...]]) -> dict[str, 
         raise RunnerError("the Python package tokenizers is missing: pip install tokenizers") from None
     cfg = genie_config.read(bundle if bundle.is_dir() else bundle.parent)
     path = cfg.file(cfg.tokenizer, "dialog.tokenizer.path")
-    from q9diff.guard import read_text
-
     text = read_text(path, "a tokenizer.json", RunnerError)  # capped: a huge or sparse file is not read
     try:
         tokenizer = Tokenizer.from_str(text)

@@ -366,8 +366,8 @@ def ctx_bins(bundle: Path) -> list[Path]:
 
 def cpu_recipe(binaries: list[Path], explicit: Path | None):
     """The recipe whose source models the CPU reference runs, restricted to `binaries`' parts in order."""
-    from q9diff.recipes import recipe as rcp
-    from q9diff.runners.local import recipe_for
+    from q9diff.recipes import recipe as rcp  # start-up: recipes.recipe
+    from q9diff.runners.local import recipe_for  # start-up: runners.local
 
     if explicit is not None:
         r = rcp.load(explicit)
@@ -395,7 +395,7 @@ def verify(
     tolerance: Tolerance | None = None,
 ) -> VerifyResult:
     """Open every side, decide single-graph or LLM, compare. `run` is a Runner (q9diff.runners)."""
-    from q9diff.runners.local import cpu_session
+    from q9diff.runners.local import cpu_session  # start-up: runners.local
 
     opened: dict[str, Session] = {}
     sides, notes = [], []

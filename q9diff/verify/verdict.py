@@ -59,8 +59,8 @@ def read_targets(candidate: Input) -> tuple[tuple[str, int | None], ...]:
     """Each of the candidate's files (its path) with the soc_model its build asked for
     (q9diff.compare.summary.target: 0 is the generic target), None where the file does not record it or
     cannot be read."""
-    from q9diff.compare.summary import target
-    from q9diff.errors import Q9Error
+    from q9diff.compare.summary import target  # start-up: compare.summary, construct
+    from q9diff.errors import Q9Error  # start-up: errors
 
     out = []
     for part in candidate.parts:

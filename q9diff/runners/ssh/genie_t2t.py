@@ -105,7 +105,7 @@ def stage_genie_bundle(bundle: Path, stage: Path, prompt_ids: list[int], steps: 
     """Lay out in `stage` what genie-t2t-run needs on the device, so that one push carries it: each file
     the bundle's config names (a symlink under a flat, unique name), a patched genie_config.json naming
     them relative to the directory genie-t2t-run runs in, and the tokens file. Returns what was changed."""
-    from q9diff.runners.genie import CONFIG_NAME, GenieError, write_patched_config
+    from q9diff.runners.genie import CONFIG_NAME, GenieError, write_patched_config  # start-up: runners.genie
 
     bundle = bundle.parent if bundle.is_file() else bundle
     if not prompt_ids or steps < 1:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from q9diff.guard import inside
 from q9diff.runners.base import GraphSpec, RunnerError, TensorSpec
 from q9diff.runners.ssh.client import QairtPaths, SshClient, SshSession, remote_command
 
@@ -59,8 +60,6 @@ def output_files(output_dir: Path, graph: GraphSpec, inference: int = 0) -> dict
     """Where qnn-net-run wrote each output of `graph` for one inference (see the module docstring).
     Graph and tensor names come from the binary: a candidate that resolves outside `output_dir` (an
     absolute name, `..`, a symlink) is never read."""
-    from q9diff.guard import inside
-
     dirs = [output_dir / f"Result_{inference}", output_dir / graph.name / f"Result_{inference}"]
     found = {}
     for t in graph.outputs:

@@ -103,7 +103,7 @@ class SshRunner:
     def genie(self, bundle: Path, prompt_ids: list[int], steps: int) -> GenieOutput:
         """genie-t2t-run on the device over a Genie bundle: greedy, at most `steps` tokens after
         `prompt_ids` (without bos: Genie prepends it). The remote directory is removed afterwards."""
-        from q9diff.runners.genie import CONFIG_NAME
+        from q9diff.runners.genie import CONFIG_NAME  # start-up: runners.genie
 
         problem = self.missing()
         if problem:
