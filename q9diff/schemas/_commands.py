@@ -3,7 +3,7 @@ file of several contexts."""
 
 from __future__ import annotations
 
-from q9diff.schemas._defs import (
+from q9diff.schemas._nodes import (
     EARLIER,
     array,
     boolean,

@@ -7,15 +7,13 @@ from q9diff.doctor.result import HYPOTHESES, SEVERITIES
 from q9diff.doctor.run import RULES as DOCTOR_RULES
 from q9diff.load.rules import RULES as LOAD_RULES
 from q9diff.read.model import KINDS
-from q9diff.schemas._defs import (
-    BUCKETS,
-    DEFS,
+from q9diff.schemas._defs import BUCKETS, DEFS, device_properties
+from q9diff.schemas._nodes import (
     EARLIER,
     anything,
     array,
     boolean,
     const,
-    device_properties,
     integer,
     mapping,
     maybe,

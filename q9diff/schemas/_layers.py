@@ -3,18 +3,7 @@
 from __future__ import annotations
 
 from q9diff.schemas._commands import real
-from q9diff.schemas._defs import (
-    array,
-    boolean,
-    const,
-    integer,
-    maybe,
-    obj,
-    size,
-    string,
-    strings,
-    words,
-)
+from q9diff.schemas._nodes import array, boolean, const, integer, maybe, obj, size, string, strings, words
 
 
 def figures() -> dict:

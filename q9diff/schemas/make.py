@@ -35,16 +35,9 @@ from q9diff.schemas._compare import (
     settings,
     target_properties,
 )
-from q9diff.schemas._defs import (
-    DEFS,
-    EARLIER,
-    SUMMARY,
-    SUMMARY_OPTIONAL,
-    obj,
-    ref,
-    summary_properties,
-)
+from q9diff.schemas._defs import DEFS, SUMMARY, SUMMARY_OPTIONAL, summary_properties
 from q9diff.schemas._layers import layers_properties
+from q9diff.schemas._nodes import EARLIER, obj, ref
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 HERE = Path(__file__).resolve().parent
