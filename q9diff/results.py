@@ -30,7 +30,7 @@ LOAD_SCHEMA = "q9diff.load/1"
 
 def _saved(data):
     """`data` as JSON gives it back: a fresh copy, so a result stays as it was made."""
-    from q9diff.present.saved import as_saved  # start-up: present.saved
+    from q9diff.present.as_json import as_saved  # start-up: present.as_json
 
     return as_saved(data)
 

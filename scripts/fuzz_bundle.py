@@ -37,7 +37,7 @@ from q9diff.fix import extconfig
 from q9diff.fix.apply import ApplyError, BuildFacts, plan
 from q9diff.genie.bundle import BundleError
 from q9diff.inputs import given, resolve
-from q9diff.present.saved import json_safe
+from q9diff.present.as_json import json_safe
 from q9diff.present.terminal_doctor import print_report
 from q9diff.read.binary import ContextBinary
 from q9diff.read.sites import record_sites

@@ -1,5 +1,5 @@
 """The HTML report drawn without plotly's validators and without a JSON round trip of the result
-(q9diff.present.charts, q9diff.present.saved.as_saved) is what those would have given: plotly accepts
+(q9diff.present.charts, q9diff.present.as_json.as_saved) is what those would have given: plotly accepts
 every figure as it is, its encoder writes the same text, and the saved form holds JSON's values."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from q9diff.compare.diff import diff, to_json
 from q9diff.compare.sets import diff_sets, set_to_json
 from q9diff.inputs import resolve
 from q9diff.present import charts, embed, figures, html
-from q9diff.present.saved import as_saved, json_text
+from q9diff.present.as_json import as_saved, json_text
 from q9diff.read.openers import open_binary
 
 VARIANTS = FIXTURES / "variants"

@@ -150,7 +150,7 @@ def error_line(message: str) -> None:
 
 def print_json(data: dict) -> None:
     """A result as `--json` prints it (strict JSON: non-finite numbers as null)."""
-    from q9diff.present.saved import json_text  # start-up: present.saved
+    from q9diff.present.as_json import json_text  # start-up: present.as_json
 
     print(json_text(data))
 
@@ -304,7 +304,7 @@ MARKDOWN = typer.Option(
 
 
 def write_reports(data: dict, html_out: Path | None, md_out: Path | None) -> None:
-    """Write the HTML and Markdown of a result as `--json` gives it (q9diff.present.saved.as_saved);
+    """Write the HTML and Markdown of a result as `--json` gives it (q9diff.present.as_json.as_saved);
     `md_out` '-' is stdout."""
     if html_out is None and md_out is None:
         return

@@ -123,7 +123,7 @@ class Outputs:
 def _deliver(out: Outputs, data: dict, show, code: int) -> None:
     """Write the reports from the saved form of `data`, print the JSON or `show()` the terminal view,
     say what was written, and leave with `code`."""
-    from q9diff.present.saved import as_saved  # start-up: present.saved
+    from q9diff.present.as_json import as_saved  # start-up: present.as_json
 
     quiet = out.as_json or out.brief
     if out.html_out is not None or out.md_out is not None:  # the saved form only where a report needs it

@@ -51,7 +51,7 @@ def doctor(
       1  a finding is an error
       2  the bundle cannot be read"""
     from q9diff import api  # start-up: api, construct
-    from q9diff.present.saved import as_saved  # start-up: present.saved
+    from q9diff.present.as_json import as_saved  # start-up: present.as_json
 
     if reference is not None and reference_opt is not None and reference != reference_opt:
         raise CommandError(f"two references, {reference} and --reference {reference_opt}: give one")

@@ -72,7 +72,7 @@ def layers(
     with busy(f"layers of {candidate} on the x86 HTP emulator", as_json) as status:
         res = run_layers(candidate, reference, inputs=inputs, seed=seed, max_taps=max_taps, progress=status)
     data = res.to_json()
-    from q9diff.present.saved import as_saved  # start-up: present.saved
+    from q9diff.present.as_json import as_saved  # start-up: present.as_json
 
     write_reports(as_saved(data), html_out, md_out)
     to_stdout = as_json or (md_out is not None and str(md_out) == "-")

@@ -150,7 +150,7 @@ def verify(
 
     res = replace(res, targets=read_targets(found[0]))
 
-    from q9diff.present.saved import as_saved  # start-up: present.saved
+    from q9diff.present.as_json import as_saved  # start-up: present.as_json
 
     write_reports(as_saved(to_json(res)), html_out, md_out)  # drawn from the saved result, as `report` does
     to_stdout = as_json or (md_out is not None and str(md_out) == "-")

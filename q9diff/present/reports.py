@@ -1,7 +1,7 @@
 """The HTML page and the Markdown of any saved result, chosen by its schema: what `--html` and `--markdown`
 write, what `q9diff report` draws from a saved `--json`, and what a notebook shows (`_repr_html_`).
 
-Every renderer reads the result as `--json` saves it (q9diff.present.saved.as_saved), never the live
+Every renderer reads the result as `--json` saves it (q9diff.present.as_json.as_saved), never the live
 objects, so a page drawn now and one drawn later from the saved file are the same page.
 """
 
