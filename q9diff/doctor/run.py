@@ -14,6 +14,7 @@ from pathlib import Path
 
 from q9diff.doctor import checks as c
 from q9diff.doctor import container as ct
+from q9diff.doctor import dialog as d
 from q9diff.doctor import load as ld
 from q9diff.doctor import places as pl
 from q9diff.doctor import reference as r
@@ -58,13 +59,13 @@ RULES: tuple[Rule, ...] = tuple(Rule(*row) for row in (
     ("split",                      "error",   1,    R + A,           r.check_split),
     ("qairt.mix",                  "error",   2,    S,               c.check_qairt_mix),
     ("qairt.reference",            "warning", 2,    R + S,           r.check_qairt_reference),
-    ("vocab.logits",               "error",   3,    A + C,           c.check_vocab_logits),
-    ("vocab.tokenizer",            "error",   3,    C,               c.check_vocab_tokenizer),
-    ("vocab.special",              "error",   3,    C,               c.check_vocab_special),
-    ("context.size",               "error",   None, A + C,           c.check_context_size),
-    ("context.kv",                 "error",   None, A + C,           c.check_kv),
-    ("context.pos-id",             "error",   None, A + C,           c.check_pos_id),
-    ("quantization.boundary",      "error",   None, A,               c.check_boundary),
+    ("vocab.logits",               "error",   3,    A + C,           d.check_vocab_logits),
+    ("vocab.tokenizer",            "error",   3,    C,               d.check_vocab_tokenizer),
+    ("vocab.special",              "error",   3,    C,               d.check_vocab_special),
+    ("context.size",               "error",   None, A + C,           d.check_context_size),
+    ("context.kv",                 "error",   None, A + C,           d.check_kv),
+    ("context.pos-id",             "error",   None, A + C,           d.check_pos_id),
+    ("quantization.boundary",      "error",   None, A,               d.check_boundary),
     ("quantization.gather",        "error",   4,    R + S,           r.check_gather),
     ("quantization.float-fallback", "error",  5,    R + S,           r.check_float_fallback),
     ("quantization.io",            "error",   7,    R + S,           r.check_quant_io),
