@@ -112,7 +112,7 @@ _MISSING = (
     "cannot open shared object file", "not found", "no such file", "could not be found", "cannot find",
     "dynamic loading failed", "load library failed", "failed to load", "cannot open qnn library",
     "unable to load", "failed in loading", "could not load", "cannot load", "couldn't find", "fopen fail",
-    "failed to open",
+    "failed to open", "can not load", "can not open", "can't load", "can't open", "unable to open",
 )  # fmt: skip
 
 
