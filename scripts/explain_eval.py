@@ -7,7 +7,8 @@
 A case is right when: one of its expected causes is among the verdict's first `within` (2 unless the
 case says), the first cause is an expected or acceptable one (no wrong cause leads), the decisive line
 and the codes it names are the ones the case gives (where it gives them), and every pasted line is
-accounted for (explained, context or unknown; an unknown error line is listed in the verdict).
+accounted for (explained, context or unknown; an unknown error line is listed in the verdict). A
+one-line paste that is an error code's name is answered as that code: judged on the code's causes.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def judge(case: dict) -> tuple[bool, str]:
     want = [c.lower() for c in expect["causes"]]
     ok_first = want + [c.lower() for c in expect.get("acceptable", ())]
     v = found.verdict
+    if v is None and len(case["log"]) == 1 and len(found.codes) == 1:
+        return _judge_code(found.codes[0], want, ok_first, expect.get("within", 2))
     if v is None:
-        return False, "no verdict (read as a code or a term)"
+        return False, "no verdict (read as a term or not read)"
     ids = [_id(r) for r in v.causes]
     problems = []
     if len(found.findings) != len(case["log"]):
@@ -62,6 +65,18 @@ def judge(case: dict) -> tuple[bool, str]:
     unknown_errors = {f.line.number for f in found.findings if f.status == "unknown" and f.failure}
     if unknown_errors - set(v.unknown_errors):
         problems.append("an unknown error line is not listed")
+    return not problems, "; ".join(problems)
+
+
+def _judge_code(code, want: list[str], ok_first: list[str], within: int) -> tuple[bool, str]:
+    """A paste of one line that is an error code's name or number is answered as that code (what the
+    user sees: its meaning and its causes, most likely first): judged on those causes as a verdict is."""
+    ids = [c.id.lower() for c in code.causes]
+    problems = []
+    if not any(i in want for i in ids[:within]):
+        problems.append(f"expected {want} in the first {within} causes of {code.name}, got {ids[:3]}")
+    if ids and ids[0] not in ok_first:
+        problems.append(f"a wrong cause leads: {ids[0]}")
     return not problems, "; ".join(problems)
 
 

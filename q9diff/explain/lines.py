@@ -112,7 +112,8 @@ _MISSING = (
     "cannot open shared object file", "not found", "no such file", "could not be found", "cannot find",
     "dynamic loading failed", "load library failed", "failed to load", "cannot open qnn library",
     "unable to load", "failed in loading", "could not load", "cannot load", "couldn't find", "fopen fail",
-    "failed to open",
+    "failed to open", "can not load", "can not open", "can't load", "can't open", "unable to open",
+    "signature verify start failed", "signature verification failed",
 )  # fmt: skip
 
 
@@ -303,11 +304,18 @@ def missing(line: Line) -> list[Missing]:
         if cannot_open < 0 and not any(p in after or p in before for p in _MISSING):
             continue
         on_dsp = "file:///" in before[-12:] or "skel" in name or "dynamic loading failed" in before
-        reason = _reason(line.shown, end)
+        reason = _reason(line.shown, end) or _said_before(before)
         lib = library(name)
         name_shown = line.shown[start:end] if len(line.shown) >= end else name
         out.append(Missing(name_shown, lib, on_dsp, reason))
     return out
+
+
+def _said_before(before: str) -> str:
+    """The loader's failure phrase written before a library's name ('signature verify start failed for
+    X'), when nothing follows the name: what the line says, not a reason of ours."""
+    found = [(before.rfind(p), p) for p in _MISSING if p in before]
+    return max(found)[1] if found else ""
 
 
 def _reason(shown: str, end: int) -> str:
@@ -346,9 +354,13 @@ def names(line: Line) -> list[str]:
     return [n.upper() for n in _NAME.findall(body)]
 
 
+_TCM = ("fit in tcm", "tcm migration", "bytes of tcm")
+
+
 def signals(line: Line) -> set[str]:
     """What the line's own words show, whatever message it is: an op that cannot be built ('op'), the
-    compiler at work ('compile'), the x86 emulator ('emulator')."""
+    compiler at work ('compile'), an op or a graph the compiler cannot fit in VTCM ('vtcm'), the x86
+    emulator ('emulator')."""
     out = set()
     body = line.body
     if ("not supported" in body or "could not create op" in body or "unsupported op" in body) and _OP.search(
@@ -357,6 +369,8 @@ def signals(line: Line) -> set[str]:
         out |= {"op", "compile"}
     if any(w in body for w in _COMPILE) or line.layer == "compiler and graph finalize":
         out.add("compile")
+    if "compile" in out and any(w in body for w in _TCM):  # the compiler's words for VTCM
+        out.add("vtcm")
     if "x86" in body and ("routerx86" in body or "x86_64" in body):
         out.add("emulator")
     return out

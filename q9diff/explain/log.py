@@ -81,8 +81,21 @@ def _curated_by_pieces() -> dict[tuple[str, ...], Curated]:
 
 
 def known(entry: catalogue.Entry) -> Curated | None:
-    """What q9diff knows of a catalogued message beyond its text, if anything."""
-    return _curated_by_pieces().get(entry.pieces)
+    """What q9diff knows of a catalogued message beyond its text, if anything: the curated message of its
+    pieces, else the longest curated one-piece message (20 characters or more) its first piece extends
+    (a library's form that only adds a field: 'Failed to finalize QNN graph. Error code: %d')."""
+    found = _curated_by_pieces().get(entry.pieces)
+    if found is not None or not entry.pieces:
+        return found
+    first = entry.pieces[0]
+    return next((c for c in _one_piece() if first.startswith(c.pieces[0]) and first != c.pieces[0]), None)
+
+
+@cache
+def _one_piece() -> tuple[Curated, ...]:
+    """The curated messages of one piece of 20 characters or more, the longest first."""
+    one = [c for c in curated() if len(c.pieces) == 1 and len(c.pieces[0]) >= 20]
+    return tuple(sorted(one, key=lambda c: -len(c.pieces[0])))
 
 
 @cache
@@ -258,10 +271,13 @@ def code_fields(hit: catalogue.Hit) -> list[int]:
 
 def _codes_of(n: int, line: Line) -> tuple[Code, ...]:
     """The codes number `n` in `line` stands for: FastRPC's for 0x8000xxxx (or a small number in a
-    FastRPC line), Genie's for -14..4 in a Genie line, QNN's otherwise (1000 and up)."""
+    FastRPC line, but for its file opens' errno values), Genie's for -14..4 in a Genie line, QNN's
+    otherwise (1000 and up)."""
     rpc = fastrpc_value(n)
     if rpc is not None:
         return by_value(rpc, "fastrpc")
+    if "apps_std_fopen" in line.body and 0 < n < 0x400:
+        return ()  # FastRPC's file open on the DSP's behalf writes fopen's errno: 0x2 ENOENT, 0xd EACCES
     if line.layer == "FastRPC transport" and 0 < n < 0x400:
         return by_value(n, "fastrpc")
     if -14 <= n <= 4 and "Genie" in line.tools:

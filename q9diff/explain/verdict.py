@@ -76,7 +76,7 @@ def missing_cause(m: Missing) -> Cause:
     """The cause a library that could not be opened is, in our words from libraries.json."""
     lib = m.library
     if lib is None:
-        text = f"{m.name} could not be opened by the loader ({m.reason or 'not found'})."
+        text = f"{m.name} could not be opened by the loader" + (f" ({m.reason})." if m.reason else ".")
         return Cause(f"missing:{m.name}", text, "measured", "the loader's own message", None, ("library",))
     var = lib.variable
     where = f" It is looked for through {var}: {variables()[var]}." if var else ""
