@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import shutil
@@ -12,8 +11,6 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, all_bins
-
-from q9diff.inputs import resolve
 
 COMMANDS = ("inspect", "diff", "suggest", "recompile", "verify")
 
@@ -366,35 +363,42 @@ def test_the_program_ends_as_main_does(tmp_path, fixtures_dir):
     assert ended[0] == ended[1] and b"Traceback" not in ended[1][1], ended
 
 
+_RELEASE_CHECK = """
+import json, sys
+from pathlib import Path
+from q9diff.compare.sets import diff_sets, set_to_json
+from q9diff.inputs import resolve
+
+def mapped():
+    return {ln.split(maxsplit=5)[-1] for ln in Path("/proc/self/maps").read_text().splitlines()}
+
+seen = []
+
+def on_part(pa, pb, r):
+    seen.append([pa.name, sorted({str(p.resolve()) for p in (pa, pb)} & mapped())])
+
+sd = diff_sets(resolve(sys.argv[1]), resolve(sys.argv[2]), on_part=on_part)
+kept = sorted({str(p.resolve()) for pa, pb, _ in sd.pairs for p in (pa, pb)} & mapped())
+data = set_to_json(sd)
+parts = [p["part"] for p in data["parts"]]
+print(json.dumps({"seen": seen, "kept": kept, "parts": parts, "a_total": data["a_total"]}))
+"""
+
+
 def test_a_directory_diff_releases_each_part_once_compared(fixtures_dir):
-    from q9diff.compare.sets import diff_sets, set_to_json
-
-    def mapped() -> set[tuple[str, str]]:  # (address range, file) of every file mapping
-        rows = (ln.split(maxsplit=5) for ln in Path("/proc/self/maps").read_text().splitlines())
-        return {(r[0], r[5]) for r in rows if len(r) == 6}
-
-    def new(now: set, files) -> set[str]:
-        # files mapped since `before`: an earlier test's object may map the same fixture, and be collected
-        # meanwhile (release runs the collector), so mappings are told apart by address, not counted
-        return {f for _, f in now - before} & set(files)
-
-    gc.collect()  # an earlier test's garbage let go of first: what stays mapped is held
-    before, seen = mapped(), []
-
-    def on_part(pa, pb, r):
-        seen.append((pa.name, new(mapped(), [str(p.resolve()) for p in (pa, pb)])))
-
-    sd = diff_sets(resolve(LOCAL), resolve(REFERENCE), on_part=on_part)
-    part_1 = {str((d / "part_1_of_2.bin").resolve()) for d in (LOCAL, REFERENCE)}
-    assert seen[0] == ("part_1_of_2.bin", part_1)  # mapped while compared
-    assert seen[1][0] == "part_2_of_2.bin" and len(seen[1][1]) == 2
-    after = mapped()
-    assert new(after, part_1) == set()  # ... and let go of before the next part
-    every = {str(p.resolve()) for pa, pb, _ in sd.pairs for p in (pa, pb)}
-    assert new(after, every) == set()
-    data = set_to_json(sd)  # the set's JSON still has every part, from what was kept
-    assert [p["part"] for p in data["parts"]] == ["part_1_of_2.bin", "part_2_of_2.bin"]
-    assert data["a_total"] == sum((LOCAL / f"part_{i}_of_2.bin").stat().st_size for i in (1, 2))
+    # in a process of its own: what /proc/self/maps shows is this diff's alone, not an earlier test's too
+    done = subprocess.run(
+        [sys.executable, "-c", _RELEASE_CHECK, str(LOCAL), str(REFERENCE)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout)
+    part_1 = sorted(str((d / "part_1_of_2.bin").resolve()) for d in (LOCAL, REFERENCE))
+    assert got["seen"][0] == ["part_1_of_2.bin", part_1]  # mapped while compared
+    assert got["seen"][1][0] == "part_2_of_2.bin" and len(got["seen"][1][1]) == 2
+    assert not set(part_1) & set(got["seen"][1][1])  # ... and let go of before the next part
+    assert got["kept"] == []  # none mapped once the set is compared
+    assert got["parts"] == ["part_1_of_2.bin", "part_2_of_2.bin"]  # the JSON from what was kept
+    assert got["a_total"] == sum((LOCAL / f"part_{i}_of_2.bin").stat().st_size for i in (1, 2))
 
 
 def test_every_package_is_installed_by_pip_install_dot():
