@@ -189,3 +189,29 @@ def test_config_paths_are_found_as_their_tools_find_them(tmp_path, pair, monkeyp
         plan(genie, suggestions, facts)
     assert "the placeholder '<path to htp_backend_ext_config>'" in str(exc.value)
     assert "pass the extension file itself with --apply" in str(exc.value)
+
+
+def test_an_edit_never_takes_a_value_away(fixtures_dir):
+    """Every planned JSON edit is checked (q9diff.fix.kept): adding and changing values passes, a key or an
+    item removed, or a section turned into a value, is named and the edit refused; a large config costs its
+    equality walk, not DeepDiff over all of it."""
+    from q9diff.fix.kept import MAX_CHANGED, taken_away
+
+    config = json.loads((FIXTURES / "qwen-mini" / "local" / "htp_backend_ext_config.json").read_text())
+    fixed = json.loads(json.dumps(config))
+    fixed["devices"][0]["soc_model"] = 77
+    fixed["graphs"] = [{"vtcm_mb": 8, "O": 3}]
+    assert taken_away(config, fixed) == []  # what suggest --apply does to this file
+    dropped = json.loads(json.dumps(fixed))
+    del dropped["devices"][0]["dsp_arch"]
+    assert taken_away(config, dropped) == ["root['devices'][0]['dsp_arch'] removed"]
+    flattened = dict(config, devices=77)
+    assert taken_away(config, flattened) == ["root['devices'] turned into int"]
+    big = {"graphs": [{"graph_names": [f"g{i}"], "vtcm_mb": 4} for i in range(50_000)], **config}
+    bigger = json.loads(json.dumps(big))
+    bigger["devices"][0]["soc_model"] = 77
+    assert taken_away(big, bigger) == []
+    for g in bigger["graphs"][: MAX_CHANGED + 1]:
+        g["vtcm_mb"] = 8
+    with pytest.raises(ApplyError, match="more than 64 places"):
+        taken_away(big, bigger)

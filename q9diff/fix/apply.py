@@ -28,6 +28,7 @@ from q9diff import jsonc, settings
 from q9diff.compare.rules import qairt_call
 from q9diff.fix.edit import ApplyError, Edit
 from q9diff.fix.extedit import BuildFacts, edit_text, unknown_soc, writable
+from q9diff.fix.kept import taken_away
 from q9diff.fix.safewrite import read_exact, write_all
 from q9diff.guard import is_file, nameable
 from q9diff.recipes import recipe as recipe_mod
@@ -83,7 +84,23 @@ def plan(
         edit = _plan_backend_ext(real, before, root, suggestions, facts)
     else:
         raise ApplyError(f"{path}: {UNKNOWN}")
+    _keeps_every_value(edit)
     return replace(edit, note="\n".join(filter(None, (*notes, edit.note))))
+
+
+def _keeps_every_value(edit: Edit) -> None:
+    """Refuse an edit that would drop or reshape a value of the user's (q9diff.fix.kept)."""
+    if edit.advice_only or edit.before == edit.after:
+        return
+    try:
+        said = taken_away(jsonc.parse(edit.before).to_python(), jsonc.parse(edit.after).to_python())
+    except ApplyError as exc:
+        raise ApplyError(f"{edit.path}: {exc}") from None
+    if said:
+        what = "; ".join(said[:4])
+        raise ApplyError(
+            f"{edit.path}: the edit would take away what the file holds ({what}); left untouched"
+        )
 
 
 def write(edit: Edit) -> list[tuple[Path, Path]]:
