@@ -9,7 +9,8 @@ scripts/measure_generic.py measured what the compiler does on five models; this 
 graph)
 for every arch under every QAIRT given: a generic build (soc_model 0 with htp_arch N), the arch's stand-in
 SoC and another SoC of the arch (generic_measured.json's default_soc and scripts/measure_generic.OTHERS), and
-judges what the real command line says of them:
+judges what the real command line says of them (with --vtcm, also a VTCM 2 MiB / 8 MiB pair on the
+stand-in SoC, whose root cause must be vtcm_size alone):
 - `q9diff inspect --json`: target.generic_target is true for the generic build and false for the others;
 - `q9diff A B --json` for generic vs stand-in, generic vs the other SoC, and stand-in vs other: the root
   causes are soc_model alone (with dsp_arch where the generic build recorded another arch), no difference is
@@ -179,11 +180,39 @@ def check(out: Path, version: str, python: str, model_name: str, model: Path, ar
     return results
 
 
+def check_vtcm(out: Path, version: str, python: str, model_name: str, model: Path, arch: int) -> list[dict]:
+    """VTCM 2 MiB against 8 MiB on the arch's stand-in SoC: the root cause is vtcm_size alone (no
+    precision, no unexplained compiler option) and the suggestion sets 8 MiB."""
+    d = _stand_in(version, arch)
+    a, b = (
+        _build(
+            out,
+            version,
+            python,
+            model,
+            f"{model_name}_v{arch}_soc{d}_vtcm{mb}",
+            {"soc_model": d, "vtcm_mb": mb},
+        )
+        for mb in (2, 8)
+    )
+    r = _q9diff(str(a), str(b))
+    roots = sorted(c["name"] for c in r["causes"] if c["role"] == "root")
+    loose = [c.get("option", c["name"]) for c in r["causes"] if c["role"] == "unexplained"]
+    fix = [s["value"] for s in r["suggestions"] if s["setting"] == "vtcm_size"]
+    ok = roots == ["vtcm_size"] and not loose and len(fix) == 1
+    return [{"check": "diff vtcm 2 MiB 8 MiB", "ok": ok, "roots": roots, "unexplained": loose, "fix": fix,
+             "qairt": version, "model": model_name, "arch": arch}]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python-for", action="append", default=[], metavar="QAIRT=PYTHON", required=True)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "q9diff-validate-generic")
     ap.add_argument("--json", action="store_true", help="print every check as JSON")
+    ap.add_argument(
+        "--vtcm", action="store_true", help="also VTCM 2 MiB vs 8 MiB on each arch's stand-in SoC"
+    )
+    ap.add_argument("--arch", type=int, action="append", help="only these arches (default: every one)")
     args = ap.parse_args(argv)
     models_dir = args.out / "models"
     models_dir.mkdir(parents=True, exist_ok=True)
@@ -195,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.python_for:
         version, python = item.split("=", 1)
         for name, model in models.items():
-            for arch in ARCHES:
-                for r in check(args.out, version, python, name, model, arch):
+            for arch in args.arch or ARCHES:
+                checks = check(args.out, version, python, name, model, arch)
+                if args.vtcm:
+                    checks += check_vtcm(args.out, version, python, name, model, arch)
+                for r in checks:
                     results.append(r)
                     if not r["ok"]:
                         print("FAIL", json.dumps(r), file=sys.stderr, flush=True)
