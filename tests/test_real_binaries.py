@@ -218,3 +218,14 @@ def test_the_graph_line_shows_the_arch_read_and_labels_options_that_differ_from_
     }
     r = q9diff("inspect", str(REAL / "simple_add_op_qc_v75_precompiled.tflite"))
     assert "dsp_arch v75 (options min_arch=75)" in r.stdout
+
+
+def test_the_target_line_says_an_arch_not_recorded_once():
+    # QNN 2.25's BinaryInfo v1 records neither socModel nor dspArch: the target line said "dsp_arch not
+    # recorded recorded"; an arch that is recorded is still said so (QNN 2.29's v68)
+    r = q9diff("inspect", str(REAL / "simple_model_qualcomm.bin"))
+    assert r.returncode == 0, r.stderr
+    assert "soc_model 0 (generic target), dsp_arch not recorded — " in r.stdout
+    assert "not recorded recorded" not in r.stdout
+    r = q9diff("inspect", str(REAL / "denoise_229_htp_vtcm8mb.serialized.bin"))
+    assert "soc_model 0 (generic target), dsp_arch v68 recorded — " in r.stdout

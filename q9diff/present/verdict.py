@@ -31,7 +31,7 @@ def target_words(t: dict, dsp_arch: int | None) -> str:
     req, rec = t["soc_model_requested"], t.get("soc_model_recorded")
     arch = f"dsp_arch v{dsp_arch}" if dsp_arch else "dsp_arch not recorded"
     if req == 0:
-        return f"soc_model 0 (generic target), {arch} recorded"
+        return f"soc_model 0 (generic target), {arch}{' recorded' if dsp_arch else ''}"
     if req is not None:
         return f"soc_model {req} ({soc_name(req)}), {arch}"
     if rec is not None:
