@@ -202,6 +202,9 @@ def test_an_edit_never_takes_a_value_away(fixtures_dir):
     fixed["devices"][0]["soc_model"] = 77
     fixed["graphs"] = [{"vtcm_mb": 8, "O": 3}]
     assert taken_away(config, fixed) == []  # what suggest --apply does to this file
+    one = {"graphs": {"graph_names": ["g"], "vtcm_mb": 4}}  # listed as Qualcomm's parser wants, then edited
+    assert taken_away(one, {"graphs": [{"graph_names": ["g"], "vtcm_mb": 8}, {"graph_names": ["h"]}]}) == []
+    assert taken_away(one, {"graphs": [{"vtcm_mb": 8}]}) == ["root['graphs'][0]['graph_names'] removed"]
     dropped = json.loads(json.dumps(fixed))
     del dropped["devices"][0]["dsp_arch"]
     assert taken_away(config, dropped) == ["root['devices'][0]['dsp_arch'] removed"]

@@ -7,6 +7,8 @@ config, however large, costs one comparison); the few small subtrees an edit cha
 graph's entry) are then read by DeepDiff, which says what was removed or retyped there. A walk that meets
 more than MAX_CHANGED differing subtrees, or one bigger than MAX_LEAF values, is not an edit q9diff plans:
 refused as such rather than compared at a cost the input sets (DeepDiff over a 4 MB config takes 15 s).
+An object an edit makes the first entry of a list (`graphs`, which Qualcomm's parser wants as a list) is
+compared with that entry.
 """
 
 from __future__ import annotations
@@ -54,13 +56,23 @@ def _differing(before, after, path: str, out: list) -> None:
     out.append((path, before, after))
 
 
+def _listed_like(before, after):
+    """`before` with each object that `after` holds as the first entry of a list put in such a list (an
+    edit that lists `graphs` keeps the object it listed), walked where both sides are objects."""
+    if isinstance(before, dict) and isinstance(after, list) and after and isinstance(after[0], dict):
+        return [before]
+    if isinstance(before, dict) and isinstance(after, dict):
+        return {k: _listed_like(v, after[k]) if k in after else v for k, v in before.items()}
+    return before
+
+
 def taken_away(before, after) -> list[str]:
     """Where `after` (a parsed JSON document) drops or retypes a value of `before`, in DeepDiff's words
     (`root['devices'][0]['cores']`); empty when the edit only adds and changes values."""
     from deepdiff import DeepDiff  # start-up: deepdiff (only an edit that is planned loads it)
 
     parts: list = []
-    _differing(before, after, "root", parts)
+    _differing(_listed_like(before, after), after, "root", parts)
     if len(parts) > MAX_CHANGED:
         raise ApplyError(f"the edit would change more than {MAX_CHANGED} places of the file; left untouched")
     said = []
