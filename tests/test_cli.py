@@ -433,3 +433,15 @@ def test_a_genie_bundle_whose_config_has_another_name_is_diffed(tmp_path, fixtur
     shutil.copy(a / "qwen_mini.json", a / "other.json")  # two configs: which one is meant is not guessed
     r = q9diff(str(a), str(b))
     assert r.returncode == 2 and "several Genie configs (other.json, qwen_mini.json)" in r.stderr
+
+
+def test_an_unknown_toolchain_is_refused_in_one_line_by_every_command_that_takes_it(fixtures_dir):
+    # suggest --json skipped the check (exit 1, nothing said) and suggest without --json compared first
+    pair = [str(fixtures_dir / "variants" / f) for f in ("generic_v68.bin", "soc_30.bin")]
+    for cmd in ("diff", "suggest"):
+        for extra in ([], ["--json"]):
+            r = q9diff(cmd, *pair, *extra, "--toolchain", "bogus")
+            assert r.returncode == 2 and r.stdout == "", (cmd, extra, r.stdout[:200])
+            assert r.stderr.strip().splitlines() == [
+                "q9diff: error: --toolchain bogus: expected one of qairt, ext, ort, qnn-cli, executorch, all"
+            ]

@@ -251,15 +251,19 @@ TOOLCHAIN = typer.Option(
 )
 
 
-def toolchain_chosen(data: dict, asked: str | None) -> None:
-    """--toolchain over what the candidate's files say: the fix leads with that form (`all`: every form)."""
+def check_toolchain(asked: str | None) -> None:
+    """--toolchain names a form of the fix, or `all`; anything else is refused in one line."""
     from q9diff.compare.toolchains import LABELS  # start-up: compare.toolchains
 
-    if asked is None:
-        return
-    if asked != "all" and asked not in LABELS:
+    if asked not in (None, "all") and asked not in LABELS:
         raise CommandError(f"--toolchain {asked}: expected one of {', '.join([*LABELS, 'all'])}")
-    data["toolchain"] = {"form": asked, "why": "--toolchain"}
+
+
+def toolchain_chosen(data: dict, asked: str | None) -> None:
+    """--toolchain over what the candidate's files say: the fix leads with that form (`all`: every form)."""
+    check_toolchain(asked)
+    if asked is not None:
+        data["toolchain"] = {"form": asked, "why": "--toolchain"}
 
 
 RUNTIME = typer.Option(

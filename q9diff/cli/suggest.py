@@ -16,6 +16,7 @@ from q9diff.cli.common import (
     app,
     build_into,
     busy,
+    check_toolchain,
     flag,
     note,
     print_json,
@@ -51,9 +52,9 @@ def suggest(
       2  error, also when the REFERENCE looks like the broken build
          (the arguments swapped) or was built for another device than --target"""
     from q9diff import api, inputs  # start-up: api, construct
-    from q9diff.compare.toolchains import LABELS  # start-up: compare.toolchains
     from q9diff.present import terminal_build as view  # start-up: present.terminal_build
 
+    check_toolchain(toolchain)  # before any file is read: --json included
     device = api.as_device(target) if target is not None else None
     if device is not None:  # a device named: the candidate, or the reference, judged against it
         from q9diff.compare.target import judged, reference_findings  # start-up: compare.target
@@ -119,8 +120,6 @@ def suggest(
     if not as_json:
         if models:  # the reference's settings are what can carry over from another model's build
             view.print_models_only(models)
-        if toolchain not in (None, "all") and toolchain not in LABELS:
-            raise CommandError(f"--toolchain {toolchain}: expected one of {', '.join([*LABELS, 'all'])}")
         form = None if toolchain in (None, "all") else toolchain
         lead = report["toolchain"]["form"]  # every form, the candidate's own first
         print_suggestions(suggestions, form, notes=True, lead=lead)
