@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from q9diff.compare.cause import Cause
 from q9diff.compare.diff import DiffResult, diff, to_json
 from q9diff.compare.models import different_models, models_json
 from q9diff.compare.suggestions import merged_suggestions
 from q9diff.errors import FormatError, InputError
-from q9diff.inputs import Input
 from q9diff.read.parse import read_errors
 from q9diff.units import percent
+
+if TYPE_CHECKING:  # the api layer's resolved input, named in signatures only
+    from q9diff.inputs import Input
 
 
 @dataclass

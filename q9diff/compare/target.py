@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from q9diff.compare.cause import Cause
 from q9diff.compare.observe import observe
@@ -21,9 +22,11 @@ from q9diff.compare.sets import distinct_causes
 from q9diff.compare.structure import precision
 from q9diff.compare.suggestions import merged_suggestions, suggestions
 from q9diff.compare.summary import inspect_summary, target
-from q9diff.inputs import Input
 from q9diff.read.binary import ContextBinary
 from q9diff.read.tables import Device, Profile, ai_hub_profile, soc_name
+
+if TYPE_CHECKING:  # the api layer's resolved input, named in signatures only
+    from q9diff.inputs import Input
 
 SCHEMA = "q9diff.target/1"
 MB = 1024 * 1024  # bytes in a MiB, the unit of vtcm_mb

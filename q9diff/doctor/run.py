@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from q9diff.doctor import checks as c
 from q9diff.doctor import container as ct
@@ -22,9 +23,11 @@ from q9diff.doctor import target as tg
 from q9diff.doctor.checks import Context, Hit, Note
 from q9diff.doctor.result import SEVERITIES, DoctorResult, Finding
 from q9diff.genie.bundle import Bundle, read_bundle
-from q9diff.inputs import Input
 from q9diff.load.runtime import Runtime, in_folder
 from q9diff.read.tables import Device, ai_hub_profile
+
+if TYPE_CHECKING:  # the api layer's resolved input, named in signatures only
+    from q9diff.inputs import Input
 
 # What a rule needs before it can say anything; without it, the engine writes one note instead.
 REFERENCE = "reference"  # --reference

@@ -57,7 +57,6 @@ TOOLS = {
     "llama.cpp": ("ggml", "llama"),
 }
 _TOOL_OF = {w: tool for tool, words in TOOLS.items() for w in words}
-# The layer a line's own words name, where no message of the catalogue says it.
 # The layer a line's own words name, where no message of the catalogue says it (the first listed wins).
 _LAYER_WORDS = (
     ("FastRPC transport", r"adsprpc|fastrpc|remote_handle|apps_std|mod_table|rpcmem|dspqueue|cdsprpc"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from q9diff.explain import catalogue
@@ -147,9 +147,7 @@ def find(
     if done is not None:
         old = done.line
         line = Line(number, len(raw) > MAX_LINE, shown, body, old.level, old.tools, old.layer, old.context)
-        d = done
-        return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
-                       d.layer, d.note, d.level, d.failure)  # fmt: skip
+        return replace(done, line=line)
     done = _find(*read(number, raw, shown, body), tools, whole_query)
     if seen is not None:
         seen[key] = done

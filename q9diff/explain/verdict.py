@@ -85,8 +85,7 @@ def missing_cause(m: Missing) -> Cause:
     text += f": {lib.what}. It ships with {lib.ships}.{where}"
     if lib.note:
         text += f" Note ({lib.note_evidence}: {lib.note_source}): {lib.note}."
-    check = None
-    return Cause(f"missing:{m.name}", text, "measured", "the loader's own message", check, ("library",))
+    return Cause(f"missing:{m.name}", text, "measured", "the loader's own message", None, ("library",))
 
 
 def _candidates(findings: list[Finding], decisive: Finding | None, signals: set[str]) -> dict[str, Ranked]:

@@ -181,7 +181,7 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         {"source": g.feeds.source, "detail": g.feeds.detail},
         rows,
         _untapped(g),
-        tuple(s.name for s in g.cand.tapped() if s.name not in set(g.comparable)),
+        tuple(s.name for s in g.cand.tapped() if s.name not in tappable),
         len(g.comparable),
         tuple(compiles),
         divergence,

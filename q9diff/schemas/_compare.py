@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from q9diff.compare.attribution import KIND_BUCKETS
+from q9diff.compare.toolchains import FORMS
 from q9diff.doctor.result import HYPOTHESES, SEVERITIES
 from q9diff.doctor.run import RULES as DOCTOR_RULES
 from q9diff.load.rules import RULES as LOAD_RULES
@@ -29,7 +30,7 @@ from q9diff.schemas._nodes import (
 
 # ---------- diff and set diff ----------
 
-TOOLCHAIN_FORMS = ["qairt", "ext", "ort", "qnn-cli", "executorch", "all"]
+TOOLCHAIN_FORMS = [form for form, _ in FORMS] + ["all"]  # the forms a fix is written in, from their home
 
 
 def fixing() -> dict:
