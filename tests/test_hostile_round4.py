@@ -290,6 +290,28 @@ def test_a_closed_or_full_stream_leaves_the_status_the_answer():
         assert "internal error" not in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_reader_that_leaves_the_pipe_leaves_the_status_the_answer():
+    """issue 54: `q9diff A A | true` exited 1 ("different") for identical files, and a clean doctor piped
+    to `head -1` exited 1: click's exit for a broken pipe. Under `set -o pipefail` the gate flipped."""
+    a, b = FIXTURES / "variants" / "soc_77.bin", FIXTURES / "variants" / "soc_0.bin"
+    cases = (
+        ((a, a), 0),
+        ((b, a), 1),
+        (("doctor", QWEN / "reference"), 0),
+        (("inspect", a, "--json"), 0),
+        (("diff", "--json", QWEN / "local", QWEN / "reference"), 1),
+    )
+    for entry in ("run", "main"):
+        for args, status in cases:
+            argv = [sys.executable, "-c", f"from q9diff.cli import {entry}; {entry}()", *map(str, args)]
+            with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+                child.stdout.close()  # the reader gone before the first byte: every write meets EPIPE
+                said = (child.wait(timeout=120), child.stderr.read())
+            assert said == (status, b""), (entry, args, said)
+    assert _shell(f"set -o pipefail; q9diff {a} {a} | true").returncode == 0
+    assert _shell(f"set -o pipefail; q9diff doctor {QWEN}/reference | head -1").returncode == 0
+
+
 def test_a_build_id_that_names_no_version_leaves_the_requested_soc_unknown(tmp_path):
     """Also seen: a build_id that does not parse turned the generic-target detection off silently, so a
     soc_model 0 build read as an explicit SM8550 one. Now the soc_model asked for is unknown, and said."""

@@ -39,7 +39,9 @@ OPTIONS = {"--help", "-h", "--version", "--install-completion", "--show-completi
 
 class _Output:
     """Standard output as the commands write to it, where a failed write (ENOSPC, EIO ...) is an
-    OutputError rather than an OSError naming no file. A reader that left (EPIPE) stays click's case."""
+    OutputError rather than an OSError naming no file. A reader that left (EPIPE: `| head -1`, `| true`)
+    took all it wanted: the rest goes nowhere and the command ends with its own status, the answer, as
+    with stdout closed (`>&-`); under `set -o pipefail` a gate stays the gate."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
@@ -48,22 +50,40 @@ class _Output:
         try:
             return self._stream.write(text)
         except OSError as exc:
-            raise _unwritable(exc) from None
+            if exc.errno != errno.EPIPE:
+                raise _unwritable(exc) from None
+            reader_left(self._stream)
+            return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except OSError as exc:
-            raise _unwritable(exc) from None
+            if exc.errno != errno.EPIPE:
+                raise _unwritable(exc) from None
+            reader_left(self._stream)
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
 
 
 def _unwritable(exc: OSError) -> OSError:
-    if exc.errno == errno.EPIPE:
-        return exc
     return OutputError(f"standard output: cannot write the result ({exc.strerror or exc})")
+
+
+def reader_left(stream) -> None:
+    """The pipe's reader is gone: `stream`'s descriptor now leads to /dev/null, so what is still buffered
+    or still to come is dropped quietly (no `BrokenPipeError` at the exit), and the work goes on to its
+    status."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+        stream.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # a stream with no descriptor of its own (a test's capture): nothing is buffered below it
 
 
 def main() -> None:
@@ -151,11 +171,11 @@ def _end(code) -> None:
         _flush()
     except (OSError, ValueError) as exc:  # the result's last bytes cannot be written: say so, status 2
         if exc.errno == errno.EPIPE if isinstance(exc, OSError) else False:
-            _drop_stdout()  # the reader left: what it read is all it wanted (click exits 1 the same way)
-            os._exit(1)
-        _drop_stdout()
-        error_line(f"standard output: cannot write the result ({getattr(exc, 'strerror', exc)})")
-        code = 2
+            reader_left(sys.stdout)  # what it read is all it wanted; the status stays the answer
+        else:
+            _drop_stdout()
+            error_line(f"standard output: cannot write the result ({getattr(exc, 'strerror', exc)})")
+            code = 2
     atexit._run_exitfuncs()
     try:
         _flush()
