@@ -38,7 +38,7 @@ from q9diff.load.runtime import Runtime, parse
 from q9diff.load.verdicts import load_verdicts
 from q9diff.read.openers import coverage
 from q9diff.read.tables import Device, find_device
-from q9diff.results import Build, DiffReport, DoctorReport, LayersReport, LoadReport, TargetReport
+from q9diff.results import SWAPPED, Build, DiffReport, DoctorReport, LayersReport, LoadReport, TargetReport
 
 PathLike = str | os.PathLike
 Progress = Callable[[str], None]
@@ -121,10 +121,11 @@ def diff(
     o = outside(coverage(a.at), coverage(b.at), data["identical"])
     if o is not None:
         data |= {"outside": o, "identical": data["identical"] and o["differs"] is not True}
-    if swapped:  # the fix would make the good build like the broken one: said last, no fix given
+    if swapped:  # the fix would make the good build like the broken one: said first, no fix given
         data |= {"reference_looks_wrong": swapped, "suggestions": []}
         for part in data.get("parts", []):
             part["suggestions"] = []
+        notes.append(f"{SWAPPED}{swapped}")
     return DiffReport(a.given, b.given, data, result, tuple(notes))
 
 

@@ -157,6 +157,9 @@ class Build:
         print_contexts(binaries, [inspect_summary(cb) for cb in binaries])
 
 
+SWAPPED = "warning: arguments swapped? "  # how a DiffReport's note on a reference that looks broken begins
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class DiffReport(_Judged):
     """Why `candidate` differs from `reference` (q9diff.diff): `q9diff.diff/1` for two files,
@@ -186,7 +189,9 @@ class DiffReport(_Judged):
         from q9diff.present.verdict import short_verdict  # start-up: present.verdict
 
         verdict = "identical" if self.identical else short_verdict(self.data["causes"])
-        return f"{str(self.candidate)!r} vs {str(self.reference)!r}: {verdict}{_load_said(self.data)}"
+        swapped = "; arguments swapped? (see .notes)" if self.data.get("reference_looks_wrong") else ""
+        said = f"{verdict}{_load_said(self.data)}{swapped}"
+        return f"{str(self.candidate)!r} vs {str(self.reference)!r}: {said}"
 
     def show(self, verbose: bool = False) -> None:
         """The terminal view, as `q9diff CANDIDATE REFERENCE` (-v: `verbose`) prints it."""
@@ -267,9 +272,10 @@ class LoadReport(_Drawn):
         return render_load(self.to_json())
 
     def show(self) -> None:
-        from q9diff.present.terminal_target import print_load  # start-up: present.terminal_target
+        from q9diff.present import terminal_target as view  # start-up: present.terminal_target
 
-        print_load(self.data)
+        view.print_refusal(self.data)
+        view.print_load(self.data)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

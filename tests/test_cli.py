@@ -142,10 +142,11 @@ def test_swapped_arguments_are_named_not_fixed(fixtures_dir):
         q9diff("suggest", str(REFERENCE), str(LOCAL)), "soc_model 0", "looks like the broken"
     )
     assert line.endswith(f"q9diff suggest {LOCAL} {REFERENCE}")
-    # diff says it last, where an 80x24 terminal still shows it, and prints no fix (issue 38)
+    # diff says it first, before anything a reader would act on (issue 54; it was last, issue 38), and
+    # prints no fix
     r = q9diff(str(REFERENCE / "part_1_of_2.bin"), str(LOCAL / "part_1_of_2.bin"))
     assert r.returncode == 1 and r.stderr == ""
-    *_, said, last = r.stdout.splitlines()
+    said, last, *_ = r.stdout.splitlines()
     assert said.startswith("Arguments swapped? the reference targets a generic SoC (soc_model 0)")
     assert said.endswith(f"q9diff {LOCAL / 'part_1_of_2.bin'} {REFERENCE / 'part_1_of_2.bin'}")
     assert last == "No fix is shown: the fix would make the known-good build like the broken one."
@@ -174,7 +175,7 @@ def test_a_reference_set_with_parts_for_different_socs_is_named(tmp_path, fixtur
     line = _one_error_line(q9diff("suggest", str(cand), str(ref)), "different SoCs", "43 SM8550")
     assert line.endswith(f"q9diff suggest {ref} {cand}")
     r = q9diff(str(cand), str(ref))
-    said = r.stdout.splitlines()[-2]
+    said = r.stdout.splitlines()[0]
     assert r.returncode == 1
     assert said.startswith("Arguments swapped? the reference has parts built for different")
     r = q9diff("suggest", str(ref), str(cand))  # the other order: the mixed set is fixed

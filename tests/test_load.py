@@ -261,3 +261,27 @@ def test_a_runtime_named_by_a_file_that_is_no_library_is_refused_not_read_for_a_
         r.stderr.strip()
         == f"q9diff: error: {notes}: expected a runtime library (an ELF shared object) at offset 0x0"
     )
+
+
+@pytest.mark.parametrize("device", [(), ("--target", "SM8650")], ids=["runtime", "target-and-runtime"])
+def test_a_runtime_that_refuses_the_build_is_the_headline_and_nothing_says_it_loads(tmp_path, device):
+    """issue 54: with --runtime 2.48 the diff's line 2 and the HTML's top banner said the build "loads
+    without error"; "Will not load" came at line 18 of the terminal and line 61 of the Markdown."""
+    qwen = FIXTURES / "qwen-mini"
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    for args in ((str(qwen / "reference"),), ()):
+        if not args and not device:
+            continue  # a build alone is judged against a device (--target), doctor's is --runtime alone
+        r = q9diff_cli(str(qwen / "local"), *args, "--runtime", "2.48", *device, "--html", str(html),
+                       "--markdown", str(md))  # fmt: skip
+        head = f"Will not load on {'SM8650 and ' if device else ''}QAIRT 2.48"
+        lines = r.stdout.splitlines()
+        assert r.returncode == 1 and lines[0] == head, r.stdout + r.stderr
+        assert lines[1].startswith("  load.runtime (all 2 parts): will not load: backend API 5.51")
+        page, text = html.read_text(), md.read_text()
+        for said in (r.stdout, page, text):
+            assert "loads without error" not in said and "it loads on" not in said
+        body = page[page.index("<body>") :]
+        assert body.index(f'<p class="warn">{head}</p>') < body.index("generic SoC") < body.index("<h2>")
+        quoted = [ln for ln in text.splitlines() if ln.startswith("> ")]
+        assert quoted[0] == f"> **{head}**" and text.index(quoted[0]) < text.index("generic SoC")

@@ -197,3 +197,21 @@ def test_switches_are_true_or_false_and_the_arch_v73_everywhere(tmp_path):
     regions = q9diff("inspect", str(PART_A)).stdout
     sizes = re.findall(r"│\s+0x[0-9a-f]+ │\s+([\d,]+) │", regions)
     assert sizes and all(re.fullmatch(r"\d{1,3}(,\d{3})*", x) for x in sizes)  # thousands separators
+
+
+def test_a_precision_difference_says_where_precision_is_chosen_not_that_nothing_is_to_change(tmp_path):
+    """issue 54: fp16 against a w8a16 reference said "No setting to change." and exited 1 ("different").
+    No compile setting quantizes, so the fix says where the precision is made, in each toolchain; the
+    text and the status then agree: there is something to change."""
+    a, b = FIXTURES / "variants" / "precision_fp16.bin", FIXTURES / "variants" / "precision_w8a16.bin"
+    r = q9diff(str(a), str(b), "--html", str(tmp_path / "r.html"), "--markdown", str(tmp_path / "r.md"))
+    assert r.returncode == 1 and "No setting to change" not in r.stdout, r.stdout
+    fix = r.stdout[r.stdout.index("\nFix") + 1 :]
+    assert fix.startswith("Fix: the precision is chosen when the model is quantized or exported")
+    assert "AI Hub: the compile option --quantize_full_type w8a16" in fix
+    text, page = (tmp_path / "r.md").read_text(), (tmp_path / "r.html").read_text()
+    assert "No setting to change" not in text and "Nothing to change" not in page
+    assert "QuantType.QUInt16" in text and "QuantDtype.use\\_16a8w" in text and "use_16a8w" in page
+    back = q9diff(str(b), str(a), "-v")  # the other way: the float model, compiled in fp16
+    assert back.returncode == 1 and "in ONNX Runtime QNN EP: the float model" in back.stdout
+    assert "enable_htp_fp16_precision=1" in back.stdout

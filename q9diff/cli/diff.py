@@ -63,6 +63,7 @@ def diff_cmd(
     With --target alone: 0 every setting as the target's, 1 one is not.
     A reference built for another device than --target: 1."""
     from q9diff import api, inputs  # start-up: api, construct
+    from q9diff.results import SWAPPED  # start-up: results
 
     device = api.as_device(target) if target is not None else None
     qairt = api.as_runtime(runtime) if runtime is not None else None
@@ -94,9 +95,8 @@ def diff_cmd(
     with busy(f"comparing the parts of {candidate.name} and {reference.name}", quiet) as say:
         result = api.diff(a, b, target=device, runtime=qairt, progress=say)
     for line in result.notes:
-        note(line)
-    if brief and result.data.get("reference_looks_wrong"):  # -q prints no view, but this is still said
-        note(f"warning: arguments swapped? {result.data['reference_looks_wrong']}")
+        if brief or not line.startswith(SWAPPED):  # the view says a swap first; -q prints no view
+            note(line)
     toolchain_chosen(result.data, toolchain)
     found = result.data.get("target", {}).get("reference_findings")
     worse = found or _refused(result.data)

@@ -63,3 +63,54 @@ def graphs_line(suggestions: list[dict]) -> str | None:
         if m:
             return f"graphs = ({m['names']}{',' if m['names'].count(',') == 0 else ''})"
     return None
+
+
+# Where a build's precision is chosen, per form: not by a compile setting (q9diff.settings: no HTP compile
+# option quantizes; only fp16 maps, to fp16_relaxed_precision) but when the model is quantized or exported.
+# {w}/{a}: the reference's weight and activation bits. Sources: onnxruntime.quantization's QNN config and
+# ExecuTorch's QnnQuantizer (scripts/fixture_models.py and scripts/make_pte_fixtures.py build the fixtures
+# with them), the QNN converter's calibration input list, AI Hub's compile option --quantize_full_type.
+QUANTIZED = {
+    "qairt": "quantize the model when it is converted (calibration data, {w}-bit weights, {a}-bit"
+    " activations), then compile it",
+    "ext": "no key: the extension JSON compiles the model it is given (fp16_relaxed_precision only runs a"
+    " float model in fp16)",
+    "ort": "a QDQ model: onnxruntime.quantization get_qnn_qdq_config(model, data,"
+    " weight_type=QuantType.QUInt{w}, activation_type=QuantType.QUInt{a}), then quantize(...)",
+    "qnn-cli": "qnn-onnx-converter --input_list (calibration data) with {w}-bit weights and {a}-bit"
+    " activations, before the generator",
+    "executorch": "QnnQuantizer with QuantDtype.use_{a}a{w}w, before to_edge_transform_and_lower_to_qnn",
+}
+EXECUTORCH_DTYPES = {(8, 8), (8, 16), (4, 16), (16, 16)}  # (w, a) of executorch 1.5.1's QuantDtype.use_*
+_LABEL = re.compile(r"w(?P<w>\d+)a(?P<a>\d+)")
+
+
+def precision_fix(causes: list[dict]) -> dict | None:
+    """Where the reference's precision is chosen, where a root cause is a precision (`quantization fp16 →
+    w8a16`): {"change", "lead" (the sentence), "lines" (form -> where), "ai_hub"}; None where none
+    differs. A quantized model is made before any compile setting applies, so no fix line can make it."""
+    from q9diff.settings import BY_RECIPE  # start-up: settings
+
+    c = next((c for c in causes if c.get("role") == "root" and c.get("name") == "quantization"), None)
+    if c is None or not isinstance(c.get("b"), str) or not (_LABEL.fullmatch(c["b"]) or c["b"] == "fp16"):
+        return None
+    lead = "the precision is chosen when the model is quantized or exported, not by a compile setting"
+    m = _LABEL.fullmatch(c["b"])
+    if m:
+        w, a = int(m["w"]), int(m["a"])
+        found = {f: line.format(w=w, a=a) for f, line in QUANTIZED.items()}
+        if (w, a) not in EXECUTORCH_DTYPES:
+            found["executorch"] = f"QnnQuantizer: no QuantDtype has {w}-bit weights and {a}-bit activations"
+        hub = f"--quantize_full_type {c['b']}"
+    else:  # the float model, unquantized, compiled in fp16: the one precision a compile setting names
+        s = BY_RECIPE["precision"]
+        float_model = "the float model, no quantization step, compiled with "
+        found = {
+            "qairt": float_model + f"{s.qairt_class}(name=..., {s.qairt_kwarg}=1)",
+            "ext": float_model + f"{s.ext_path} = 1",
+            "ort": float_model + f"{s.ort_option}=1",
+            "qnn-cli": float_model + f"the extension JSON's {s.ext_path} = 1",
+            "executorch": float_model + "generate_htp_compiler_spec(use_fp16=True)",
+        }
+        hub = None
+    return {"change": f"{c['a']} → {c['b']}", "lead": lead, "lines": found, "ai_hub": hub}

@@ -259,7 +259,7 @@ def _vtcm_below(f: Facts, rt, d: Device) -> str | None:
     return (
         f"the binary uses VTCM {need / (1 << 20):g} MiB of {d.name}'s {have >> 20} MiB:"
         f" {ORT_RULE.split(': ', 1)[0]} calls anything but the device's VTCM 'supported, prefer"
-        " recompilation'; it loads, slower than it could"
+        " recompilation'; it runs slower than it could"
     )
 
 
@@ -268,8 +268,8 @@ def _soc(f: Facts, rt, d: Device) -> str | None:
         raise Unread("the soc_model the build asked for is not read")
     if f.soc_model == 0:
         return (
-            f"built for soc_model 0 (the generic target): it loads on {d.name} and may compute garbage there,"
-            " the case q9diff was born from (QAIRT 2.42: soc_model 0 vs 77)"
+            f"built for soc_model 0 (the generic target): {d.name} does not refuse it for that, and it may"
+            " compute garbage there, the case q9diff was born from (QAIRT 2.42: soc_model 0 vs 77)"
         )
     if d.accepts(f.soc_model) or f.dsp_arch == 81:
         return None  # v81 on another SoC is _hmx's

@@ -98,3 +98,18 @@ def packed(line: str, pad: str = "", width: int = 78) -> list[str]:
         current += piece + " "
     out.append(current.rstrip())
     return out
+
+
+def precision_rows(data: dict) -> tuple[str, list[tuple[str, str]]] | None:
+    """Where the reference's precision is made, for the reports: the sentence (`quantization fp16 →
+    w8a16: the precision is chosen when ...`) and (toolchain label, where) rows, the candidate's own
+    toolchain first, AI Hub's option last; None where no precision differs."""
+    from q9diff.compare.toolchains import precision_fix  # start-up: compare.toolchains
+
+    p = precision_fix(data.get("causes") or [])
+    if p is None:
+        return None
+    lead = chosen(data)
+    rows = [(LABELS[f], p["lines"][f]) for f in sorted(LABELS, key=lambda f: f != lead)]
+    rows += [("AI Hub", f"the compile option {p['ai_hub']}")] if p["ai_hub"] else []
+    return f"quantization {p['change']}: {p['lead']}", rows

@@ -22,6 +22,8 @@ from q9diff.present.verdict import (
     outside_headline,
     outside_words,
     reference_looks_wrong,
+    refusal,
+    refused,
     role,
     root_line,
     set_root,
@@ -61,11 +63,29 @@ def scroll_table(inner: str) -> str:
     return f"<div class='scroll'><table class='c'>{inner}</table></div>"
 
 
-def _verdict(data: dict) -> str:
-    """The terminal's first lines: the warning sentence, then the root cause. `data`: a diff's JSON
-    (two files, a set, or one part of a set)."""
+def refusal_banner(load: dict | None) -> str:
+    """The answer to --runtime or --target where it refuses the build, the page's first words, as the
+    terminal's: `Will not load on QAIRT 2.48` with each refusing finding and its fix ('' otherwise)."""
+    if not refused(load):
+        return ""
+    head, rows = refusal(load)
+    items = "".join(
+        f"<li><b>{esc(rule)}</b> ({esc(parts)}): {esc(said)}"
+        + (f"<br>it prints {esc(error)}" if error else "")
+        + (f"<br><b>fix:</b> {esc(fix)}" if fix else "")
+        + "</li>"
+        for rule, parts, said, error, fix in rows
+    )
+    return f'<p class="warn">{esc(head)}</p><ul>{items}</ul>'
+
+
+def _verdict(data: dict, of_set: dict | None = None) -> str:
+    """The terminal's first lines: a refusal by the runtime or device named, the warning sentence, then
+    the root cause. `data`: a diff's JSON (two files, a set, or one part of the set `of_set`)."""
     causes, identical = data["causes"], data["identical"]
-    out = "".join(f'<p class="warn">{esc(w)}</p>' for w in warnings(causes))
+    out = refusal_banner(data.get("load"))
+    no = refused((of_set or data).get("load"))
+    out += "".join(f'<p class="warn">{esc(w)}</p>' for w in warnings(causes, no))
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f'<p class="swap">Arguments swapped? {esc(swapped)}; the known-good build comes second.</p>'
@@ -145,7 +165,14 @@ def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
 
     if (data or {}).get("reference_looks_wrong"):
         return "<h3>Fix</h3><p>No fix is shown: the arguments look swapped (see above).</p>"
+    precision = fixes.precision_rows(data or {})
+    said = ""
+    if precision is not None:  # a change to make that no setting makes
+        items = "".join(f"<li><b>{esc(f)}</b>: {esc(w)}</li>" for f, w in precision[1])
+        said = f"<p>{esc(precision[0])}:</p><ul>{items}</ul>"
     if not suggestions:
+        if said:
+            return "<h3>Fix</h3>" + said
         return "" if (data or {}).get("identical") else "<h3>Fix</h3><p>Nothing to change.</p>"
     out = "<h3>Fix</h3>"
     for i, (label, lines) in enumerate(fixes.blocks(suggestions, data)):
@@ -156,7 +183,7 @@ def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
             else f"<details><summary>{esc(label)}</summary><pre class='fix'>{body}</pre></details>"
         )
     nxt = fixes.next_step(data or {})
-    return out + (f"<p>Next: <code>{esc(nxt)}</code></p>" if nxt else "")
+    return out + said + (f"<p>Next: <code>{esc(nxt)}</code></p>" if nxt else "")
 
 
 def wrap_page(title: str, body: str) -> str:
@@ -310,7 +337,7 @@ def render_set(data: dict) -> str:
         pa, pb = part["part"], page_name(part["b"]["path"])
         sections.append(
             f"<hr><h2>{esc(pa)} vs {esc(pb)}</h2>"
-            + _verdict(part).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
+            + _verdict(part, data).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
             + f"<p>{esc(part['a']['path'])} vs {esc(part['b']['path'])}:"
             + f" {esc(size_change(part['a']['size'], part['b']['size']))}</p>"
             + causes_table(part["causes"])

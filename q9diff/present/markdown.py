@@ -26,6 +26,8 @@ from q9diff.present.verdict import (
     outside_headline,
     outside_words,
     reference_looks_wrong,
+    refusal,
+    refused,
     role,
     root_line,
     set_root,
@@ -39,10 +41,14 @@ _SPECIAL = re.compile(r"([\\`*_\[\]|#~!])")
 # marks and line separators are printable()'s (q9diff.errors).
 _INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff]")
 # What GitHub turns into a link or a notification wherever it appears in text: `@name` (also the middle of
-# an e-mail address), `scheme://`, `www.` and `#123` (a cross-reference in that issue). A zero-width space
-# after the `@`, the `:`, the `www` or the `#`, written as an entity, breaks each; a reader sees the same.
-_LINKS = re.compile(r"(@|(?<=[A-Za-z]):(?=//)|\b[Ww]{3}(?=\.)|#(?=\d))")
+# an e-mail address), `scheme://` and `www.`. A zero-width space after the `@`, the `:` or the `www`,
+# written as an entity, breaks each; a reader sees the same.
+_LINKS = re.compile(r"(@|(?<=[A-Za-z]):(?=//)|\b[Ww]{3}(?=\.))")
 ZWSP = "&#8203;"
+# `#123` and `ai-hub-apps#148` are cross-references to the wrong repository's issues where GitHub reads
+# them; as code (no backtick can be in one) they are not, and the raw text stays readable (an entity
+# after each `#` was noise in a CI log).
+_ISSUE = re.compile(r"[\w./-]*#\d+")
 
 
 def _plain(v) -> str:
@@ -55,7 +61,15 @@ def _plain(v) -> str:
 def md(v) -> str:
     """Text safe in a Markdown paragraph, heading or table cell of a pull-request comment: one line, no
     markup, no tag (shown, not run), no @mention, no autolink, no reordered text."""
-    s = _SPECIAL.sub(r"\\\1", html.escape(_plain(v), quote=False))
+    text, out, at = _plain(v), [], 0
+    for m in _ISSUE.finditer(text):
+        out += [_text(text[at : m.start()]), f"`{m.group()}`"]
+        at = m.end()
+    return "".join(out) + _text(text[at:])
+
+
+def _text(s: str) -> str:
+    s = _SPECIAL.sub(r"\\\1", html.escape(s, quote=False))
     return _LINKS.sub(lambda m: m.group() + ZWSP, s)
 
 
@@ -84,9 +98,26 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _verdict(data: dict, over_set: bool = False) -> str:
+def _refusal(load: dict | None) -> str:
+    """The answer to --runtime or --target where it refuses the build, the report's first words, as the
+    terminal's: `Will not load on QAIRT 2.48` with each refusing finding and its fix ('' otherwise)."""
+    if not refused(load):
+        return ""
+    head, rows = refusal(load)
+    out = f"> **{md(head)}**\n"
+    for rule, parts, said, error, fix in rows:
+        out += f">\n> - **{md(rule)}** ({md(parts)}): {md(said)}\n"
+        out += f">   it prints {md(error)}\n" if error else ""
+        out += f">\n>   **Fix:** {md(fix)}\n" if fix else ""
+    return out + "\n"
+
+
+def _verdict(data: dict, over_set: bool = False, of_set: dict | None = None) -> str:
+    """The first lines: a refusal by the runtime or device named, the warning sentence, the root causes.
+    `data`: a diff's JSON (two files, a set, or one part of the set `of_set`)."""
     causes = data["causes"]
-    out = "".join(f"> **{md(w)}**\n\n" for w in warnings(causes))
+    out = _refusal(data.get("load"))
+    out += "".join(f"> **{md(w)}**\n\n" for w in warnings(causes, refused((of_set or data).get("load"))))
     swapped = reference_looks_wrong(causes, *sides(data))
     if swapped:
         out += f"> **Arguments swapped?** {md(swapped)}; the known-good build comes second.\n\n"
@@ -141,8 +172,12 @@ def _fixes(suggestions: list[dict], data: dict | None = None) -> str:
 
     if (data or {}).get("reference_looks_wrong"):
         return "\n### Fix\n\nNo fix is shown: the arguments look swapped (see above).\n"
+    precision = fixes.precision_rows(data or {})
+    said = ""
+    if precision is not None:  # a change to make that no setting makes
+        said = f"\n{md(precision[0])}:\n\n" + "".join(f"- **{md(f)}**: {md(w)}\n" for f, w in precision[1])
     if not suggestions:
-        return "\n### Fix\n\nNo setting to change.\n"
+        return "\n### Fix\n" + (said or "\nNo setting to change.\n")
     first, *others = fixes.blocks(suggestions, data)
     out = f"\n### Fix\n\n**{md(first[0])}**:\n\n" + code_block(first[1])
     if others:  # folded, as a pull-request comment shows them: the candidate's own form stays in view
@@ -151,7 +186,7 @@ def _fixes(suggestions: list[dict], data: dict | None = None) -> str:
             out += f"\n{md(label)}\n\n" + code_block(lines)
         out += "\n</details>\n"
     nxt = fixes.next_step(data or {})
-    return out + ("\nNext:\n\n" + code_block([nxt]) if nxt else "")
+    return out + said + ("\nNext:\n\n" + code_block([nxt]) if nxt else "")
 
 
 def _sizes(data: dict) -> str:
@@ -244,7 +279,11 @@ def render_set(data: dict) -> str:
     )
     parts = "".join(  # each part's causes; its verdict only where it differs from the set's
         f"\n#### {md(p['part'])}\n"
-        + (_verdict(p) if root_line(p["causes"]) != root_line(data["causes"]) or p["identical"] else "")
+        + (
+            _verdict(p, of_set=data)
+            if root_line(p["causes"]) != root_line(data["causes"]) or p["identical"]
+            else ""
+        )
         + _causes(p["causes"], "#####")
         + _structure(p, "#####")
         for p in data["parts"]
@@ -321,9 +360,9 @@ def render_doctor(report) -> str:
 def render_target(data: dict) -> str:
     """A build judged against a device with no reference (q9diff.target/1)."""
     name = data["target"]["name"]
-    out = f"## q9diff --target {md(name)}\n\n"
+    out = f"## q9diff --target {md(name)}\n\n" + _refusal(data.get("load"))
     if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
-        out += f"> **{md(generic_soc(data['target']['soc_model']))}**\n\n"
+        out += f"> **{md(generic_soc(data['target']['soc_model'], refused(data.get('load'))))}**\n\n"
     verdict = (
         "Every setting the target determines matches it."
         if data["matches"]

@@ -10,11 +10,12 @@ from q9diff.present.html import (
     esc,
     fixes_list,
     load_section,
+    refusal_banner,
     scroll_table,
     size_span,
     wrap_page,
 )
-from q9diff.present.verdict import generic_soc, root_line, target_words
+from q9diff.present.verdict import generic_soc, refused, root_line, target_words
 from q9diff.units import opt_level, percent_text, vtcm
 
 MAX_ROWS = 200  # rows of a table (regions, delegates); past it one line counts the rest
@@ -152,7 +153,8 @@ def render_target(data: dict) -> str:
     generic = any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"])
     body = (
         f"<h1>q9diff --target {esc(t['name'])}</h1>"
-        + (f'<p class="warn">{esc(generic_soc(t["soc_model"]))}</p>' if generic else "")
+        + refusal_banner(data.get("load"))
+        + (f'<p class="warn">{esc(generic_soc(t["soc_model"], refused(data.get("load"))))}</p>' * generic)
         + f"<h2>{esc(verdict)}</h2><p>{esc(data['profile']['sentence'])}</p>"
         + "".join(f'<p class="warn">error: {esc(e)}</p>' for e in data["errors"])
         + causes_table(data["causes"], ("build", t["name"]))

@@ -184,18 +184,39 @@ def print_fix(
 ) -> None:
     """The fix under its heading: in the toolchain the candidate's files say (the diff's `toolchain`, or
     --toolchain), every form with --verbose."""
-    from q9diff.compare.toolchains import LABELS  # start-up: compare.toolchains
+    from q9diff.compare.toolchains import LABELS, precision_fix  # start-up: compare.toolchains
     from q9diff.present import fixes  # start-up: present.fixes
 
     asked = (data or {}).get("toolchain", {}).get("form")
     form = None if verbose or asked == "all" else fixes.chosen(data or {})
     why = (data or {}).get("toolchain", {}).get("why")
-    if form is None or not suggestions:
+    precision = precision_fix((data or {}).get("causes") or [])
+    if precision is not None and not suggestions:  # no setting to change, and still a change to make
+        console.print(text((f"{heading}: {precision['lead']}", "bold")))
+    elif form is None or not suggestions:
         console.print(text((heading, "bold")))
     else:
         said = f" ({why}; --toolchain for another)" if why and why != "--toolchain" else ""
         console.print(text((f"{heading}, in {LABELS[form]}", "bold"), said))
-    print_suggestions(suggestions, form, notes=form is None, lead=fixes.chosen(data or {}))
+    if suggestions or precision is None:
+        print_suggestions(suggestions, form, notes=form is None, lead=fixes.chosen(data or {}))
+    if precision is not None:
+        _print_precision(precision, form, fixes.chosen(data or {}), said_why=not suggestions)
+
+
+def _print_precision(precision: dict, form: str | None, lead: str, said_why: bool) -> None:
+    """Where the reference's precision is made (q9diff.compare.toolchains.precision_fix), in the form
+    `form` (None: every form, `lead` first), and AI Hub's option for it."""
+    from q9diff.compare.toolchains import FORMS, LABELS  # start-up: compare.toolchains
+
+    change = f"quantization {precision['change']}"
+    if not said_why:
+        console.print(text(f"  {change}: {precision['lead']}"))
+    forms = [form] if form else sorted((f for f, _ in FORMS), key=lambda f: f != lead)
+    for f in forms:
+        console.print(text(f"  {change}, in {LABELS[f]}: {precision['lines'][f]}"))
+    if precision["ai_hub"]:
+        console.print(text(f"  AI Hub: the compile option {precision['ai_hub']}"))
 
 
 def print_more(verbose: bool, data: dict | None = None) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from q9diff.present.terminal import console, print_fix, print_more, print_packing, text, whole
-from q9diff.present.verdict import change, clip, headline, label, models_line, role, warnings
+from q9diff.present.terminal_target import print_refusal
+from q9diff.present.verdict import change, clip, headline, label, models_line, refused, role, warnings
 from q9diff.present.verdict import outside_words as words
 from q9diff.units import sizes, value
 
@@ -17,16 +18,17 @@ def show_pair(res, verbose: bool = False, data: dict | None = None) -> None:
     """One pair's terminal view: verdict, sizes, causes, the fix (also `q9diff report` of a saved diff).
     `data`: the diff's JSON (which toolchain the fix leads with, what to run next, a swap said last)."""
     data = data if data is not None else _json(res)
+    print_refusal(data.get("load"))  # the answer to --runtime / --target first, where it refuses
+    swapped(data, say=True)
     if _outside(data, lead=True):
         return
-    print_diff(res, verbose)
+    print_diff(res, verbose, refused(data.get("load")))
     _outside(data)
     if res.identical:
         return
     if not swapped(data):
         print_fix(res.suggestions, "Fix (settings only)" if res.different_models else "Fix", data, verbose)
     print_more(verbose, data)
-    swapped(data, say=True)
 
 
 def _json(res) -> dict:
@@ -48,7 +50,7 @@ def _outside(data: dict, lead: bool = False) -> bool:
 
 def swapped(data: dict, say: bool = False) -> bool:
     """The reference looks like the broken build: no fix is given (it would break the good build), and
-    the view ends with why, where it is read last."""
+    with `say` the view starts with why, before anything a reader would act on."""
     why = data.get("reference_looks_wrong")
     if why and say:  # a sentence, wrapped; the command that gives the two in order, whole
         prose, command = why.split(": q9diff ", 1) if ": q9diff " in why else (why, None)
@@ -62,6 +64,8 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
     """The set's verdict, its sizes part by part, its causes and one fix when every part needs the same;
     with `verbose` each part's own report between the causes and the fix."""
     n_a, n_b = len(sd.pairs) + len(sd.unpaired_a), len(sd.pairs) + len(sd.unpaired_b)
+    print_refusal(data.get("load"))  # the answer to --runtime / --target first, where it refuses
+    swapped(data, say=True)
     if _outside(data, lead=True):
         return
     if sd.identical:
@@ -71,7 +75,7 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
     if lead:
         console.print(text((lead, "bold")))
     console.print(text((headline(data["causes"], lead, over_set=True), "bold")))
-    for w in warnings(data["causes"]):
+    for w in warnings(data["causes"], refused(data.get("load"))):
         console.print(text((w, "bold red")))
     _outside(data)
     console.print(f"set: {n_a} vs {n_b} parts, {sizes(data['a_total'], data['b_total'])}")
@@ -87,7 +91,7 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
     if verbose:
         for pa, pb, r in sd.pairs:
             console.rule(text(f"{pa.name} vs {pb.name}"))
-            print_diff(r, verbose=True)
+            print_diff(r, True, refused(data.get("load")))
             if not agree and not swapped(data):
                 print_fix(r.suggestions, f"Fix for {pa.name}", data, verbose)
     if swapped(data):
@@ -101,7 +105,6 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
             if part["suggestions"]:
                 print_fix(part["suggestions"], f"Fix for {pa.name}", data)
     print_more(verbose, data)
-    swapped(data, say=True)
 
 
 def _set_causes(sd, data: dict) -> None:
@@ -129,8 +132,9 @@ def _key(c: dict) -> str:
     return json.dumps([c["name"], c.get("option"), c["a"], c["b"]], sort_keys=True, default=str)
 
 
-def print_diff(res, verbose: bool = False) -> None:
-    """One pair's verdict, size and causes; `verbose` adds evidence, the attribution and region tables."""
+def print_diff(res, verbose: bool = False, refused: bool = False) -> None:
+    """One pair's verdict, size and causes; `verbose` adds evidence, the attribution and region tables.
+    `refused`: the runtime or device named refuses the build (the generic-SoC warning says so)."""
     from q9diff.compare.models import NOT_MEANINGFUL  # start-up: compare.models
 
     a, b = res.a, res.b
@@ -141,7 +145,7 @@ def print_diff(res, verbose: bool = False) -> None:
     if lead:
         console.print(text((lead, "bold")))
     console.print(text((headline(res.causes, lead), "bold")))
-    for w in warnings(res.causes):
+    for w in warnings(res.causes, refused):
         console.print(text((w, "bold red")))
     console.print(f"size: {sizes(a.size, b.size)}")
     from q9diff.compare.diff import to_json  # start-up: compare.diff, numpy, construct

@@ -25,16 +25,18 @@ def print_target(data: dict, verbose: bool = False) -> None:
     """The terminal view, the verdict first: the root causes, what the device cannot run, each cause once
     with the parts it holds for (its evidence per part with --verbose), the fix in the candidate's
     toolchain, then the device and AI Hub's profile, and what needs a reference."""
-    from q9diff.present.verdict import generic_soc, root_line  # start-up: present.verdict
+    from q9diff.present.verdict import generic_soc, refused, root_line  # start-up: present.verdict
     from q9diff.units import value  # start-up: units
 
     name = data["target"]["name"]
+    print_refusal(data.get("load"))  # the answer to --runtime first, where it refuses
     if data["matches"]:
         console.print(text((f"Every setting {name} determines matches it.", "bold green")))
     else:
         console.print(text((f"Root causes against {name}: {root_line(data['causes'])}", "bold")))
         if any(c["name"] == "soc_model" and c["a"] == 0 for c in data["causes"]):
-            console.print(text((generic_soc(data["target"]["soc_model"]), "bold red")))
+            said = generic_soc(data["target"]["soc_model"], refused(data.get("load")))
+            console.print(text((said, "bold red")))
     for e in data["errors"]:
         console.print(text((f"error: {e}", "bold red")))
     if verbose:
@@ -79,30 +81,48 @@ def _per_part(parts: list[dict], value) -> None:
             console.print(text(("  unknown: ", "yellow"), u))
 
 
+def print_refusal(load: dict | None) -> None:
+    """The answer to --runtime or --target, where it refuses the build: `Will not load on QAIRT 2.48` and
+    each refusing finding with what the runtime prints and the fix, before anything else is said."""
+    from q9diff.present.verdict import refusal, refused  # start-up: present.verdict
+
+    if not refused(load):
+        return
+    head, rows = refusal(load)
+    console.print(text((head, "bold red")))
+    _rows(rows)
+
+
 def print_load(load: dict | None) -> None:
     """Will it load: the verdict on the runtime and device named, each finding once with the parts it
-    holds for, the error the runtime prints and the fix."""
+    holds for, the error the runtime prints and the fix; where it refuses the build (said first by
+    print_refusal), only the other findings."""
+    from q9diff.present.verdict import WONT, load_on, load_rows, refused  # start-up: present.verdict
+
     if load is None:
         return
-    on = " and ".join(
-        x for x in (load["device"], f"QAIRT {load['runtime']['qairt']}" if load["runtime"] else None) if x
-    )
-    style = {"will not load": "bold red", "loads, recompile advised": "yellow"}.get(load["verdict"], "green")
-    console.print(text(("Will it load on ", "bold"), (on, "bold"), ": ", (load["verdict"], style)))
-    seen: dict[tuple, list[str]] = {}
+    _, rows = load_rows(load)
+    if refused(load):
+        # The build is refused: the other findings say what to rebuild, not that it loads.
+        rows = [(*r[:2], r[2].removeprefix("loads, "), *r[3:]) for r in rows if not r[2].startswith(WONT)]
+        if rows:
+            console.print(text(("Also on ", "bold"), (load_on(load), "bold"), ":"))
+    else:
+        style = "yellow" if load["verdict"] == "loads, recompile advised" else "green"
+        console.print(
+            text(("Will it load on ", "bold"), (load_on(load), "bold"), ": ", (load["verdict"], style))
+        )
+    _rows(rows)
     for part in load["parts"]:
-        for f in part["findings"]:
-            seen.setdefault((f["rule"], f["verdict"], f["evidence"], f["error"], f["fix"]), []).append(
-                part["part"]
-            )
-    total = len(load["parts"])
-    for (rule, verdict, evidence, error, fix), parts in seen.items():
-        which = f"all {total} parts" if len(parts) == total > 1 else ", ".join(parts)
-        console.print(text("  ", (rule, "bold"), f" ({which}): {verdict}: {evidence}"))
+        for why in part["not_judged"]:
+            console.print(text(("  not judged", "yellow"), f" ({part['part']}): {why}"))
+
+
+def _rows(rows: list[tuple]) -> None:
+    """Each load finding (q9diff.present.verdict.load_rows), its error and its fix, a sentence each."""
+    for rule, which, said, error, fix in rows:
+        console.print(text("  ", (rule, "bold"), f" ({which}): {said}"))
         if error:
             console.print(text(f"    it prints {error}"))
         if fix:
             console.print(text(("    fix: ", "green"), fix))  # a sentence: wrapped, never cut
-    for part in load["parts"]:
-        for why in part["not_judged"]:
-            console.print(text(("  not judged", "yellow"), f" ({part['part']}): {why}"))

@@ -15,14 +15,21 @@ GENERIC_SOC = (
     "The candidate targets a generic SoC (soc_model 0): it loads without error and can still compute"
     " garbage on the device. Set soc_model."
 )
+# Where the runtime or device named refuses the build, nothing may say it loads: only what the generic
+# target costs once it does.
+GENERIC_SOC_REFUSED = (
+    "The candidate also targets a generic SoC (soc_model 0): where it loads, it can still compute garbage"
+    " on the device. Set soc_model."
+)
 
 
-def generic_soc(to: int | None = None) -> str:
+def generic_soc(to: int | None = None, refused: bool = False) -> str:
     """The generic-SoC warning, with the soc_model to set where it is known (the reference's, the
-    target's)."""
+    target's); `refused`: the runtime or device named refuses the build, so it does not say it loads."""
+    said = GENERIC_SOC_REFUSED if refused else GENERIC_SOC
     if to is None or to == 0:
-        return GENERIC_SOC
-    return GENERIC_SOC.removesuffix("Set soc_model.") + f"Set soc_model {to} ({soc_name(to)})."
+        return said
+    return said.removesuffix("Set soc_model.") + f"Set soc_model {to} ({soc_name(to)})."
 
 
 def target_words(t: dict, dsp_arch: int | None) -> str:
@@ -132,12 +139,13 @@ def soc_note(causes) -> str:
     return f"compiled for {soc_name(_get(soc, 'a'))}; reference for {soc_name(_get(soc, 'b'))}"
 
 
-def warnings(causes) -> list[str]:
-    """What a user must read before anything else: a generic-SoC candidate computes garbage silently."""
+def warnings(causes, refused: bool = False) -> list[str]:
+    """What a user must read before anything else: a generic-SoC candidate computes garbage silently.
+    `refused`: a load verdict refuses the build (the warning then does not say it loads)."""
     soc = next((c for c in roots(causes) if _get(c, "name") == "soc_model" and _get(c, "a") == 0), None)
     if soc is not None:
         to = _get(soc, "b")
-        return [generic_soc(to if isinstance(to, int) else None)]
+        return [generic_soc(to if isinstance(to, int) else None, refused)]
     return []
 
 
@@ -225,8 +233,7 @@ def load_rows(load: dict) -> tuple[str, list[tuple[str, str, str, str | None, st
     """Will it load, for every presenter: the heading (`Will it load on QCS9100 and QAIRT 2.48: will not
     load`) and each finding once with the parts it holds for: (rule, parts, verdict: evidence, error,
     fix)."""
-    runtime = f"QAIRT {load['runtime']['qairt']}" if load.get("runtime") else None
-    on = " and ".join(x for x in (load.get("device"), runtime) if x)
+    on = load_on(load)
     rows: dict[tuple, list[str]] = {}
     for part in load["parts"]:
         for f in part["findings"]:
@@ -238,6 +245,28 @@ def load_rows(load: dict) -> tuple[str, list[tuple[str, str, str, str | None, st
         which = f"all {total} parts" if len(parts) == total > 1 else ", ".join(parts)
         out.append((rule, which, f"{verdict}: {evidence}", error, fix))
     return f"Will it load on {on}: {load['verdict']}", out
+
+
+WONT = "will not load: "  # how a refusing row of load_rows begins
+
+
+def refused(load: dict | None) -> bool:
+    """A part will not load on the runtime or device named (a diff's or a target's `load`): the answer
+    asked for, which every presenter then says first."""
+    return bool(load) and load["verdict"] == "will not load"
+
+
+def refusal(load: dict) -> tuple[str, list[tuple[str, str, str, str | None, str | None]]]:
+    """What a refused build's report leads with, in doctor's words: `Will not load on QAIRT 2.48` and the
+    rows of load_rows that refuse it (the rest of the load section stays where it is)."""
+    _, rows = load_rows(load)
+    return f"Will not load on {load_on(load)}", [r for r in rows if r[2].startswith(WONT)]
+
+
+def load_on(load: dict) -> str:
+    """What a load verdict was asked for: `SM8650 and QAIRT 2.48`."""
+    runtime = f"QAIRT {load['runtime']['qairt']}" if load.get("runtime") else None
+    return " and ".join(x for x in (load.get("device"), runtime) if x)
 
 
 def counted(n: int, word: str) -> str:
