@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 
 import pytest
 from conftest import FIXTURES
@@ -40,13 +39,16 @@ def _dag(n: int) -> bytes:
 
 
 def test_tables_sharing_children_are_refused_within_the_files_size():
+    """The walk's work is counted (flatbuf.Budget: items read), not timed: refused once it has read what
+    the file's bytes can hold, far from the 1,000,000 tables a naive walk of the DAG reads."""
     data = _dag(1000)
     top = flatbuf.root(memoryview(data), 0, len(data), "dag.bin")
-    start = time.perf_counter()
+    allowed = len(data) // 4 + 1024
     with pytest.raises(FormatError, match="share children"):
         for t in top.tables(0):
             t.tables(0)
-    assert time.perf_counter() - start < 1.0
+    read = allowed - top.budget.left
+    assert allowed < read <= allowed + 1000  # at most one vector past what the bytes hold
 
 
 def test_a_tree_of_the_same_shape_is_read():
@@ -75,10 +77,8 @@ def test_a_fifo_is_refused_not_read(tmp_path):
 
     fifo = tmp_path / "part.bin"
     os.mkfifo(fifo)
-    start = time.perf_counter()
-    r = q9diff_cli("inspect", str(fifo), timeout=30)
+    r = q9diff_cli("inspect", str(fifo), timeout=30)  # a hang (a read waiting for a writer) times out
     assert r.returncode == 2 and "regular file" in r.stderr, r.stderr
-    assert time.perf_counter() - start < 20
 
 
 def test_epcontext_node_names_that_are_not_utf8_are_shown_as_text(tmp_path):
