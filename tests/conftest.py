@@ -101,3 +101,47 @@ def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.write_line("skipped tests, by reason:")
     for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         terminalreporter.write_line(f"  skipped {n}: {reason}")
+
+
+# The tests that compile or run a model (onnxruntime-qnn's compiler or x86 emulator: recompile, steps,
+# verify, layers, a rebuilt fixture, the ssh runner's worker) or run the CI job: most of the suite's time.
+# `python -m pytest -m "not slow"` leaves them out (README: a quick subset); a module here is slow whole,
+# a test of another module by its name. The README's console blocks that need [ort] are marked in test_docs.
+SLOW_MODULES = {
+    "test_verify",
+    "test_layers_cmd",
+    "test_layers_faults",
+    "test_steps",
+    "test_fix_loop",
+    "test_ort_qnn_hook",
+    "test_ssh_runner",
+    "test_security_ssh",
+    "test_fixtures",
+    "test_no_traces",
+    "test_ci_recipe",
+}
+SLOW_TESTS = {
+    "test_suggest_apply_recompile_rebuilds_the_packed_reference",
+    "test_the_story_closes_with_one_suggest",
+    "test_suggest_target_sa8775p_rebuilds_the_reference_byte_for_byte",
+    "test_after_apply_a_next_line_says_how_to_rebuild_and_diff_again",
+    "test_verify_worker_does_not_import_from_the_working_directory",
+    "test_recompile_child_does_not_import_from_the_working_directory",
+    "test_recompile_refuses_names_that_leave_out",
+    "test_recompile_refuses_an_output_over_its_own_source_model",
+    "test_recompile_with_a_relative_out_and_the_recipe_elsewhere",
+    "test_suggest_recompile_refuses_an_out_holding_the_reference",
+    "test_verify_leaves_no_worker_folder_in_the_temp_dir",
+    "test_verify_of_a_binary_with_huge_dims_is_one_line_and_allocates_nothing",
+    "test_verify_report_from_saved_json_and_its_drift_chart",
+    "test_a_non_finite_metric_is_written_as_a_word_and_nothing_else",
+    "test_qairt_child_runs_the_real_package",
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        if module in SLOW_MODULES or item.originalname in SLOW_TESTS:
+            item.add_marker(slow)

@@ -124,7 +124,12 @@ def _blocks() -> list[Block]:
 BLOCKS = _blocks()
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
+# A block that needs [ort] compiles or runs a model: slow (tests/conftest.py), out of `-m "not slow"`.
+@pytest.mark.parametrize(
+    "block",
+    [pytest.param(b, marks=pytest.mark.slow) if "ort" in b.needs else b for b in BLOCKS],
+    ids=[b.where for b in BLOCKS],
+)
 def test_console_block_runs_as_shown(block: Block, tmp_path: Path):
     for need in block.needs:
         assert need in NEEDS, f"{block.where}: unknown need {need!r} (known: {', '.join(NEEDS)})"
