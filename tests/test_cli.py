@@ -446,3 +446,12 @@ def test_an_unknown_toolchain_is_refused_in_one_line_by_every_command_that_takes
             assert r.stderr.strip().splitlines() == [
                 "q9diff: error: --toolchain bogus: expected one of qairt, ext, ort, qnn-cli, executorch, all"
             ]
+    for typed, meant in (("qairtt", "qairt"), ("onnx", "ort"), ("executor", "executorch")):  # issue 54
+        r = q9diff(*pair, "--toolchain", typed)
+        assert r.returncode == 2 and r.stderr.endswith(f"; did you mean --toolchain {meant}?\n"), r.stderr
+
+
+def test_diff_help_names_every_json_it_prints():
+    """issue 54: `diff -h` named only the pair's schema; a set prints q9diff.setdiff/1."""
+    said = " ".join(q9diff("diff", "-h").stdout.split())
+    assert all(schema in said for schema in ("q9diff.diff/1", "q9diff.setdiff/1", "q9diff.target/1")), said

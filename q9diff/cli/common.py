@@ -251,12 +251,22 @@ TOOLCHAIN = typer.Option(
 )
 
 
+# What people call a toolchain, for the form's name it has here (a `did you mean` of --toolchain).
+TOOLCHAIN_WORDS = {"onnx": "ort", "onnxruntime": "ort", "json": "ext", "qnn": "qnn-cli", "et": "executorch"}
+
+
 def check_toolchain(asked: str | None) -> None:
     """--toolchain names a form of the fix, or `all`; anything else is refused in one line."""
     from q9diff.compare.toolchains import LABELS  # start-up: compare.toolchains
 
     if asked not in (None, "all") and asked not in LABELS:
-        raise CommandError(f"--toolchain {asked}: expected one of {', '.join([*LABELS, 'all'])}")
+        import difflib
+
+        forms = [*LABELS, "all"]
+        close = difflib.get_close_matches(asked.lower(), forms, n=1, cutoff=0.6)
+        close = [TOOLCHAIN_WORDS[asked.lower()]] if asked.lower() in TOOLCHAIN_WORDS else close
+        meant = f"; did you mean --toolchain {close[0]}?" if close else ""
+        raise CommandError(f"--toolchain {asked}: expected one of {', '.join(forms)}{meant}")
 
 
 def toolchain_chosen(data: dict, asked: str | None) -> None:

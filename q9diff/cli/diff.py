@@ -42,7 +42,11 @@ def diff_cmd(
         "--verbose", "also each cause's evidence, where the changed bytes went, every region, each part", "-v"
     ),
     brief: bool = flag("--brief", "print nothing, only the exit status (like cmp -s)", "-q"),
-    as_json: bool = flag("--json", "print the q9diff.diff/1 JSON (strict: NaN/inf written as null)"),
+    as_json: bool = flag(
+        "--json",
+        "print the JSON: q9diff.diff/1 for two files, q9diff.setdiff/1 for two sets, q9diff.target/1 for"
+        " --target alone (strict: NaN/inf written as null)",
+    ),
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report to this file"
     ),
