@@ -218,3 +218,19 @@ def test_an_edit_never_takes_a_value_away(fixtures_dir):
         g["vtcm_mb"] = 8
     with pytest.raises(ApplyError, match="more than 64 places"):
         taken_away(big, bigger)
+
+
+def test_a_file_q9diff_cannot_edit_is_refused_before_the_fix_is_printed(tmp_path):
+    """issue 54: `--apply README.md` printed the whole fix (25 lines) before refusing the file."""
+    from conftest import ROOT, q9diff_cli
+
+    shutil.copytree(FIXTURES / "qwen-mini", tmp_path / "qm")
+    readme = tmp_path / "README.md"
+    shutil.copy(ROOT / "README.md", readme)
+    before = readme.read_bytes()
+    r = q9diff_cli(
+        "suggest", str(tmp_path / "qm" / "local"), str(tmp_path / "qm" / "reference"), "--apply", str(readme)
+    )
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert r.stderr.count("\n") == 1 and str(readme) in r.stderr and "left untouched" in r.stderr
+    assert readme.read_bytes() == before

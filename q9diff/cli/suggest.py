@@ -117,6 +117,7 @@ def suggest(
         "recompile": None,
         "toolchain": a.toolchain,  # the form the fix leads with (executorch for a .pte)
     }
+    edits = _planned(apply, suggestions, pairs, device if reference is None else None)  # a refusal first
     if not as_json:
         if models:  # the reference's settings are what can carry over from another model's build
             view.print_models_only(models)
@@ -125,16 +126,8 @@ def suggest(
         print_suggestions(suggestions, form, notes=True, lead=lead)
     if not apply:
         _done(report, as_json, 0 if identical else 1)
-    from dataclasses import replace
+    from q9diff.fix.apply import write_all  # start-up: fix.apply
 
-    from q9diff.fix.apply import BuildFacts, plan, write_all  # start-up: fix.apply
-
-    facts = BuildFacts.of([a for a, _ in pairs], [b for _, b in pairs if b is not None])
-    if device is not None and reference is None:  # the target's SoC pair, as a reference's would be
-        facts = replace(facts, reference_soc_model=device.soc_model, reference_dsp_arch=device.dsp_arch)
-    edits = []
-    for f in apply:
-        edits.append(plan(f, suggestions, facts, named=apply))
     report["edits"] = [
         {"path": str(e.path), "diff": e.unified, "advice_only": e.advice_only, "backup": None} for e in edits
     ]
@@ -170,6 +163,22 @@ def suggest(
             report["recompile"] = _recompile_and_check(recipes[0], where, b, as_json)
         _done(report, as_json, 0 if report["recompile"]["identical"] else 1)
     _done(report, as_json, None)
+
+
+def _planned(apply: list[Path] | None, suggestions: list[dict], pairs: list, device) -> list:
+    """The edit of each --apply file, planned before anything is printed: a file q9diff cannot edit (a
+    README given by mistake) is refused in one line, not after the whole fix. `device`: the --target
+    device where there is no reference (its SoC pair stands for a reference's)."""
+    if not apply:
+        return []
+    from dataclasses import replace
+
+    from q9diff.fix.apply import BuildFacts, plan  # start-up: fix.apply
+
+    facts = BuildFacts.of([a for a, _ in pairs], [b for _, b in pairs if b is not None])
+    if device is not None:
+        facts = replace(facts, reference_soc_model=device.soc_model, reference_dsp_arch=device.dsp_arch)
+    return [plan(f, suggestions, facts, named=apply) for f in apply]
 
 
 def _done(report: dict, as_json: bool, status: int | None) -> None:
