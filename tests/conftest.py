@@ -100,7 +100,18 @@ def pytest_terminal_summary(terminalreporter) -> None:
     counts = collections.Counter(skip_reason(r) for r in skipped)
     terminalreporter.write_line("skipped tests, by reason:")
     for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        terminalreporter.write_line(f"  skipped {n}: {reason}")
+        terminalreporter.write_line(f"  skipped {n}: {shown_reason(reason)}")
+
+
+SHOWN_REASON = 200  # characters of a reason in the summary (issue 54: one was 600); -rs has it whole
+
+
+def shown_reason(reason: str) -> str:
+    """A skip reason for the summary's line: one line, at most SHOWN_REASON characters, cut at a word."""
+    one = " ".join(reason.split())
+    if len(one) <= SHOWN_REASON:
+        return one
+    return one[: SHOWN_REASON - 20].rsplit(" ", 1)[0] + " … (-rs: whole)"
 
 
 # The tests that compile or run a model (onnxruntime-qnn's compiler or x86 emulator: recompile, steps,

@@ -210,3 +210,14 @@ def test_lines_links_and_no_commit_hashes():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
             if not re.match(r"[a-z]+:", target):
                 assert (path.parent / target).exists(), f"{name}: link to {target}, which does not exist"
+
+
+def test_a_skip_reason_in_the_summary_is_one_short_line():
+    """issue 54: one reason in the end-of-run summary was 600 characters; -rs still shows it whole."""
+    from conftest import SHOWN_REASON, shown_reason
+
+    long = shown_reason("onnxruntime-qnn could not load libQnnHtp.so:\n" + "a missing symbol " * 40)
+    assert len(long) <= SHOWN_REASON and "\n" not in long and long.endswith(" … (-rs: whole)")
+    assert shown_reason("Debian chromium not installed:\n apt-get install chromium") == (
+        "Debian chromium not installed: apt-get install chromium"
+    )
