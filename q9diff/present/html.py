@@ -33,6 +33,8 @@ from q9diff.present.verdict import (
 from q9diff.units import human
 from q9diff.units import sizes as size_change
 
+# At a phone's width the evidence keeps 16em (issue 54: at 412 px a set diff's evidence column was squeezed
+# to a few words a line); its table scrolls sideways in its div.scroll instead.
 STYLE = """<style>body{font-family:sans-serif;margin:1.5em;max-width:1400px;overflow-wrap:break-word}
 table.c{border-collapse:collapse}table.c td,table.c th{border:1px solid #ccc;padding:3px 6px}
 div.scroll{overflow-x:auto;max-width:100%}td.ev{min-width:18em}
@@ -42,7 +44,7 @@ span[title]{border-bottom:1px dotted #888}code{overflow-wrap:anywhere}
 pre.fix{background:#f6f6f6;padding:.5em .8em;overflow-x:auto;white-space:pre;max-width:100%}
 @media (max-width:600px){body{margin:.6em}h2{font-size:1.15em}
 table.c{width:100%}table.c td,table.c th{font-size:12px;padding:2px 3px}
-td.ev{min-width:8em;overflow-wrap:anywhere}table.c th:last-child{width:34%}code{font-size:12px}}
+td.ev{min-width:16em;overflow-wrap:anywhere}table.c th:last-child{width:34%}code{font-size:12px}}
 th,td{overflow-wrap:normal;word-break:keep-all;hyphens:none}td.n,th.n{white-space:nowrap}</style>"""
 
 
