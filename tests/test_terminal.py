@@ -212,6 +212,9 @@ def test_a_precision_difference_says_where_precision_is_chosen_not_that_nothing_
     text, page = (tmp_path / "r.md").read_text(), (tmp_path / "r.html").read_text()
     assert "No setting to change" not in text and "Nothing to change" not in page
     assert "QuantType.QUInt16" in text and "QuantDtype.use\\_16a8w" in text and "use_16a8w" in page
+    said = q9diff("suggest", str(a), str(b), "--toolchain", "ort")  # suggest: the same, exit 1 agreeing
+    assert said.returncode == 1 and "No setting to change" not in said.stdout, said.stdout
+    assert "in ONNX Runtime QNN EP: a QDQ model" in said.stdout and "QuantType.QUInt16" in said.stdout
     back = q9diff(str(b), str(a), "-v")  # the other way: the float model, compiled in fp16
     assert back.returncode == 1 and "in ONNX Runtime QNN EP: the float model" in back.stdout
     assert "enable_htp_fp16_precision=1" in back.stdout

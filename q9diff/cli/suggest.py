@@ -22,7 +22,8 @@ from q9diff.cli.common import (
     print_json,
 )
 from q9diff.cli.diff import REFERENCE
-from q9diff.present.terminal import print_suggestions
+from q9diff.compare.toolchains import precision_fix
+from q9diff.present.terminal import print_precision, print_suggestions
 
 if TYPE_CHECKING:  # resolved by q9diff.inputs, imported when the command runs
     from q9diff.inputs import Input
@@ -123,7 +124,12 @@ def suggest(
             view.print_models_only(models)
         form = None if toolchain in (None, "all") else toolchain
         lead = report["toolchain"]["form"]  # every form, the candidate's own first
-        print_suggestions(suggestions, form, notes=True, lead=lead)
+        # a precision no setting makes: where it is made, not "No setting to change." and exit 1
+        precision = precision_fix(causes) if reference is not None and not suggestions else None
+        if precision is None:
+            print_suggestions(suggestions, form, notes=True, lead=lead)
+        else:
+            print_precision(precision, form, lead)
     if not apply:
         _done(report, as_json, 0 if identical else 1)
     from q9diff.fix.apply import write_all  # start-up: fix.apply

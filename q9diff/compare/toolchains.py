@@ -85,13 +85,14 @@ EXECUTORCH_DTYPES = {(8, 8), (8, 16), (4, 16), (16, 16)}  # (w, a) of executorch
 _LABEL = re.compile(r"w(?P<w>\d+)a(?P<a>\d+)")
 
 
-def precision_fix(causes: list[dict]) -> dict | None:
+def precision_fix(causes: list) -> dict | None:
     """Where the reference's precision is chosen, where a root cause is a precision (`quantization fp16 →
     w8a16`): {"change", "lead" (the sentence), "lines" (form -> where), "ai_hub"}; None where none
     differs. A quantized model is made before any compile setting applies, so no fix line can make it."""
     from q9diff.settings import BY_RECIPE  # start-up: settings
 
-    c = next((c for c in causes if c.get("role") == "root" and c.get("name") == "quantization"), None)
+    said = [c if isinstance(c, dict) else vars(c) for c in causes]  # the JSON's causes, or diff.Cause
+    c = next((c for c in said if c.get("role") == "root" and c.get("name") == "quantization"), None)
     if c is None or not isinstance(c.get("b"), str) or not (_LABEL.fullmatch(c["b"]) or c["b"] == "fp16"):
         return None
     lead = "the precision is chosen when the model is quantized or exported, not by a compile setting"

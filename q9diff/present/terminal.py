@@ -201,10 +201,10 @@ def print_fix(
     if suggestions or precision is None:
         print_suggestions(suggestions, form, notes=form is None, lead=fixes.chosen(data or {}))
     if precision is not None:
-        _print_precision(precision, form, fixes.chosen(data or {}), said_why=not suggestions)
+        print_precision(precision, form, fixes.chosen(data or {}), said_why=not suggestions)
 
 
-def _print_precision(precision: dict, form: str | None, lead: str, said_why: bool) -> None:
+def print_precision(precision: dict, form: str | None, lead: str, said_why: bool = False) -> None:
     """Where the reference's precision is made (q9diff.compare.toolchains.precision_fix), in the form
     `form` (None: every form, `lead` first), and AI Hub's option for it."""
     from q9diff.compare.toolchains import FORMS, LABELS  # start-up: compare.toolchains
