@@ -119,6 +119,7 @@ def diff(
     # containers: what was compared of them, and whether the files differ outside it (`identical` then
     # speaks for every byte)
     o = outside(coverage(a.at), coverage(b.at), data["identical"])
+    data |= _dlcs(a, b)
     if o is not None:
         data |= {"outside": o, "identical": data["identical"] and o["differs"] is not True}
     if swapped:  # the fix would make the good build like the broken one: said last, no fix given
@@ -126,6 +127,21 @@ def diff(
         for part in data.get("parts", []):
             part["suggestions"] = []
     return DiffReport(a.given, b.given, data, result, tuple(notes))
+
+
+def _dlcs(a: Input, b: Input) -> dict:
+    """`dlc`: the record-by-record diff of two context DLCs (given whole, or through the EPContext models
+    that name them): SoCs added or removed, per-SoC settings, the shared weights; {} for other files."""
+    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+
+    if a.at.label is not None or b.at.label is not None:
+        return {}
+    fa, fb = behind(a.at.file, a.at.container), behind(b.at.file, b.at.container)
+    if fa is None or fb is None:
+        return {}
+    from q9diff.compare.dlc import diff as dlc_diff  # start-up: compare.dlc
+
+    return {"dlc": dlc_diff(Dlc.open(fa), Dlc.open(fb))}
 
 
 def target(

@@ -1,4 +1,4 @@
-"""Make fixtures/dlc/: real DLCs written by onnxruntime-qnn (QAIRT 2.51 with 2.7.0), from one small seeded MLP.
+"""Make fixtures/dlc/: real DLCs written by onnxruntime-qnn 2.7.0 (QAIRT 2.51) from one small seeded MLP.
 
     python scripts/make_dlc_fixtures.py            # rewrite fixtures/dlc/
     python scripts/make_dlc_fixtures.py --out DIR  # write elsewhere (a check, a held-out set: --seed N)
@@ -14,6 +14,9 @@ its variant changes:
 - mlp_fp32_op.dlc: a Tanh added after the output;
 - mlp_w8a16.dlc, mlp_w8a8.dlc: the model quantized (QDQ, uint8 weights, uint16 or uint8 activations).
 
+Each build runs in a fresh interpreter: an earlier compile in the same process shifts bytes of the next
+(docs: QNN_FACTS "Builds made in one process").
+
 Multi-SoC context DLCs (ep.context_enable=1 with lists in htp_arch and soc_model; embed mode 0): each an
 EPContext model NAME.onnx and the DLC it names, NAME_qnn.bin:
 
@@ -26,8 +29,10 @@ EPContext model NAME.onnx and the DLC it names, NAME_qnn.bin:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -139,6 +144,12 @@ def session(model_path: str, options: dict[str, str], context: Path | None = Non
     ort.InferenceSession(model_path, so)
 
 
+def fresh(options: dict[str, str], context: Path | None) -> None:
+    """`session` over model.onnx in the current folder, in a child interpreter of its own."""
+    job = json.dumps({"options": options, "context": None if context is None else str(context)})
+    subprocess.run([sys.executable, __file__, "--session", job], check=True, timeout=600)
+
+
 def write_model(variant: str, work: Path, seed: int) -> None:
     """The variant's model at work/model.onnx, the one path every build reads."""
     import onnx
@@ -166,14 +177,14 @@ def make(out: Path, seed: int) -> list[Path]:
                 write_model(variant, work, seed)
                 dump = work / f"dump_{name}"
                 time.sleep(1.1)  # a second apart: two dumps in one second are byte-identical
-                session("model.onnx", {**options, "dump_qnn_ir_dlc": "1", "dump_qnn_ir_dlc_dir": str(dump)})
+                fresh({**options, "dump_qnn_ir_dlc": "1", "dump_qnn_ir_dlc_dir": str(dump)}, None)
                 (found,) = dump.glob("*.dlc")
                 written.append(Path(shutil.copyfile(found, out / f"{name}.dlc")))
             for name, (variant, options) in CONTEXT_DLCS.items():
                 write_model(variant, work, seed)
                 build = work / f"build_{name}"
                 build.mkdir()
-                session("model.onnx", options, build / f"{name}.onnx")
+                fresh(options, build / f"{name}.onnx")
                 for f in sorted(build.iterdir()):
                     written.append(Path(shutil.copyfile(f, out / f.name)))
         finally:
@@ -185,7 +196,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "fixtures" / "dlc")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--session", help=argparse.SUPPRESS)  # the child side of fresh()
     args = ap.parse_args()
+    if args.session:
+        job = json.loads(args.session)
+        session("model.onnx", job["options"], None if job["context"] is None else Path(job["context"]))
+        return
     files = make(args.out, args.seed)
     for f in files:
         print(f"{f.stat().st_size:>9,}  {f}")

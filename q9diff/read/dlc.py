@@ -393,3 +393,22 @@ def _encoding(q: flatbuf.Table | None) -> Encoding | None:
 def _scale_offset(s: flatbuf.Table) -> tuple[int, float, int]:
     f = D.SCALE_OFFSET
     return s.get(f["bitwidth"], 0), s.get(f["scale"], 0.0), s.get(f["offset"], 0)
+
+
+def contexts(path: Path) -> list[tuple[str, tuple[int, int]]]:
+    """(cache name, (offset, size)) of every htp.cache record of a context DLC, in file order: the
+    contexts q9diff.read.openers indexes; none for a graph DLC."""
+    return [(c.name, (c.offset, c.size)) for c in Dlc.open(path).caches]
+
+
+def behind(file: Path, container: str | None) -> Path | None:
+    """The DLC a path given whole reads: the file itself, or the one context file an EPContext model's
+    nodes name when that is a DLC; None for anything else."""
+    if container == ".dlc":
+        return file
+    if container != ".onnx":
+        return None
+    from q9diff.read.epcontext import contexts as nodes  # start-up: onnx, only for an EPContext model
+
+    named = {s for _, s in nodes(file) if isinstance(s, Path)}
+    return next(iter(named)) if len(named) == 1 and is_dlc(next(iter(named))) else None

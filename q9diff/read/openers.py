@@ -29,7 +29,7 @@ from q9diff.read.labels import label, listed, unique
 from q9diff.read.parse import read_errors
 
 # The suffixes of the files that carry contexts (the rest are context binaries themselves).
-CONTAINERS = (".onnx", ".tflite", ".pte")
+CONTAINERS = (".onnx", ".tflite", ".pte", ".dlc")
 # FlatBuffer file identifiers at offset 4: a .pte or a .tflite is known by its bytes whatever its name
 # (a model renamed model.bin is still read as what it is). ExecuTorch's is "ET" and two digits.
 _IDENTIFIERS = {b"TFL3": ".tflite"}
@@ -48,6 +48,10 @@ def kind(path: str | os.PathLike) -> str | None:
             head = f.read(8)
     except (OSError, ValueError):  # ValueError: a NUL in a path given from Python
         return None
+    if head[:4] == b"PK\x03\x04":  # a ZIP: a DLC by its first record's name (a context DLC is *_qnn.bin)
+        from q9diff.read.dlc import is_dlc  # start-up: read.dlc, with its kind
+
+        return ".dlc" if is_dlc(p) else None
     ident = head[4:8]
     if ident[:2] == b"ET" and ident[2:].isdigit():
         return ".pte"
@@ -181,6 +185,10 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     elif k == ".onnx":
         from q9diff.read.epcontext import contexts as found_in  # a container's reader, with its kind
 
+        found = _dlc_caches(found_in(p))
+    elif k == ".dlc":
+        from q9diff.read.dlc import contexts as found_in  # a container's reader, with its kind
+
         found = found_in(p)
     else:
         from q9diff.read.tflite import contexts as found_in  # a container's reader, with its kind
@@ -206,6 +214,25 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     return _Index(p, tuple(zip(labels, sources)), aliases, pte)
 
 
+def _dlc_caches(found: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """An EPContext model's contexts with each context file that is a multi-SoC DLC replaced by its caches
+    (their bytes in the mapped DLC, named after the cache), the DLC read once however many nodes name it."""
+    out: list[tuple[str, object]] = []
+    seen: set[Path] = set()
+    for name, source in found:
+        if not isinstance(source, Path) or kind(source) != ".dlc":
+            out.append((name, source))
+            continue
+        if source in seen:
+            continue
+        seen.add(source)
+        from q9diff.read.dlc import contexts as caches  # start-up: read.dlc, with its kind
+
+        data = mapped(source, "a DLC (a ZIP archive)")
+        out += [(cache, data[at : at + size]) for cache, (at, size) in caches(source)]
+    return out
+
+
 def contexts(part: Part) -> list[tuple[str, ContextBinary]]:
     """The context binaries at `part`, once each, with the name that addresses it: the one it names
     (FILE#LABEL), or every one its file carries (the file's own name for a plain binary)."""
@@ -228,6 +255,13 @@ def open_part(part: Part) -> ContextBinary:
                 held = f"{len(names)}: {listed(names)}{_other(index, name)}"
                 raise FormatError(str(p), None, f"a context named {name!r} (it holds {held})")
             return index.build(index.aliases[name], p)
+        if not names and part.container == ".dlc":
+            raise FormatError(
+                str(p),
+                None,
+                "a context DLC (this graph DLC holds no context binary: inspect it, or diff it"
+                " with another DLC)",
+            )
         if len(names) != 1:
             raise FormatError(
                 str(p), None, f"one context binary (it holds {len(names)}: {listed(names)}; diff it as a set)"

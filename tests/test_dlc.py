@@ -1,0 +1,182 @@
+"""DLCs read, inspected and diffed on the real fixtures of scripts/make_dlc_fixtures.py (onnxruntime-qnn
+2.7.0, QAIRT 2.51): graph DLCs differing in one weight, an op, quantization or only target options, and
+multi-SoC context DLCs of two and three SoCs, with the EPContext models that name them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import FIXTURES
+from conftest import q9diff_cli as q9diff
+
+from q9diff.compare.dlc import diff, summary
+from q9diff.formats import dlc as D
+from q9diff.read.binary import ContextBinary
+from q9diff.read.dlc import Dlc, is_dlc
+from q9diff.read.parse import parse
+
+HERE = FIXTURES / "dlc"
+GRAPHS = sorted(HERE.glob("*.dlc"))
+CONTEXTS = sorted(HERE.glob("*_qnn.bin"))
+VERSION = "2.51.0.260929181845"
+
+
+def _causes(a: str, b: str) -> list[str]:
+    return [c["cause"] for c in diff(Dlc.open(HERE / a), Dlc.open(HERE / b))["causes"]]
+
+
+def test_the_fixtures_are_there_and_small():
+    assert len(GRAPHS) == 6 and len(CONTEXTS) == 4
+    assert sum(p.stat().st_size for p in HERE.iterdir()) < 1 << 20
+
+
+@pytest.mark.parametrize("path", GRAPHS + CONTEXTS, ids=lambda p: p.name)
+def test_every_record_is_stored_with_crc_0_and_every_byte_is_named(path):
+    dlc = Dlc.open(path)
+    assert is_dlc(path)
+    for e in dlc.entries:
+        h = parse(D.LocalHeader, dlc.buf, e.header, str(path), "a local header")
+        assert (h.method, h.crc32, h.time, h.date) == (D.STORED, 0, 0, 0)
+    regions = dlc.regions
+    assert sum(r.size for r in regions) == dlc.size
+    assert [r for r in regions if r.kind == "unknown"] == []
+
+
+def test_a_graph_dlc_holds_netd_netp_and_the_weights_by_offset():
+    dlc = Dlc.open(HERE / "mlp_w8a16.dlc")
+    assert {e.name for e in dlc.entries} == {
+        "model",
+        "model.params",
+        "model.params.bin",
+        "dlc.metadata2.3.0",
+        "dlc.metadata.history.2.3.0",
+    }
+    assert dlc.converter_version == VERSION and dlc.kind == "graph"
+    (g,) = dlc.graphs
+    assert g.name.startswith("QNNExecutionProvider_QNNExecutionProvider_")
+    assert sorted(o.type for o in g.ops) == [
+        "Dequantize",
+        "Eltwise_Binary",
+        "Eltwise_Binary",
+        "FullyConnected",
+        "FullyConnected",
+        "Quantize",
+    ]
+    w1 = g.tensor("w1_quantized_transpose")
+    assert w1.dims == (16, 8) and w1.encoding.bitwidth == 8 and w1.encoding.scale > 0
+    assert g.tensor("x").encoding is None and g.tensor("x_QuantizeLinear_Output").encoding.bitwidth == 16
+    params = dlc.by_name["model.params.bin"]
+    assert sum(w.size for w in g.weights) == params.size  # the weights tile model.params.bin
+    assert {w.name for w in g.weights} == {t.name for t in g.tensors if t.type == 4}
+
+
+def test_a_context_dlc_lists_every_cache_and_each_is_the_context_binary_it_says():
+    dlc = Dlc.open(HERE / "ctx_3soc_qnn.bin")
+    s = summary(dlc)
+    assert s["kind"] == "context" and s["unknown_bytes"] == 0
+    assert [(c["soc_model"], c["dsp_arch"]) for c in s["caches"]] == [(60, 73), (57, 75), (69, 79)]
+    for c in dlc.caches:  # the metadata JSON agrees with the cache read as a context binary
+        cb = ContextBinary(dlc.buf[c.offset : c.offset + c.size], c.name)
+        assert cb.soc_model == c.info["socModel"] and cb.dsp_arch == c.info["contextMetadata"]["dspArch"]
+        assert cb.build_id == c.info["buildId"]
+
+
+@pytest.mark.parametrize(
+    "a, b, causes",
+    [
+        ("mlp_fp32_target.dlc", "mlp_fp32.dlc", ["timestamps"]),
+        ("mlp_fp32_weight.dlc", "mlp_fp32.dlc", ["weights"]),
+        ("mlp_fp32_op.dlc", "mlp_fp32.dlc", ["ops"]),
+        ("mlp_w8a16.dlc", "mlp_fp32.dlc", ["ops", "quantization"]),  # weights retyped: quantization
+        ("mlp_w8a8.dlc", "mlp_w8a16.dlc", ["quantization"]),  # biases retyped u16 -> u8
+        ("mlp_fp32.dlc", "mlp_fp32.dlc", []),
+        ("ctx_3soc_qnn.bin", "ctx_2soc_qnn.bin", ["caches"]),
+        ("ctx_2soc_vtcm_qnn.bin", "ctx_2soc_qnn.bin", ["vtcm_size_mb", "vtcm_size_mb"]),
+        ("ctx_2soc_weight_qnn.bin", "ctx_2soc_qnn.bin", ["shared_weights"]),
+    ],
+)
+def test_each_pair_names_what_differs(a, b, causes):
+    assert _causes(a, b) == causes
+
+
+def test_ops_are_matched_by_structure_not_by_their_generated_names():
+    found = diff(Dlc.open(HERE / "mlp_fp32_op.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))
+    (ops,) = found["causes"]
+    assert len(ops["added"]) == 1 and ops["added"][0].startswith("Neuron(operation 8)")  # the Tanh
+    assert ops["removed"] == [] and ops["changed"] == []
+
+
+def test_one_weight_changed_is_said_by_tensor_with_its_bytes():
+    (w,) = diff(Dlc.open(HERE / "mlp_fp32_weight.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))["causes"]
+    assert [(t["tensor"], t["bytes_differing"]) for t in w["tensors"]] == [
+        ("w1", w["tensors"][0]["bytes_differing"])
+    ]
+    assert 1 <= w["tensors"][0]["bytes_differing"] <= 4  # one float32
+
+
+def test_only_target_options_leave_only_timestamps():
+    found = diff(Dlc.open(HERE / "mlp_fp32_target.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))
+    assert found["only_timestamps"] and not found["identical"]
+    assert {r["name"] for r in found["records"] if not r["same"]} == {
+        "dlc.metadata2.3.0",
+        "dlc.metadata.history.2.3.0",
+    }
+
+
+def test_inspect_and_diff_on_the_command_line():
+    r = q9diff("inspect", str(HERE / "mlp_w8a8.dlc"))
+    assert r.returncode == 0 and f"QAIRT converter {VERSION}" in r.stdout and "unknown: 0 B" in r.stdout
+    r = q9diff("inspect", str(HERE / "ctx_2soc_qnn.bin"))
+    assert r.returncode == 0 and "soc_model 60" in r.stdout and "soc_model 69" in r.stdout
+    r = q9diff(str(HERE / "mlp_fp32_target.dlc"), str(HERE / "mlp_fp32.dlc"))
+    assert r.returncode == 1 and r.stdout.startswith("Only timestamps differ")
+    r = q9diff(str(HERE / "mlp_fp32.dlc"), str(HERE / "mlp_fp32.dlc"), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"]
+
+
+def test_epcontext_models_that_name_context_dlcs_diff_as_the_dlcs_do():
+    by_dlc = q9diff(str(HERE / "ctx_3soc_qnn.bin"), str(HERE / "ctx_2soc_qnn.bin"), "--json")
+    by_onnx = q9diff(str(HERE / "ctx_3soc.onnx"), str(HERE / "ctx_2soc.onnx"), "--json")
+    assert by_dlc.returncode == by_onnx.returncode == 1
+    a, b = json.loads(by_dlc.stdout), json.loads(by_onnx.stdout)
+    assert a["dlc"]["causes"] == b["dlc"]["causes"] and [c["cause"] for c in a["dlc"]["causes"]] == ["caches"]
+    # the caches pair by name: the SoC both have is identical, the added one unpaired
+    assert [p.rsplit("#", 1)[1] for p in b["unpaired_a"]] == ["htp.cache.sm8650.0"]
+
+
+def test_a_dlc_is_known_by_its_bytes_not_its_name(tmp_path):
+    renamed = tmp_path / "model.bin"
+    shutil.copyfile(HERE / "mlp_fp32.dlc", renamed)
+    r = q9diff("inspect", str(renamed), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["schema"] == "q9diff.inspect-dlc/1"
+
+
+@pytest.mark.parametrize("cut", [10, 200, 3000, 5000, 5060])
+def test_a_truncated_dlc_is_one_line_exit_2(tmp_path, cut):
+    data = (HERE / "mlp_fp32.dlc").read_bytes()[:cut]
+    bad = tmp_path / "bad.dlc"
+    bad.write_bytes(data)
+    r = q9diff("inspect", str(bad))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and "expected" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_a_garbled_weight_offset_is_named(tmp_path):
+    dlc = Dlc.open(HERE / "mlp_fp32.dlc")
+    data = bytearray((HERE / "mlp_fp32.dlc").read_bytes())
+    e = dlc.by_name["model.params"]
+    flat = bytes(data[e.offset : e.end])
+    at = flat.find((592).to_bytes(8, "little"))  # w2's offset in model.params.bin
+    assert at > 0
+    data[e.offset + at : e.offset + at + 8] = (1 << 40).to_bytes(8, "little")
+    bad = tmp_path / "bad.dlc"
+    bad.write_bytes(bytes(data))
+    r = q9diff("inspect", str(bad))
+    assert (
+        r.returncode == 2
+        and "a weight inside model.params.bin" in r.stderr
+        and len(r.stderr.splitlines()) == 1
+    )
