@@ -4,6 +4,7 @@ multi-SoC context DLCs of two and three SoCs, with the EPContext models that nam
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 
@@ -180,3 +181,32 @@ def test_a_garbled_weight_offset_is_named(tmp_path):
         and "a weight inside model.params.bin" in r.stderr
         and len(r.stderr.splitlines()) == 1
     )
+
+
+ORACLE = pytest.mark.skipif(
+    importlib.util.find_spec("onnxruntime_qnn") is None, reason="libQnnSystem comes with onnxruntime-qnn"
+)
+
+
+@ORACLE
+@pytest.mark.parametrize("path", GRAPHS + CONTEXTS, ids=lambda p: p.name)
+def test_libqnnsystem_agrees_on_every_field_it_reports(path):
+    from q9diff.oracle.dlc import judged, read_dlc_isolated
+
+    theirs = read_dlc_isolated(path)
+    compared, disagreements = judged(path, theirs)
+    assert disagreements == [] and compared >= 19
+    if theirs["caches"]:  # the check can fail: a soc_model libQnnSystem did not say is refused
+        theirs["caches"][0]["soc_model"] += 1
+        assert any("socModel" in d for d in judged(path, theirs)[1])
+    else:
+        theirs["graphs"][0]["inputs"][0]["dims"][1] += 1
+        assert any("dims" in d for d in judged(path, theirs)[1])
+
+
+@ORACLE
+def test_inspect_oracle_of_a_dlc():
+    r = q9diff("inspect", str(HERE / "ctx_2soc_qnn.bin"), "--oracle", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["dlc"]["oracle_disagreements"] == []
+    r = q9diff("inspect", str(HERE / "mlp_w8a16.dlc"), "--oracle", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["oracle_disagreements"] == []

@@ -39,9 +39,9 @@ def inspect(
     given = inputs.existing(file)
     report_path(html_out, [file])
     dlc = _dlc(given.at)  # a DLC's own view (a graph DLC's is all there is; a context DLC's caches follow)
+    if dlc is not None and oracle:
+        dlc["oracle_disagreements"] = _dlc_oracle(file)
     if dlc is not None and not dlc["caches"]:
-        if oracle:
-            dlc["oracle_disagreements"] = _dlc_oracle(file)
         _show_dlc(dlc, as_json)
         return
     try:
@@ -106,6 +106,8 @@ def inspect(
             from q9diff.present.terminal_dlc import print_dlc  # start-up: a DLC's view
 
             print_dlc(dlc, verbose=False)
+            for line in dlc.get("oracle_disagreements", []):
+                note(f"oracle disagrees: {line}")
         if box:
             print_container(box)
         print_contexts([cb for _, cb in found], summaries, meta)
