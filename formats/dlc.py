@@ -211,5 +211,6 @@ ENCODING_UNDEFINED = 0x7FFFFFFF
 
 NETP_MODEL = {"graphs": Field(0, TABLES)}
 NETP_GRAPH = {"name": Field(0, STRING), "tensors": Field(1, TABLES), "nodes": Field(2, TABLES)}
+NODE_PARAMETERS = {"tensors": Field(0, TABLES)}  # an op's tensor attributes, in op order
 TENSOR_DATA = {"name": Field(0, STRING), "bytes": Field(1, BYTES), "position": Field(3, TABLE)}
 DATA_POSITION = {"offset": Field(0, Int64ul), "size": Field(1, Int64ul)}  # into model.params.bin

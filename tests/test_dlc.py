@@ -29,7 +29,7 @@ def _causes(a: str, b: str) -> list[str]:
 
 
 def test_the_fixtures_are_there_and_small():
-    assert len(GRAPHS) == 6 and len(CONTEXTS) == 4
+    assert len(GRAPHS) == 10 and len(CONTEXTS) == 4
     assert sum(p.stat().st_size for p in HERE.iterdir()) < 1 << 20
 
 
@@ -93,8 +93,11 @@ def test_a_context_dlc_lists_every_cache_and_each_is_the_context_binary_it_says(
         ("mlp_w8a16.dlc", "mlp_fp32.dlc", ["ops", "quantization"]),  # weights retyped: quantization
         ("mlp_w8a8.dlc", "mlp_w8a16.dlc", ["quantization"]),  # biases retyped u16 -> u8
         ("mlp_fp32.dlc", "mlp_fp32.dlc", []),
+        ("mlp_fp32_qairt_2.48.dlc", "mlp_fp32.dlc", ["converter_version"]),
+        ("cnn_w8a8_per_tensor.dlc", "cnn_w8a8_per_channel.dlc", ["quantization", "weights"]),
+        ("cnn_w8a8_stride.dlc", "cnn_w8a8_per_channel.dlc", ["ops", "quantization"]),
         ("ctx_3soc_qnn.bin", "ctx_2soc_qnn.bin", ["caches"]),
-        ("ctx_2soc_vtcm_qnn.bin", "ctx_2soc_qnn.bin", ["vtcm_size_mb", "vtcm_size_mb"]),
+        ("ctx_2soc_vtcm_qnn.bin", "ctx_2soc_qnn.bin", ["vtcm_size", "vtcm_size"]),
         ("ctx_2soc_weight_qnn.bin", "ctx_2soc_qnn.bin", ["shared_weights"]),
     ],
 )
@@ -107,6 +110,31 @@ def test_ops_are_matched_by_structure_not_by_their_generated_names():
     (ops,) = found["causes"]
     assert len(ops["added"]) == 1 and ops["added"][0].startswith("Neuron(operation 8)")  # the Tanh
     assert ops["removed"] == [] and ops["changed"] == []
+
+
+def test_a_changed_op_is_said_by_what_changed_in_it_not_added_and_removed():
+    found = diff(Dlc.open(HERE / "cnn_w8a8_stride.dlc"), Dlc.open(HERE / "cnn_w8a8_per_channel.dlc"))
+    ops = found["causes"][0]
+    assert ops["added"] == ops["removed"] == []
+    assert ops["changed"][0].startswith("Conv2d") and "stride [1, 1] → [2, 2]" in ops["changed"][0]
+
+
+def test_per_channel_encodings_are_read_per_axis():
+    g = Dlc.open(HERE / "cnn_w8a8_per_channel.dlc").graphs[0]
+    (w,) = [t for t in g.tensors if t.name.startswith("w_")]
+    assert (
+        w.encoding.axis == 3 and len(w.encoding.per_axis) == 8 and all(s > 0 for s, _ in w.encoding.per_axis)
+    )
+    (w,) = [
+        t for t in Dlc.open(HERE / "cnn_w8a8_per_tensor.dlc").graphs[0].tensors if t.name.startswith("w_")
+    ]
+    assert w.encoding.axis is None and w.encoding.scale > 0
+
+
+def test_qairt_2_48_against_2_51_changes_only_the_converter_version():
+    found = diff(Dlc.open(HERE / "mlp_fp32_qairt_2.48.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))
+    assert found["causes"][0]["detail"].startswith(f"{VERSION} → 2.48.")
+    assert {r["name"] for r in found["records"] if r["same"]} == {"model", "model.params", "model.params.bin"}
 
 
 def test_one_weight_changed_is_said_by_tensor_with_its_bytes():

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from difflib import SequenceMatcher
 
 from q9diff.formats import dlc as D
-from q9diff.read.dlc import Dlc, DlcGraph, DlcOp, DlcTensor
+from q9diff.read.dlc import Dlc, DlcGraph, DlcOp, DlcTensor, TensorAttribute
 from q9diff.read.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
 
 SCHEMA_INSPECT = "q9diff.inspect-dlc/1"
@@ -184,34 +185,47 @@ def _graphs(a: Dlc, b: Dlc) -> list[dict]:
     return out
 
 
-def _signature(op: DlcOp, g: DlcGraph) -> tuple:
-    """What an op is, without the names a converter generates: its type, scalar attributes and the
-    shapes of what it writes."""
-    attrs = tuple(sorted((n, v) for n, v in op.attributes if not isinstance(v, str) or n == "packageName"))
+def _signature(op: DlcOp, g: DlcGraph, dlc: Dlc) -> tuple:
+    """What an op is, without the names a converter generates: its type, its attributes (a tensor
+    attribute by its shape and bytes, not its generated name) and the shapes of what it writes."""
+    attrs = tuple(sorted((n, _attribute(v, dlc)) for n, v in op.attributes))
     shapes = tuple(t.dims if (t := g.tensor(o)) is not None else () for o in op.outputs)
     return op.type, attrs, shapes
 
 
+def _attribute(v: object, dlc: Dlc) -> object:
+    """A scalar attribute as it is; a tensor attribute as its values (32-bit integers, as strides, pads
+    and perms are) or, for another data type, its bytes in hex."""
+    if not isinstance(v, TensorAttribute):
+        return v
+    d = v.data
+    if d is None:
+        return ("dims", v.dims)
+    raw = bytes(dlc.buf[d.offset : d.offset + d.size])
+    code = _INTS.get(v.data_type)
+    if code is not None and len(raw) % 4 == 0:
+        return struct.unpack(f"<{len(raw) // 4}{code}", raw)
+    return raw.hex()
+
+
+_INTS = {0x0032: "i", 0x0132: "I"}  # Qnn_DataType_t INT_32, UINT_32: struct codes
+
+
 def _graph_pair(x: DlcGraph, y: DlcGraph, a: Dlc, b: Dlc) -> list[dict]:
-    sx, sy = [_signature(o, x) for o in x.ops], [_signature(o, y) for o in y.ops]
+    sx, sy = [_signature(o, x, a) for o in x.ops], [_signature(o, y, b) for o in y.ops]
     matcher = SequenceMatcher(None, sy, sx, autojunk=False)
-    pairs, added, removed = [], [], []
+    pairs, added, removed, changed = [], [], [], []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            pairs += [(x.ops[j], y.ops[i]) for i, j in zip(range(i1, i2), range(j1, j2))]
-            continue
         same_types = tag == "replace" and [s[0] for s in sy[i1:i2]] == [s[0] for s in sx[j1:j2]]
-        if same_types:  # the same ops with another attribute or shape: changed, not added and removed
-            pairs += [(x.ops[j], y.ops[i]) for i, j in zip(range(i1, i2), range(j1, j2))]
+        if tag == "equal" or same_types:  # same_types: the same ops with another attribute or shape
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                pairs.append((x.ops[j], y.ops[i]))
+                if sx[j] != sy[i]:
+                    changed.append(f"{_op_label(x.ops[j])}: {_changes(sy[i], sx[j])}")
             continue
         removed += [_op_label(y.ops[i]) for i in range(i1, i2)]
         added += [_op_label(x.ops[j]) for j in range(j1, j2)]
     out = []
-    changed = [
-        f"{_op_label(p)}: {_sig_text(_signature(q, y))} → {_sig_text(_signature(p, x))}"
-        for p, q in pairs
-        if _signature(p, x) != _signature(q, y)
-    ]
     if added or removed or changed:
         detail = "; ".join(
             part
@@ -245,8 +259,21 @@ def _op_label(op: DlcOp) -> str:
     return f"{op.type}" + (f"(operation {operation})" if operation is not None else "") + f" [{op.name}]"
 
 
-def _sig_text(sig: tuple) -> str:
-    return json.dumps([sig[0], [list(a) for a in sig[1]], [list(s) for s in sig[2]]])
+def _changes(ref: tuple, cand: tuple) -> str:
+    """What differs between two signatures of one op type: each attribute, then the output shapes."""
+    ra, ca = dict(ref[1]), dict(cand[1])
+    said = [
+        f"{n} {_shown(ra.get(n))} → {_shown(ca.get(n))}"
+        for n in sorted(set(ra) | set(ca))
+        if ra.get(n) != ca.get(n)
+    ]
+    if ref[2] != cand[2]:
+        said.append(f"output shapes {_shown(ref[2])} → {_shown(cand[2])}")
+    return ", ".join(said)
+
+
+def _shown(v: object) -> str:
+    return json.dumps(v)
 
 
 def _tensor_pairs(pairs, x: DlcGraph, y: DlcGraph) -> list[tuple[DlcTensor, DlcTensor]]:
@@ -314,9 +341,10 @@ def _caches(a: Dlc, b: Dlc) -> list[dict]:
         said += [f"-{n} (soc_model {cb[n]['soc_model']})" for n in removed]
         out.append(_cause("caches", "SoCs " + ", ".join(said), added=added, removed=removed))
     for name in sorted(set(ca) & set(cb)):
-        for key in ("soc_model", "dsp_arch", "vtcm_size_mb", "build_id"):
+        for key, cause, said in _PER_CACHE:
             if ca[name][key] != cb[name][key]:
-                out.append(_cause(key, f"{cb[name][key]} → {ca[name][key]} (in {name})", cache=name))
+                detail = f"{said(cb[name][key])} → {said(ca[name][key])} (in {name})"
+                out.append(_cause(cause, detail, cache=name))
     wa = _shared(a)
     wb = _shared(b)
     if wa != wb:
@@ -328,6 +356,19 @@ def _caches(a: Dlc, b: Dlc) -> list[dict]:
             )
         )
     return out
+
+
+def _mib(v: list) -> str:
+    return ", ".join(f"{x} MiB" for x in v) or "not listed"
+
+
+# What each cache's metadata says, compared cache by cache: (field, cause, how a value is said).
+_PER_CACHE = (
+    ("soc_model", "soc_model", str),
+    ("dsp_arch", "dsp_arch", lambda v: f"v{v}"),
+    ("vtcm_size_mb", "vtcm_size", _mib),
+    ("build_id", "build_id", str),
+)
 
 
 def _shared(d: Dlc) -> list[bytes]:

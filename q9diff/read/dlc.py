@@ -81,7 +81,18 @@ class DlcOp:
     type: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
-    attributes: tuple[tuple[str, object], ...]  # (name, scalar value or a tensor's name)
+    attributes: tuple[tuple[str, object], ...]  # (name, a scalar value, or TensorAttribute)
+
+
+@dataclass(frozen=True)
+class TensorAttribute:
+    """An op attribute held as a tensor (a Transpose's perm, a Conv2d's stride): its generated name, its
+    shape, and its data's place in model.params.bin (None where the params list none)."""
+
+    name: str
+    dims: tuple[int, ...]
+    data_type: int  # Qnn_DataType_t
+    data: Weight | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,7 @@ class DlcGraph:
     ops: tuple[DlcOp, ...]
     tensors: tuple[DlcTensor, ...]
     weights: tuple[Weight, ...]
+    op_params: tuple[Weight, ...] = ()  # tensor attributes' data, per op in op order
 
     def tensor(self, name: str) -> DlcTensor | None:
         return next((t for t in self.tensors if t.name == name), None)
@@ -267,36 +279,44 @@ class Dlc:
         model = self._flatbuffer(D.MODEL, D.MODEL_IDENT)
         if model is None:
             return ()
-        weights = self._weights()
+        params = self._params()
         out = []
         for g in model.get(D.NETD_MODEL["graphs"]):
             name = g.get(D.NETD_GRAPH["name"], "")
-            ops = tuple(_op(n) for n in g.get(D.NETD_GRAPH["nodes"]))
+            weights, op_params = params.get(name, ((), ()))
+            by_name = {w.name: w for w in op_params}
+            ops = tuple(_op(n, by_name) for n in g.get(D.NETD_GRAPH["nodes"]))
             tensors = tuple(_tensor(t) for t in g.get(D.NETD_GRAPH["tensors"]))
-            out.append(DlcGraph(name, ops, tensors, weights.get(name, ())))
+            out.append(DlcGraph(name, ops, tensors, weights, op_params))
         return tuple(out)
 
-    def _weights(self) -> dict[str, tuple[Weight, ...]]:
-        """Each graph's static tensors' places in model.params.bin, checked to lie inside it."""
+    def _params(self) -> dict[str, tuple[tuple[Weight, ...], tuple[Weight, ...]]]:
+        """Each graph's static tensors and its ops' tensor attributes, by their places in model.params.bin
+        (each checked to lie inside it)."""
         params = self._flatbuffer(D.PARAMS, D.PARAMS_IDENT)
         if params is None:
             return {}
-        bin_ = self.by_name.get(D.PARAMS_BIN)
         out = {}
         for g in params.get(D.NETP_MODEL["graphs"]):
-            found = []
-            for t in g.get(D.NETP_GRAPH["tensors"]):
-                at = t.get(D.TENSOR_DATA["position"])
-                if at is None:
-                    continue
-                offset, size = at.get(D.DATA_POSITION["offset"], 0), at.get(D.DATA_POSITION["size"], 0)
-                if bin_ is None or offset + size > bin_.size:
-                    raise FormatError(
-                        self.path, at.pos, f"a weight inside {D.PARAMS_BIN} (offset {offset}, size {size})"
-                    )
-                found.append(Weight(t.get(D.TENSOR_DATA["name"], ""), bin_.offset + offset, size))
-            out[g.get(D.NETP_GRAPH["name"], "")] = tuple(found)
+            weights = self._data(g.get(D.NETP_GRAPH["tensors"]))
+            nodes = [t for n in g.get(D.NETP_GRAPH["nodes"]) for t in n.get(D.NODE_PARAMETERS["tensors"])]
+            out[g.get(D.NETP_GRAPH["name"], "")] = (weights, self._data(nodes))
         return out
+
+    def _data(self, tensors: list[flatbuf.Table]) -> tuple[Weight, ...]:
+        bin_ = self.by_name.get(D.PARAMS_BIN)
+        found = []
+        for t in tensors:
+            at = t.get(D.TENSOR_DATA["position"])
+            if at is None:
+                continue
+            offset, size = at.get(D.DATA_POSITION["offset"], 0), at.get(D.DATA_POSITION["size"], 0)
+            if bin_ is None or offset + size > bin_.size:
+                raise FormatError(
+                    self.path, at.pos, f"a weight inside {D.PARAMS_BIN} (offset {offset}, size {size})"
+                )
+            found.append(Weight(t.get(D.TENSOR_DATA["name"], ""), bin_.offset + offset, size))
+        return tuple(found)
 
     # -- every byte ----------------------------------------------------------------------------------
 
@@ -305,12 +325,13 @@ class Dlc:
         """Named regions covering every byte, in file order: the ZIP's structures, each record (its
         weights one by one in model.params.bin), zero gaps as padding, the rest `unknown`."""
         out = list(self._structure)
-        weights = [w for g in self.graphs for w in g.weights]
+        weights = {(w.offset, w.size, w.name, "weights") for g in self.graphs for w in g.weights}
+        weights |= {(w.offset, w.size, w.name, "structure") for g in self.graphs for w in g.op_params}
         for e in self.entries:
             if e.name == D.PARAMS_BIN:
-                inside = sorted({(w.offset, w.size, w.name) for w in weights})
-                out += [Region(f"{e.name}/{n}", o, s, "weights") for o, s, n in inside]
-                out += self._gaps([(o, o + s) for o, s, _ in inside], e.offset, e.end, e.name)
+                inside = sorted(weights)
+                out += [Region(f"{e.name}/{n}", o, s, k) for o, s, n, k in inside]
+                out += self._gaps([(o, o + s) for o, s, _, _ in inside], e.offset, e.end, e.name)
             elif e.name in (D.MODEL, D.PARAMS):
                 out.append(Region(f"{e.name}/prefix", e.offset, D.PREFIX_SIZE))
                 out.append(Region(f"{e.name}/flatbuffer", e.offset + D.PREFIX_SIZE, e.size - D.PREFIX_SIZE))
@@ -338,7 +359,7 @@ class Dlc:
         return out
 
 
-def _op(n: flatbuf.Table) -> DlcOp:
+def _op(n: flatbuf.Table, params: dict[str, Weight]) -> DlcOp:
     attrs = []
     for a in n.get(D.NODE["attributes"]):
         value: object = None
@@ -350,7 +371,9 @@ def _op(n: flatbuf.Table) -> DlcOp:
                     v.get(D.SCALAR["float"]) if v.has(D.SCALAR["float"].slot) else v.get(D.SCALAR["int"], 0)
                 )
         elif t is not None:
-            value = t.get(D.TENSOR["name"], "")
+            name = t.get(D.TENSOR["name"], "")
+            dims, data_type = tuple(t.get(D.TENSOR["dims"])), t.get(D.TENSOR["data_type"], 0)
+            value = TensorAttribute(name, dims, data_type, params.get(name))
         attrs.append((a.get(D.ATTRIBUTE["name"], ""), value))
     return DlcOp(
         n.get(D.NODE["name"], ""),

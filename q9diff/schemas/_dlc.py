@@ -143,7 +143,7 @@ def dlcdiff_properties() -> dict:
                     "caches",
                     "soc_model",
                     "dsp_arch",
-                    "vtcm_size_mb",
+                    "vtcm_size",
                     "build_id",
                     "shared_weights",
                 ),
