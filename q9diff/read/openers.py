@@ -128,6 +128,16 @@ def locate(path: str | os.PathLike) -> Part:
 
 
 @dataclass(frozen=True)
+class Slice:
+    """A context in another file than the container: a cache of the context DLC an EPContext node names
+    (its data's offset and size in that file)."""
+
+    file: Path
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
 class _Index:
     """Where a container's contexts are, read once per file: for each distinct context, in file order, its
     label (q9diff.read.labels: its name escaped and made unique) and source (the bytes of an embedded
@@ -154,6 +164,9 @@ class _Index:
         name, source = self.entries[i]
         if isinstance(source, Path):
             return ContextBinary.open(source)
+        if isinstance(source, Slice):
+            at = source.offset
+            return ContextBinary(mapped(source.file)[at : at + source.size], f"{shown}#{name}")
         if isinstance(source, tuple):
             return ContextBinary(mapped(self.path)[source[0] : source[0] + source[1]], f"{shown}#{name}")
         return ContextBinary(source, f"{shown}#{name}")
@@ -163,6 +176,8 @@ class _Index:
         source = self.entries[i][1]
         if isinstance(source, Path):
             return os.stat(source).st_size
+        if isinstance(source, Slice):
+            return source.size
         return source[1] if isinstance(source, tuple) else len(source)
 
 
@@ -199,7 +214,7 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     meant: dict[str, set[int]] = {}  # each name -> the entries it names
     first: dict[object, int] = {}  # a context file or bytecode range -> its entry
     for name, source in found:
-        key = source if isinstance(source, (Path, tuple)) else None
+        key = source if isinstance(source, (Path, tuple, Slice)) else None
         if key is not None and key in first:
             meant.setdefault(name, set()).add(first[key])
             continue
@@ -216,7 +231,7 @@ def _cached_index(path: str, *_stat: int) -> _Index:
 
 def _dlc_caches(found: list[tuple[str, object]]) -> list[tuple[str, object]]:
     """An EPContext model's contexts with each context file that is a multi-SoC DLC replaced by its caches
-    (their bytes in the mapped DLC, named after the cache), the DLC read once however many nodes name it."""
+    (Slices of the DLC, named after the cache), the DLC read once however many nodes name it."""
     out: list[tuple[str, object]] = []
     seen: set[Path] = set()
     for name, source in found:
@@ -228,8 +243,7 @@ def _dlc_caches(found: list[tuple[str, object]]) -> list[tuple[str, object]]:
         seen.add(source)
         from q9diff.read.dlc import contexts as caches  # start-up: read.dlc, with its kind
 
-        data = mapped(source, "a DLC (a ZIP archive)")
-        out += [(cache, data[at : at + size]) for cache, (at, size) in caches(source)]
+        out += [(cache, Slice(source, at, size)) for cache, (at, size) in caches(source)]
     return out
 
 
@@ -323,8 +337,8 @@ def coverage(part: Part) -> Coverage:
     size = os.stat(p).st_size
     chosen = range(len(index.entries)) if name is None else [index.aliases.get(name, 0)]
     sources = [index.entries[i][1] for i in chosen]
-    compared = sum(index.size(i) for i in chosen if not isinstance(index.entries[i][1], Path))
-    within = [s for s in sources if not isinstance(s, Path)]
+    compared = sum(index.size(i) for i in chosen if not isinstance(index.entries[i][1], (Path, Slice)))
+    within = [s for s in sources if not isinstance(s, (Path, Slice))]
     ranges = tuple(sorted(s for s in within if isinstance(s, tuple)))
     known = all(isinstance(s, tuple) for s in within)
     kind_ = part.container if name is None else "context"
