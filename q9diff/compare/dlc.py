@@ -20,6 +20,8 @@ import re
 import struct
 from difflib import SequenceMatcher
 
+import numpy as np
+
 from q9diff.formats import dlc as D
 from q9diff.read.dlc import Dlc, DlcGraph, DlcOp, DlcTensor, TensorAttribute
 from q9diff.read.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
@@ -142,7 +144,7 @@ def _records(a: Dlc, b: Dlc) -> list[dict]:
     out = []
     for name in sorted(set(a.by_name) | set(b.by_name)):
         ea, eb = a.by_name.get(name), b.by_name.get(name)
-        same = ea is not None and eb is not None and bytes(a.data(ea)) == bytes(b.data(eb))
+        same = ea is not None and eb is not None and a.data(ea) == b.data(eb)  # memcmp, no copy
         out.append(
             {"name": name, "in": "both" if ea and eb else "a" if ea else "b", "same": same}
             | {"size_a": ea.size if ea else None, "size_b": eb.size if eb else None}
@@ -319,10 +321,12 @@ def _weight_changes(tensors, x: DlcGraph, y: DlcGraph, a: Dlc, b: Dlc) -> list[d
         p, q = wx.get(t.name), wy.get(u.name)
         if p is None or q is None or t.data_type != u.data_type:  # a type changed: quantization says it
             continue
-        bp, bq = bytes(a.buf[p.offset : p.offset + p.size]), bytes(b.buf[q.offset : q.offset + q.size])
+        bp, bq = a.buf[p.offset : p.offset + p.size], b.buf[q.offset : q.offset + q.size]
         if bp == bq:
             continue
-        n = sum(1 for i, j in zip(bp, bq) if i != j) + abs(len(bp) - len(bq))
+        common = min(len(bp), len(bq))
+        x, y = np.frombuffer(bp, np.uint8, common), np.frombuffer(bq, np.uint8, common)
+        n = int(np.count_nonzero(x != y)) + abs(len(bp) - len(bq))
         out.append(
             {"tensor": t.name, "reference_tensor": u.name, "size": [q.size, p.size], "bytes_differing": n}
         )

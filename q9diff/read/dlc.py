@@ -113,7 +113,15 @@ class DlcGraph:
     op_params: tuple[Weight, ...] = ()  # tensor attributes' data, per op in op order
 
     def tensor(self, name: str) -> DlcTensor | None:
-        return next((t for t in self.tensors if t.name == name), None)
+        """The tensor of that name (the first, where a hostile file repeats one)."""
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, DlcTensor]:
+        out: dict[str, DlcTensor] = {}
+        for t in self.tensors:
+            out.setdefault(t.name, t)
+        return out
 
 
 @dataclass(frozen=True)
