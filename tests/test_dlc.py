@@ -20,7 +20,7 @@ from q9diff.read.parse import parse
 
 HERE = FIXTURES / "dlc"
 GRAPHS = sorted(HERE.glob("*.dlc"))
-CONTEXTS = sorted(HERE.glob("*_qnn.bin"))
+CONTEXTS = sorted(HERE.glob("ctx_*_qnn.bin"))
 VERSION = "2.51.0.260929181845"
 
 
@@ -173,6 +173,20 @@ def test_epcontext_models_that_name_context_dlcs_diff_as_the_dlcs_do():
     assert a["dlc"]["causes"] == b["dlc"]["causes"] and [c["cause"] for c in a["dlc"]["causes"]] == ["caches"]
     # the caches pair by name: the SoC both have is identical, the added one unpaired
     assert [p.rsplit("#", 1)[1] for p in b["unpaired_a"]] == ["htp.cache.sm8650.0"]
+
+
+def test_a_graph_dlc_beside_its_compiled_binary_says_what_the_compile_added():
+    r = q9diff(str(HERE / "mlp_w8a16.dlc"), str(HERE / "mlp_w8a16_compiled_qnn.bin"), "--json")
+    found = json.loads(r.stdout)
+    assert r.returncode == 1 and found["compiled"] and found["b"]["kind"] == "context binary"
+    said = {c["cause"]: c["detail"] for c in found["causes"]}
+    assert "soc_model 60" in said["target"] and "dsp_arch v73" in said["target"] and "8 MiB" in said["target"]
+    assert "6 QNN ops" in said["ops"] and said["io_encoding"].startswith(
+        "all 2 graph inputs and outputs keep"
+    )
+    # the EPContext model that names the binary, given first, reads the same
+    r = q9diff(str(HERE / "mlp_w8a16_compiled.onnx"), str(HERE / "mlp_w8a16.dlc"), "--json")
+    assert [c["detail"] for c in json.loads(r.stdout)["causes"]] == [c["detail"] for c in found["causes"]]
 
 
 def test_a_dlc_is_known_by_its_bytes_not_its_name(tmp_path):

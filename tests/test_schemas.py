@@ -223,6 +223,12 @@ CASES = [
     Case("steps", "q9diff.steps/1", ("steps", V4, V8, "--json"), (0,), _compiler),
     Case("inspect-dlc", "q9diff.inspect-dlc/1", ("inspect", DLC("mlp_w8a16.dlc"), "--json"), (0,)),
     Case("dlcdiff", "q9diff.dlcdiff/1", (DLC("mlp_w8a16.dlc"), DLC("mlp_fp32.dlc"), "--json"), (1,)),
+    Case(
+        "dlc-compiled",
+        "q9diff.dlcdiff/1",
+        (DLC("mlp_w8a16.dlc"), DLC("mlp_w8a16_compiled_qnn.bin"), "--json"),
+        (1,),
+    ),
     Case("inspect-context-dlc", IS, ("inspect", DLC("ctx_2soc_qnn.bin"), "--json"), (0,)),
     Case("setdiff-context-dlc", S, (DLC("ctx_3soc.onnx"), DLC("ctx_2soc.onnx"), "--json"), (1,)),
     *_real_inspect(),

@@ -89,7 +89,8 @@ def diff_cmd(
         toolchain_chosen(judged.data, toolchain)
         status = 0 if judged.matches and not _refused(judged.data) else 1
         _deliver(out, judged.data, lambda: judged.show(verbose), status)
-    if _graph_dlcs(candidate, reference):  # a graph DLC has no context binary: its own diff
+    kinds = _dlc_kinds(candidate, reference)
+    if "graph" in kinds:  # a graph DLC has no context binary: its own diff
         if html_out is not None or md_out is not None or device is not None or qairt is not None:
             raise CommandError(
                 "a graph DLC pair is diffed on its own: --html, --markdown, --target and"
@@ -98,7 +99,14 @@ def diff_cmd(
         from q9diff.compare.dlc import diff as dlc_diff  # start-up: a DLC's reader
         from q9diff.read.dlc import Dlc  # start-up: a DLC's reader
 
-        found = dlc_diff(Dlc.open(candidate), Dlc.open(reference))
+        if None in kinds:  # a graph DLC and a context binary: what the compile added
+            from q9diff.compare.dlc_compile import compiled  # start-up: a DLC beside its binary
+            from q9diff.read.openers import locate  # start-up: read.openers
+
+            dlc_path, other = (candidate, reference) if kinds[0] == "graph" else (reference, candidate)
+            found = compiled(Dlc.open(dlc_path), locate(other).open(), str(other))
+        else:
+            found = dlc_diff(Dlc.open(candidate), Dlc.open(reference))
         _deliver(out, found, lambda: _dlc_view(found, verbose), 0 if found["identical"] else 1)
     a, b = inputs.resolved(candidate, reference)
     quiet = as_json or brief or not (a.is_set and b.is_set)  # a spinner over a set's parts only
@@ -119,16 +127,16 @@ def diff_cmd(
     _deliver(out, result.data, lambda: show(verbose), 0 if result.identical and not worse else 1)
 
 
-def _graph_dlcs(candidate: Path, reference: Path) -> bool:
-    """Both paths are DLC files and one is a graph DLC (no caches: no context binary to pair)."""
+def _dlc_kinds(candidate: Path, reference: Path) -> tuple[str | None, ...]:
+    """Each path's DLC kind ("graph" or "context"), None for a file that is no DLC given whole."""
     from q9diff.read.openers import locate  # start-up: read.openers
 
     at = [locate(p) for p in (candidate, reference)]
-    if any(p.container != ".dlc" or p.label is not None for p in at):
-        return False
+    if all(p.container != ".dlc" or p.label is not None for p in at):
+        return (None, None)
     from q9diff.read.dlc import Dlc  # start-up: a DLC's reader
 
-    return any(not Dlc.open(p.file).caches for p in at)
+    return tuple(None if p.container != ".dlc" or p.label is not None else Dlc.open(p.file).kind for p in at)
 
 
 def _dlc_view(found: dict, verbose: bool) -> None:

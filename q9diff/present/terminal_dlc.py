@@ -62,7 +62,11 @@ def print_dlc(s: dict, verbose: bool = True) -> None:
 
 def print_dlc_diff(d: dict, verbose: bool = False) -> None:
     """Why two DLCs differ: each root cause in a line, then (verbose) each record's verdict."""
-    if d["identical"]:
+    if d.get("compiled"):
+        console.print(
+            text("What compiling ", whole(d["a"]["path"]), " into ", whole(d["b"]["path"]), " did:")
+        )
+    elif d["identical"]:
         console.print("identical: every record byte for byte")
     elif d["only_timestamps"]:
         console.print(
@@ -70,8 +74,9 @@ def print_dlc_diff(d: dict, verbose: bool = False) -> None:
         )
     else:
         console.print(f"Root causes: {', '.join(c['cause'] for c in d['causes']) or 'none read'}")
+    role = "" if d.get("compiled") else " (root)"
     for c in d["causes"]:
-        console.print(text(f"  {c['cause']} (root): ", whole(c["detail"])))
+        console.print(text(f"  {c['cause']}{role}: ", whole(c["detail"])))
         for t in c.get("tensors", [])[:MAX_ROWS] if verbose else ():
             console.print(text("    ", whole(str(t))))
     if verbose:

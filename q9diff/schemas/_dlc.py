@@ -117,6 +117,9 @@ def inspect_dlc_properties() -> dict:
     }
 
 
+DLCDIFF_OPTIONAL = ("compiled",)
+
+
 def dlcdiff_properties() -> dict:
     side = obj(
         "One DLC of the pair.",
@@ -146,6 +149,8 @@ def dlcdiff_properties() -> dict:
                     "vtcm_size",
                     "build_id",
                     "shared_weights",
+                    "target",
+                    "io_encoding",
                 ),
                 "What differs.",
             ),
@@ -168,6 +173,7 @@ def dlcdiff_properties() -> dict:
         "b": side,
         "identical": boolean("Every record byte for byte."),
         "only_timestamps": boolean("Nothing but the metadata's timestamps differs."),
+        "compiled": boolean("b is a context binary compiled from the graph DLC a: what the compile added."),
         "causes": array(cause, "Each category that differs, a root cause."),
         "records": array(record, "Every record's verdict."),
     }

@@ -36,7 +36,7 @@ from q9diff.schemas._compare import (
     target_properties,
 )
 from q9diff.schemas._defs import DEFS, SUMMARY, SUMMARY_OPTIONAL, summary_properties
-from q9diff.schemas._dlc import dlcdiff_properties, inspect_dlc_properties
+from q9diff.schemas._dlc import DLCDIFF_OPTIONAL, dlcdiff_properties, inspect_dlc_properties
 from q9diff.schemas._layers import layers_properties
 from q9diff.schemas._nodes import EARLIER, obj, ref
 
@@ -130,9 +130,10 @@ DOCUMENTS = {
         "Why one DLC differs from another, category by category (converter version, ops matched by "
         "structure, quantization per tensor, weights per tensor, caches per SoC, shared weights), or that "
         "only timestamps differ. Written by `q9diff A B --json` for two graph DLCs; two context DLCs give "
-        "q9diff.setdiff/1 with this as its `dlc`.",
+        "q9diff.setdiff/1 with this as its `dlc`; a graph DLC and a context binary compiled from it give "
+        "what the compile added (`compiled`).",
         dlcdiff_properties,
-        (),
+        DLCDIFF_OPTIONAL,
     ),
     "q9diff.explain/1": (
         "q9diff explain --json",
