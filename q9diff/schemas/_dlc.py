@@ -122,11 +122,13 @@ DLCDIFF_OPTIONAL = ("compiled",)
 
 def dlcdiff_properties() -> dict:
     side = obj(
-        "One DLC of the pair.",
+        "One side: a DLC, or (b, with `compiled`) the context binary compiled from the graph DLC a.",
         {
             "path": string("The file."),
             "size": size("Its size."),
-            "kind": words(("graph", "context"), "Its kind."),
+            "kind": words(
+                ("graph", "context", "context binary"), "A graph or context DLC, or a context binary."
+            ),
         },
     )
     cause = obj(
