@@ -154,10 +154,29 @@ def target(
 
     d, on = as_device(device), None if runtime is None else as_runtime(runtime)
     (p,) = inputs.resolved(_input(path))
-    data = judged(p, d) | {"toolchain": p.toolchain}
+    p, chosen = _cache_for(p, d)
+    data = judged(p, d) | {"toolchain": p.toolchain} | chosen
     load = load_verdicts(p.parts, d, on)
     data |= fixing(p, f"q9diff suggest {quote(str(p.given))} --target {quote(d.name)}")
     return TargetReport(p.given, data | ({"load": load} if load else {}))
+
+
+def _cache_for(p: Input, d: Device) -> tuple[Input, dict]:
+    """A multi-SoC context DLC (given whole, or through the EPContext model naming it) judged against a
+    device: the runtime loads the cache built for the device's SoC, so that cache alone is judged, and
+    `dlc_cache` says which; every other input as it is."""
+    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+
+    if p.at.label is not None or p.at.container not in (".dlc", ".onnx"):
+        return p, {}
+    found = behind(p.at.file, p.at.container)
+    if found is None:
+        return p, {}
+    caches = [c for c in Dlc.open(found).caches if d.accepts(c.info.get("socModel"))]
+    if len(caches) != 1:
+        return p, {}
+    (one,) = inputs.resolved(f"{p.at.file}#{caches[0].name}")
+    return one, {"dlc_cache": {"name": caches[0].name, "of": str(p.given)}}
 
 
 def will_load(

@@ -266,3 +266,20 @@ def test_a_short_dlc_fuzz_round_finds_no_crash_hang_or_region_gap():
     assert report["cases"] == 200 and report["parsed"] > 0 and report["format_errors"] > 0
     assert (report["crash_buckets"], report["region_map_faults"], report["hangs_over_2s"]) == ([], [], [])
     assert done.returncode == 0
+
+
+def test_a_context_dlc_judged_against_a_device_is_judged_by_the_cache_for_its_soc():
+    jsonschema = pytest.importorskip("jsonschema")
+    from q9diff.schemas import schema
+
+    r = q9diff(str(HERE / "ctx_3soc.onnx"), "--target", "SM8650", "--json")
+    data = json.loads(r.stdout)
+    assert data["dlc_cache"]["name"] == "htp.cache.sm8650.0"
+    assert {c["name"] for c in data["causes"]} <= {
+        "vtcm_size",
+        "optimization_level",
+    }  # no soc_model, dsp_arch
+    jsonschema.Draft202012Validator(schema(data["schema"])).validate(data)
+    # a DLC with no cache for the device: every cache judged, each built for another SoC
+    data = json.loads(q9diff(str(HERE / "ctx_2soc_qnn.bin"), "--target", "SM8650", "--json").stdout)
+    assert "dlc_cache" not in data and "soc_model" in {c["name"] for c in data["causes"]}
