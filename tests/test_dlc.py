@@ -283,3 +283,11 @@ def test_a_context_dlc_judged_against_a_device_is_judged_by_the_cache_for_its_so
     # a DLC with no cache for the device: every cache judged, each built for another SoC
     data = json.loads(q9diff(str(HERE / "ctx_2soc_qnn.bin"), "--target", "SM8650", "--json").stdout)
     assert "dlc_cache" not in data and "soc_model" in {c["name"] for c in data["causes"]}
+
+
+def test_doctor_runtime_judges_every_cache_of_a_context_dlc():
+    r = q9diff("doctor", str(HERE / "ctx_2soc_qnn.bin"), "--runtime", "2.48", "--json")
+    found = json.loads(r.stdout)
+    (load,) = [f for f in found["findings"] if f["check"] == "load.runtime"]
+    assert r.returncode == 1 and load["severity"] == "error"
+    assert "htp.cache.sc8380xp.0" in load["where"] and "htp.cache.sm8750.0" in load["where"]
