@@ -42,6 +42,8 @@ def inspect(
     if dlc is not None and oracle:
         dlc["oracle_disagreements"] = _dlc_oracle(file)
     if dlc is not None and not dlc["caches"]:
+        if html_out is not None or meta is not None:
+            raise CommandError(f"{file}: a graph DLC holds no context binary, which --html and --meta read")
         _show_dlc(dlc, as_json)
         return
     try:
