@@ -19,6 +19,7 @@ STRING = "string"  # a vector of bytes read as UTF-8
 BYTES = "bytes"  # a vector of bytes
 TABLE = "table"  # one table
 TABLES = "tables"  # a vector of tables
+STRINGS = "strings"  # a vector of strings, each read as UTF-8
 
 
 class Vector(NamedTuple):

@@ -119,6 +119,7 @@ def diff(
     # containers: what was compared of them, and whether the files differ outside it (`identical` then
     # speaks for every byte)
     o = outside(coverage(a.at), coverage(b.at), data["identical"])
+    data |= _dlcs(a, b)
     if o is not None:
         data |= {"outside": o, "identical": data["identical"] and o["differs"] is not True}
     if swapped:  # the fix would make the good build like the broken one: said first, no fix given
@@ -127,6 +128,21 @@ def diff(
             part["suggestions"] = []
         notes.append(f"{SWAPPED}{swapped}")
     return DiffReport(a.given, b.given, data, result, tuple(notes))
+
+
+def _dlcs(a: Input, b: Input) -> dict:
+    """`dlc`: the record-by-record diff of two context DLCs (given whole, or through the EPContext models
+    that name them): SoCs added or removed, per-SoC settings, the shared weights; {} for other files."""
+    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+
+    if a.at.label is not None or b.at.label is not None:
+        return {}
+    fa, fb = behind(a.at.file, a.at.container), behind(b.at.file, b.at.container)
+    if fa is None or fb is None:
+        return {}
+    from q9diff.compare.dlc import diff as dlc_diff  # start-up: compare.dlc
+
+    return {"dlc": dlc_diff(Dlc.open(fa), Dlc.open(fb))}
 
 
 def target(
@@ -139,10 +155,29 @@ def target(
 
     d, on = as_device(device), None if runtime is None else as_runtime(runtime)
     (p,) = inputs.resolved(_input(path))
-    data = judged(p, d) | {"toolchain": p.toolchain}
+    p, chosen = _cache_for(p, d)
+    data = judged(p, d) | {"toolchain": p.toolchain} | chosen
     load = load_verdicts(p.parts, d, on)
     data |= fixing(p, f"q9diff suggest {quote(str(p.given))} --target {quote(d.name)}")
     return TargetReport(p.given, data | ({"load": load} if load else {}))
+
+
+def _cache_for(p: Input, d: Device) -> tuple[Input, dict]:
+    """A multi-SoC context DLC (given whole, or through the EPContext model naming it) judged against a
+    device: the runtime loads the cache built for the device's SoC, so that cache alone is judged, and
+    `dlc_cache` says which; every other input as it is."""
+    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+
+    if p.at.label is not None or p.at.container not in (".dlc", ".onnx"):
+        return p, {}
+    found = behind(p.at.file, p.at.container)
+    if found is None:
+        return p, {}
+    caches = [c for c in Dlc.open(found).caches if d.accepts(c.info.get("socModel"))]
+    if len(caches) != 1:
+        return p, {}
+    (one,) = inputs.resolved(f"{p.at.file}#{caches[0].name}")
+    return one, {"dlc_cache": {"name": caches[0].name, "of": str(p.given)}}
 
 
 def will_load(

@@ -4,7 +4,8 @@ Seeds are the committed fixtures (fixtures/**/*.bin, the ExecuTorch fixtures/pte
 third-party files in ../shared/real/binaries (when that folder is there); a file in an ONNX/LiteRT/ExecuTorch
 container is fuzzed both as the container (written to a temporary file, every context opened with
 q9diff.read.openers.contexts; a .pte's own region map and compile specs too) and as the context binary
-q9diff finds inside it. `--pte` fuzzes the .pte fixtures alone.
+q9diff finds inside it. `--pte` fuzzes the .pte fixtures alone; `--dlc` the DLCs of fixtures/dlc alone (each
+read as inspect and diff read it: records, graphs, caches, the region map, a diff against the seed).
 Mutations are byte-level (flips, interesting words, truncations, copies, FlatBuffer offsets made to share
 children) and structural: a field of a record that formats/ declares (a file or blob header, a pickle header
 and its records, an aux record, an op record, graphBlobInfo, ...; a .pte's header, QNN payload headers and
@@ -21,6 +22,7 @@ Every case is reproducible from its seed and number:
     python scripts/fuzz.py --seed 1 --replay 4711 --save out/  # write case 4711's bytes, show its traceback
     python scripts/fuzz.py --pte --cases 500 --seed 1          # the .pte opener alone
     python scripts/fuzz.py --pte --cases 5000 --cli-every 20   # and every 20th case through q9diff inspect
+    python scripts/fuzz.py --dlc --cases 5000 --cli-every 20   # the DLCs
 
 Not part of the test suite (it takes minutes); tests/test_security.py runs a short round of it.
 """
@@ -90,8 +92,11 @@ class Report:
     cli_refusals: int = 0  # of cli_runs: exit 2 with one line
 
 
-def seeds(extra: list[Path], pte_only: bool = False) -> list[Seed]:
-    files = [] if pte_only else sorted((ROOT / "fixtures").rglob("*.bin"))
+def seeds(extra: list[Path], pte_only: bool = False, dlc_only: bool = False) -> list[Seed]:
+    dlcs = sorted(p for p in (ROOT / "fixtures" / "dlc").glob("*") if openers.kind(p) == ".dlc")
+    if dlc_only:
+        return [Seed(p.name, p.read_bytes(), ".dlc", None) for p in dlcs]
+    files = [] if pte_only else sorted(set((ROOT / "fixtures").rglob("*.bin")) - set(dlcs))
     files += sorted((ROOT / "fixtures" / "pte").glob("*.pte"))
     real = ROOT.parent / "shared" / "real" / "binaries"
     if real.is_dir() and not pte_only:
@@ -293,6 +298,8 @@ def run_case(seed: Seed, data: bytes, tmp: Path) -> ContextBinary:
         return check_context(seed, ContextBinary(data, f"fuzz{seed.suffix}"))
     path = tmp / f"fuzz{seed.suffix}"
     path.write_bytes(data)
+    if seed.suffix == ".dlc":
+        return check_dlc(seed, path)
     openers._cached_index.cache_clear()  # the same path rewritten within a clock tick: read afresh
     found = contexts(locate(path)) if seed.suffix == ".pte" else [("", open_binary(path))]
     if seed.suffix == ".pte":
@@ -300,6 +307,29 @@ def run_case(seed: Seed, data: bytes, tmp: Path) -> ContextBinary:
     for _, cb in found:
         check_context(seed, cb)
     return found[0][1]
+
+
+def check_dlc(seed: Seed, path: Path) -> None:
+    """A DLC read as inspect and diff read it: its summary (records, graphs, caches, every byte's region,
+    checked to tile the file), its diff against the seed, and each cache as a context."""
+    from q9diff.compare.dlc import diff as dlc_diff
+    from q9diff.compare.dlc import summary
+    from q9diff.read.dlc import Dlc
+
+    dlc = Dlc.open(path)
+    data = summary(dlc)
+    end = 0
+    for r in data["regions"]:
+        if r["offset"] != end or r["size"] <= 0:
+            raise AssertionError(f"dlc region map: {r['name']} at {r['offset']:#x}, expected {end:#x}")
+        end += r["size"]
+    if end != dlc.size:
+        raise AssertionError(f"dlc region map covers {end} of {dlc.size} bytes")
+    reference = Dlc(seed.data, seed.name)
+    json.dumps(dlc_diff(dlc, reference))
+    openers._cached_index.cache_clear()
+    for _, cb in contexts(locate(path)):
+        check_context(Seed(seed.name, b"", ".bin", None), cb)
 
 
 def check_container(path: Path, size: int) -> None:
@@ -457,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         help="bundle-level cases (scripts/fuzz_bundle.py): config, tokenizer, extension, EPContext nodes",
     )
     ap.add_argument("--pte", action="store_true", help="seeds: the ExecuTorch .pte fixtures alone")
+    ap.add_argument("--dlc", action="store_true", help="seeds: the DLC fixtures alone (fixtures/dlc)")
     ap.add_argument(
         "--cli-every",
         type=int,
@@ -469,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     limit = args.mem_limit_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    all_seeds = [] if args.bundle else seeds(args.extra, pte_only=args.pte)
+    all_seeds = [] if args.bundle else seeds(args.extra, pte_only=args.pte, dlc_only=args.dlc)
     report = Report()
     with tempfile.TemporaryDirectory(prefix="q9diff-fuzz-") as tmp:
         bundle = None

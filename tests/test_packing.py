@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, all_bins
 from test_cli import q9diff
 
 from q9diff.compare import packing
@@ -138,7 +138,7 @@ def test_pool_stats_are_the_same_with_and_without_numpy(monkeypatch):
 
     import numpy  # noqa: F401  (the numpy path: a diff has it loaded)
 
-    binaries = sorted(FIXTURES.rglob("*.bin"))
+    binaries = all_bins()
     seen = 0
     for path in binaries:
         cb = ContextBinary.open(path)

@@ -165,6 +165,7 @@ L, R = str(LOCAL), str(REFERENCE)
 RT, TG = ("--runtime", "2.48"), ("--target", "QCS9100")
 STORY = (str(FIXTURES / "story" / "local"), str(FIXTURES / "story" / "vtcm8"))
 INT4 = (str(VARIANTS / "int4_unpacked.bin"), str(VARIANTS / "int4_native.bin"))
+DLC = lambda name: str(FIXTURES / "dlc" / name)  # noqa: E731 (fixtures/dlc, scripts/make_dlc_fixtures.py)
 MLP, MLP_FLOAT = str(VARIANTS / "vtcm_8mb.recipe.json"), str(VARIANTS / "models" / "mlp.float.onnx")
 CASES = [
     Case("diff", D, (V4, V8, "--json"), (1,)),
@@ -220,6 +221,16 @@ CASES = [
     Case("layers", "q9diff.layers/1", ("layers", MLP, "--reference", MLP_FLOAT, "--json"), (0,), _emulator),
     # steps recompiles every step: one small graph, one setting (two builds, a few seconds)
     Case("steps", "q9diff.steps/1", ("steps", V4, V8, "--json"), (0,), _compiler),
+    Case("inspect-dlc", "q9diff.inspect-dlc/1", ("inspect", DLC("mlp_w8a16.dlc"), "--json"), (0,)),
+    Case("dlcdiff", "q9diff.dlcdiff/1", (DLC("mlp_w8a16.dlc"), DLC("mlp_fp32.dlc"), "--json"), (1,)),
+    Case(
+        "dlc-compiled",
+        "q9diff.dlcdiff/1",
+        (DLC("mlp_w8a16.dlc"), DLC("mlp_w8a16_compiled_qnn.bin"), "--json"),
+        (1,),
+    ),
+    Case("inspect-context-dlc", IS, ("inspect", DLC("ctx_2soc_qnn.bin"), "--json"), (0,)),
+    Case("setdiff-context-dlc", S, (DLC("ctx_3soc.onnx"), DLC("ctx_2soc.onnx"), "--json"), (1,)),
     *_real_inspect(),
 ]
 BY_NAME = {c.name: c for c in CASES}

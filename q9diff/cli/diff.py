@@ -94,6 +94,25 @@ def diff_cmd(
         toolchain_chosen(judged.data, toolchain)
         status = 0 if judged.matches and not _refused(judged.data) else 1
         _deliver(out, judged.data, lambda: judged.show(verbose), status)
+    kinds = _dlc_kinds(candidate, reference)
+    if "graph" in kinds:  # a graph DLC has no context binary: its own diff
+        if html_out is not None or md_out is not None or device is not None or qairt is not None:
+            raise CommandError(
+                "a graph DLC pair is diffed on its own: --html, --markdown, --target and"
+                " --runtime judge context binaries (a context DLC's caches)"
+            )
+        from q9diff.compare.dlc import diff as dlc_diff  # start-up: a DLC's reader
+        from q9diff.read.dlc import Dlc  # start-up: a DLC's reader
+
+        if None in kinds:  # a graph DLC and a context binary: what the compile added
+            from q9diff.compare.dlc_compile import compiled  # start-up: a DLC beside its binary
+            from q9diff.read.openers import locate  # start-up: read.openers
+
+            dlc_path, other = (candidate, reference) if kinds[0] == "graph" else (reference, candidate)
+            found = compiled(Dlc.open(dlc_path), locate(other).open(), str(other))
+        else:
+            found = dlc_diff(Dlc.open(candidate), Dlc.open(reference))
+        _deliver(out, found, lambda: _dlc_view(found, verbose), 0 if found["identical"] else 1)
     a, b = inputs.resolved(candidate, reference)
     quiet = as_json or brief or not (a.is_set and b.is_set)  # a spinner over a set's parts only
     with busy(f"comparing the parts of {candidate.name} and {reference.name}", quiet) as say:
@@ -104,7 +123,30 @@ def diff_cmd(
     toolchain_chosen(result.data, toolchain)
     found = result.data.get("target", {}).get("reference_findings")
     worse = found or _refused(result.data)
-    _deliver(out, result.data, lambda: result.show(verbose), 0 if result.identical and not worse else 1)
+    show = (
+        result.show
+        if "dlc" not in result.data
+        else lambda v: (_dlc_view(result.data["dlc"], v), result.show(v))
+    )
+    _deliver(out, result.data, lambda: show(verbose), 0 if result.identical and not worse else 1)
+
+
+def _dlc_kinds(candidate: Path, reference: Path) -> tuple[str | None, ...]:
+    """Each path's DLC kind ("graph" or "context"), None for a file that is no DLC given whole."""
+    from q9diff.read.openers import locate  # start-up: read.openers
+
+    at = [locate(p) for p in (candidate, reference)]
+    if all(p.container != ".dlc" or p.label is not None for p in at):
+        return (None, None)
+    from q9diff.read.dlc import Dlc  # start-up: a DLC's reader
+
+    return tuple(None if p.container != ".dlc" or p.label is not None else Dlc.open(p.file).kind for p in at)
+
+
+def _dlc_view(found: dict, verbose: bool) -> None:
+    from q9diff.present.terminal_dlc import print_dlc_diff  # start-up: a DLC's view
+
+    print_dlc_diff(found, verbose)
 
 
 def _refused(data: dict) -> bool:

@@ -38,6 +38,14 @@ def inspect(
 
     given = inputs.existing(file)
     report_path(html_out, [file])
+    dlc = _dlc(given.at)  # a DLC's own view (a graph DLC's is all there is; a context DLC's caches follow)
+    if dlc is not None and oracle:
+        dlc["oracle_disagreements"] = _dlc_oracle(file)
+    if dlc is not None and not dlc["caches"]:
+        if html_out is not None or meta is not None:
+            raise CommandError(f"{file}: a graph DLC holds no context binary, which --html and --meta read")
+        _show_dlc(dlc, as_json)
+        return
     try:
         if given.is_folder:  # a folder of parts or a bundle: its parts, as diff reads them
             found = [(p.path.name, p.open()) for p in given.parts]
@@ -92,10 +100,16 @@ def inspect(
                 "contexts": summaries,
             }
         )
-        print_json(data | ({"container": box} if box else {}))
+        print_json(data | ({"container": box} if box else {}) | ({"dlc": dlc} if dlc else {}))
     else:
         from q9diff.present.terminal_inspect import print_container, print_contexts  # start-up
 
+        if dlc is not None:
+            from q9diff.present.terminal_dlc import print_dlc  # start-up: a DLC's view
+
+            print_dlc(dlc, verbose=False)
+            for line in dlc.get("oracle_disagreements", []):
+                note(f"oracle disagrees: {line}")
         if box:
             print_container(box)
         print_contexts([cb for _, cb in found], summaries, meta)
@@ -103,3 +117,34 @@ def inspect(
         wrote(html_out, "the HTML page") if not as_json else note(f"wrote the HTML page: {html_out}")
     if meta_failed:
         raise typer.Exit(1)
+
+
+def _dlc(at) -> dict | None:
+    """The q9diff.inspect-dlc/1 summary of a DLC given whole, or None for any other file."""
+    if at.container != ".dlc" or at.label is not None:
+        return None
+    from q9diff.compare.dlc import summary  # start-up: a DLC's reader
+    from q9diff.read.dlc import Dlc  # start-up: a DLC's reader
+
+    return summary(Dlc.open(at.file))
+
+
+def _dlc_oracle(file: Path) -> list[str]:
+    """libQnnSystem's reading of the DLC against q9diff's, each disagreement a line."""
+    from q9diff.oracle.dlc import disagreements  # start-up: oracle
+
+    try:
+        return disagreements(file)
+    except Exception as exc:  # the oracle reports its own one-line errors
+        raise CommandError(f"{file}: oracle: {exc}") from exc
+
+
+def _show_dlc(dlc: dict, as_json: bool) -> None:
+    if as_json:
+        print_json(dlc)
+        return
+    from q9diff.present.terminal_dlc import print_dlc  # start-up: a DLC's view
+
+    print_dlc(dlc)
+    for line in dlc.get("oracle_disagreements", []):
+        note(f"oracle disagrees: {line}")

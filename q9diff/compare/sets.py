@@ -47,11 +47,11 @@ def diff_sets(a: Input, b: Input, on_part=None) -> SetDiff:
     """Pair the parts of two inputs (q9diff.inputs) and diff each pair; `on_part(pa, pb, result)` runs
     while both files are mapped, then the pair's JSON is kept and both mappings are released."""
     la, lb = a.parts, b.parts
-    names_a = {x.path.name for x in la}
-    names_b = {p.path.name: p for p in lb}
+    names_a = {_name(x) for x in la}
+    names_b = {_name(p): p for p in lb}
     pairs, ua = [], []
     for i, pa in enumerate(la):
-        pb = names_b.get(pa.path.name) or (lb[i] if i < len(lb) and lb[i].path.name not in names_a else None)
+        pb = names_b.get(_name(pa)) or (lb[i] if i < len(lb) and _name(lb[i]) not in names_a else None)
         if pb is None:
             ua.append(pa)
             continue
@@ -69,6 +69,12 @@ def diff_sets(a: Input, b: Input, on_part=None) -> SetDiff:
         [p.path for p in ub],
         {"a": [p.size() for p in ua], "b": [p.size() for p in ub]},
     )
+
+
+def _name(part) -> str:
+    """What pairs a part with its counterpart: a container's context by its label (a context DLC's
+    htp.cache.<soc>.0 in both files), any other part by its file name."""
+    return part.label if part.label is not None else part.path.name
 
 
 def distinct_causes(parts: list[dict]) -> list[dict]:

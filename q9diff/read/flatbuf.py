@@ -10,7 +10,7 @@ import struct
 from collections.abc import Callable
 
 from q9diff.errors import FormatError
-from q9diff.formats.flatbuffer_slots import BYTES, STRING, TABLE, TABLES, Field, Vector
+from q9diff.formats.flatbuffer_slots import BYTES, STRING, STRINGS, TABLE, TABLES, Field, Vector
 
 MAX_VECTOR = 1 << 20
 
@@ -142,6 +142,23 @@ class Table:
             out.append(Table(self.buf, p + self._i32(p), self.path, self.base, self.end, self.budget))
         return out
 
+    def strings(self, slot: int) -> list[str]:
+        """A vector of strings (empty when absent), each bounds-checked as a vector of bytes."""
+        vec = self.raw_vector(slot)
+        if vec is None:
+            return []
+        start, n = vec
+        self._check(start, 4 * n, "a FlatBuffer string vector")
+        out = []
+        for i in range(n):
+            p = start + 4 * i
+            target = p + self._i32(p)
+            size = self._i32(target)
+            self._check(target + 4, size, "FlatBuffer string bytes")
+            self.budget.spend(size // 4 + 1, self.path, target)
+            out.append(bytes(self.buf[target + 4 : target + 4 + size]).decode("utf-8", "replace"))
+        return out
+
     def struct_at(self, slot: int, parse: Callable[[bytes], object], size: int):
         pos = self.field(slot)
         if pos is None:
@@ -152,7 +169,7 @@ class Table:
     def get(self, field: Field, default=None):
         """A field by its row of a slot map (q9diff.formats.flatbuffer_slots), or `default` when absent: a
         scalar or an inline struct by its construct definition, a string, bytes, a table, a list of tables
-        (empty when absent) or a tuple of scalars."""
+        or of strings (empty when absent) or a tuple of scalars."""
         slot, kind = field
         reader = self._BY_KIND.get(kind) if isinstance(kind, str) else None
         if reader is not None:
@@ -165,7 +182,7 @@ class Table:
             value = self.struct_at(slot, kind.parse, kind.sizeof())
         return default if value is None else value
 
-    _BY_KIND = {STRING: string, BYTES: bytes, TABLE: table, TABLES: tables}
+    _BY_KIND = {STRING: string, BYTES: bytes, TABLE: table, TABLES: tables, STRINGS: strings}
 
 
 def _little(fmt: str) -> str:

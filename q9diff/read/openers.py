@@ -29,7 +29,7 @@ from q9diff.read.labels import label, listed, unique
 from q9diff.read.parse import read_errors
 
 # The suffixes of the files that carry contexts (the rest are context binaries themselves).
-CONTAINERS = (".onnx", ".tflite", ".pte")
+CONTAINERS = (".onnx", ".tflite", ".pte", ".dlc")
 # FlatBuffer file identifiers at offset 4: a .pte or a .tflite is known by its bytes whatever its name
 # (a model renamed model.bin is still read as what it is). ExecuTorch's is "ET" and two digits.
 _IDENTIFIERS = {b"TFL3": ".tflite"}
@@ -48,6 +48,10 @@ def kind(path: str | os.PathLike) -> str | None:
             head = f.read(8)
     except (OSError, ValueError):  # ValueError: a NUL in a path given from Python
         return None
+    if head[:4] == b"PK\x03\x04":  # a ZIP: a DLC by its first record's name (a context DLC is *_qnn.bin)
+        from q9diff.read.dlc import is_dlc  # start-up: read.dlc, with its kind
+
+        return ".dlc" if is_dlc(p) else None
     ident = head[4:8]
     if ident[:2] == b"ET" and ident[2:].isdigit():
         return ".pte"
@@ -124,6 +128,16 @@ def locate(path: str | os.PathLike) -> Part:
 
 
 @dataclass(frozen=True)
+class Slice:
+    """A context in another file than the container: a cache of the context DLC an EPContext node names
+    (its data's offset and size in that file)."""
+
+    file: Path
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
 class _Index:
     """Where a container's contexts are, read once per file: for each distinct context, in file order, its
     label (q9diff.read.labels: its name escaped and made unique) and source (the bytes of an embedded
@@ -150,6 +164,9 @@ class _Index:
         name, source = self.entries[i]
         if isinstance(source, Path):
             return ContextBinary.open(source)
+        if isinstance(source, Slice):
+            at = source.offset
+            return ContextBinary(mapped(source.file)[at : at + source.size], f"{shown}#{name}")
         if isinstance(source, tuple):
             return ContextBinary(mapped(self.path)[source[0] : source[0] + source[1]], f"{shown}#{name}")
         return ContextBinary(source, f"{shown}#{name}")
@@ -159,6 +176,8 @@ class _Index:
         source = self.entries[i][1]
         if isinstance(source, Path):
             return os.stat(source).st_size
+        if isinstance(source, Slice):
+            return source.size
         return source[1] if isinstance(source, tuple) else len(source)
 
 
@@ -181,6 +200,10 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     elif k == ".onnx":
         from q9diff.read.epcontext import contexts as found_in  # a container's reader, with its kind
 
+        found = _dlc_caches(found_in(p))
+    elif k == ".dlc":
+        from q9diff.read.dlc import contexts as found_in  # a container's reader, with its kind
+
         found = found_in(p)
     else:
         from q9diff.read.tflite import contexts as found_in  # a container's reader, with its kind
@@ -191,7 +214,7 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     meant: dict[str, set[int]] = {}  # each name -> the entries it names
     first: dict[object, int] = {}  # a context file or bytecode range -> its entry
     for name, source in found:
-        key = source if isinstance(source, (Path, tuple)) else None
+        key = source if isinstance(source, (Path, tuple, Slice)) else None
         if key is not None and key in first:
             meant.setdefault(name, set()).add(first[key])
             continue
@@ -204,6 +227,24 @@ def _cached_index(path: str, *_stat: int) -> _Index:
     aliases = {n: next(iter(at)) for n, at in meant.items() if len(at) == 1}
     aliases |= {x: i for i, x in enumerate(labels)}  # a label is its context's, whatever a name means
     return _Index(p, tuple(zip(labels, sources)), aliases, pte)
+
+
+def _dlc_caches(found: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """An EPContext model's contexts with each context file that is a multi-SoC DLC replaced by its caches
+    (Slices of the DLC, named after the cache), the DLC read once however many nodes name it."""
+    out: list[tuple[str, object]] = []
+    seen: set[Path] = set()
+    for name, source in found:
+        if not isinstance(source, Path) or kind(source) != ".dlc":
+            out.append((name, source))
+            continue
+        if source in seen:
+            continue
+        seen.add(source)
+        from q9diff.read.dlc import contexts as caches  # start-up: read.dlc, with its kind
+
+        out += [(cache, Slice(source, at, size)) for cache, (at, size) in caches(source)]
+    return out
 
 
 def contexts(part: Part) -> list[tuple[str, ContextBinary]]:
@@ -228,6 +269,13 @@ def open_part(part: Part) -> ContextBinary:
                 held = f"{len(names)}: {listed(names)}{_other(index, name)}"
                 raise FormatError(str(p), None, f"a context named {name!r} (it holds {held})")
             return index.build(index.aliases[name], p)
+        if not names and part.container == ".dlc":
+            raise FormatError(
+                str(p),
+                None,
+                "a context DLC (this graph DLC holds no context binary: inspect it, or diff it"
+                " with another DLC)",
+            )
         if len(names) != 1:
             raise FormatError(
                 str(p), None, f"one context binary (it holds {len(names)}: {listed(names)}; diff it as a set)"
@@ -289,8 +337,8 @@ def coverage(part: Part) -> Coverage:
     size = os.stat(p).st_size
     chosen = range(len(index.entries)) if name is None else [index.aliases.get(name, 0)]
     sources = [index.entries[i][1] for i in chosen]
-    compared = sum(index.size(i) for i in chosen if not isinstance(index.entries[i][1], Path))
-    within = [s for s in sources if not isinstance(s, Path)]
+    compared = sum(index.size(i) for i in chosen if not isinstance(index.entries[i][1], (Path, Slice)))
+    within = [s for s in sources if not isinstance(s, (Path, Slice))]
     ranges = tuple(sorted(s for s in within if isinstance(s, tuple)))
     known = all(isinstance(s, tuple) for s in within)
     kind_ = part.container if name is None else "context"

@@ -27,6 +27,8 @@ SCHEMAS = (
     "q9diff.verify/1",
     "q9diff.inspect/1",
     "q9diff.inspect-set/1",
+    "q9diff.inspect-dlc/1",
+    "q9diff.dlcdiff/1",
     "q9diff.explain/1",
     "q9diff.suggest/1",
     "q9diff.steps/1",

@@ -36,6 +36,7 @@ from q9diff.schemas._compare import (
     target_properties,
 )
 from q9diff.schemas._defs import DEFS, SUMMARY, SUMMARY_OPTIONAL, summary_properties
+from q9diff.schemas._dlc import DLCDIFF_OPTIONAL, dlcdiff_properties, inspect_dlc_properties
 from q9diff.schemas._layers import layers_properties
 from q9diff.schemas._nodes import EARLIER, obj, ref
 
@@ -115,6 +116,24 @@ DOCUMENTS = {
         "`q9diff inspect FILE --json` when FILE holds more than one; one context gives q9diff.inspect/1.",
         inspect_set_properties,
         ("container",),
+    ),
+    "q9diff.inspect-dlc/1": (
+        "q9diff inspect --json (a graph DLC)",
+        "What a DLC holds: its records, the converter version, a graph DLC's ops, tensors with their "
+        "encodings and weights, a context DLC's caches, and every byte's region. Written by `q9diff inspect "
+        "FILE --json` for a graph DLC; a context DLC's is the `dlc` of its q9diff.inspect-set/1.",
+        inspect_dlc_properties,
+        ("oracle_disagreements",),
+    ),
+    "q9diff.dlcdiff/1": (
+        "q9diff diff --json (graph DLCs)",
+        "Why one DLC differs from another, category by category (converter version, ops matched by "
+        "structure, quantization per tensor, weights per tensor, caches per SoC, shared weights), or that "
+        "only timestamps differ. Written by `q9diff A B --json` for two graph DLCs; two context DLCs give "
+        "q9diff.setdiff/1 with this as its `dlc`; a graph DLC and a context binary compiled from it give "
+        "what the compile added (`compiled`).",
+        dlcdiff_properties,
+        DLCDIFF_OPTIONAL,
     ),
     "q9diff.explain/1": (
         "q9diff explain --json",

@@ -1,0 +1,293 @@
+"""DLCs read, inspected and diffed on the real fixtures of scripts/make_dlc_fixtures.py (onnxruntime-qnn
+2.7.0, QAIRT 2.51): graph DLCs differing in one weight, an op, quantization or only target options, and
+multi-SoC context DLCs of two and three SoCs, with the EPContext models that name them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+
+import pytest
+from conftest import FIXTURES
+from conftest import q9diff_cli as q9diff
+
+from q9diff.compare.dlc import diff, summary
+from q9diff.formats import dlc as D
+from q9diff.read.binary import ContextBinary
+from q9diff.read.dlc import Dlc, is_dlc
+from q9diff.read.parse import parse
+
+HERE = FIXTURES / "dlc"
+GRAPHS = sorted(HERE.glob("*.dlc"))
+CONTEXTS = sorted(HERE.glob("ctx_*_qnn.bin"))
+VERSION = "2.51.0.260929181845"
+
+
+def _causes(a: str, b: str) -> list[str]:
+    return [c["cause"] for c in diff(Dlc.open(HERE / a), Dlc.open(HERE / b))["causes"]]
+
+
+def test_the_fixtures_are_there_and_small():
+    assert len(GRAPHS) == 10 and len(CONTEXTS) == 4
+    assert sum(p.stat().st_size for p in HERE.iterdir()) < 1 << 20
+
+
+@pytest.mark.parametrize("path", GRAPHS + CONTEXTS, ids=lambda p: p.name)
+def test_every_record_is_stored_with_crc_0_and_every_byte_is_named(path):
+    dlc = Dlc.open(path)
+    assert is_dlc(path)
+    for e in dlc.entries:
+        h = parse(D.LocalHeader, dlc.buf, e.header, str(path), "a local header")
+        assert (h.method, h.crc32, h.time, h.date) == (D.STORED, 0, 0, 0)
+    regions = dlc.regions
+    assert sum(r.size for r in regions) == dlc.size
+    assert [r for r in regions if r.kind == "unknown"] == []
+
+
+def test_a_graph_dlc_holds_netd_netp_and_the_weights_by_offset():
+    dlc = Dlc.open(HERE / "mlp_w8a16.dlc")
+    assert {e.name for e in dlc.entries} == {
+        "model",
+        "model.params",
+        "model.params.bin",
+        "dlc.metadata2.3.0",
+        "dlc.metadata.history.2.3.0",
+    }
+    assert dlc.converter_version == VERSION and dlc.kind == "graph"
+    (g,) = dlc.graphs
+    assert g.name.startswith("QNNExecutionProvider_QNNExecutionProvider_")
+    assert sorted(o.type for o in g.ops) == [
+        "Dequantize",
+        "Eltwise_Binary",
+        "Eltwise_Binary",
+        "FullyConnected",
+        "FullyConnected",
+        "Quantize",
+    ]
+    w1 = g.tensor("w1_quantized_transpose")
+    assert w1.dims == (16, 8) and w1.encoding.bitwidth == 8 and w1.encoding.scale > 0
+    assert g.tensor("x").encoding is None and g.tensor("x_QuantizeLinear_Output").encoding.bitwidth == 16
+    params = dlc.by_name["model.params.bin"]
+    assert sum(w.size for w in g.weights) == params.size  # the weights tile model.params.bin
+    assert {w.name for w in g.weights} == {t.name for t in g.tensors if t.type == 4}
+
+
+def test_a_context_dlc_lists_every_cache_and_each_is_the_context_binary_it_says():
+    dlc = Dlc.open(HERE / "ctx_3soc_qnn.bin")
+    s = summary(dlc)
+    assert s["kind"] == "context" and s["unknown_bytes"] == 0
+    assert [(c["soc_model"], c["dsp_arch"]) for c in s["caches"]] == [(60, 73), (57, 75), (69, 79)]
+    for c in dlc.caches:  # the metadata JSON agrees with the cache read as a context binary
+        cb = ContextBinary(dlc.buf[c.offset : c.offset + c.size], c.name)
+        assert cb.soc_model == c.info["socModel"] and cb.dsp_arch == c.info["contextMetadata"]["dspArch"]
+        assert cb.build_id == c.info["buildId"]
+
+
+@pytest.mark.parametrize(
+    "a, b, causes",
+    [
+        ("mlp_fp32_target.dlc", "mlp_fp32.dlc", ["timestamps"]),
+        ("mlp_fp32_weight.dlc", "mlp_fp32.dlc", ["weights"]),
+        ("mlp_fp32_op.dlc", "mlp_fp32.dlc", ["ops"]),
+        ("mlp_w8a16.dlc", "mlp_fp32.dlc", ["ops", "quantization"]),  # weights retyped: quantization
+        ("mlp_w8a8.dlc", "mlp_w8a16.dlc", ["quantization"]),  # biases retyped u16 -> u8
+        ("mlp_fp32.dlc", "mlp_fp32.dlc", []),
+        ("mlp_fp32_qairt_2.48.dlc", "mlp_fp32.dlc", ["converter_version"]),
+        ("cnn_w8a8_per_tensor.dlc", "cnn_w8a8_per_channel.dlc", ["quantization", "weights"]),
+        ("cnn_w8a8_stride.dlc", "cnn_w8a8_per_channel.dlc", ["ops", "quantization"]),
+        ("ctx_3soc_qnn.bin", "ctx_2soc_qnn.bin", ["caches"]),
+        ("ctx_2soc_vtcm_qnn.bin", "ctx_2soc_qnn.bin", ["vtcm_size", "vtcm_size"]),
+        ("ctx_2soc_weight_qnn.bin", "ctx_2soc_qnn.bin", ["shared_weights"]),
+    ],
+)
+def test_each_pair_names_what_differs(a, b, causes):
+    assert _causes(a, b) == causes
+
+
+def test_ops_are_matched_by_structure_not_by_their_generated_names():
+    found = diff(Dlc.open(HERE / "mlp_fp32_op.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))
+    (ops,) = found["causes"]
+    assert len(ops["added"]) == 1 and ops["added"][0].startswith("Neuron(operation 8)")  # the Tanh
+    assert ops["removed"] == [] and ops["changed"] == []
+
+
+def test_a_changed_op_is_said_by_what_changed_in_it_not_added_and_removed():
+    found = diff(Dlc.open(HERE / "cnn_w8a8_stride.dlc"), Dlc.open(HERE / "cnn_w8a8_per_channel.dlc"))
+    ops = found["causes"][0]
+    assert ops["added"] == ops["removed"] == []
+    assert ops["changed"][0].startswith("Conv2d") and "stride [1, 1] → [2, 2]" in ops["changed"][0]
+
+
+def test_per_channel_encodings_are_read_per_axis():
+    g = Dlc.open(HERE / "cnn_w8a8_per_channel.dlc").graphs[0]
+    (w,) = [t for t in g.tensors if t.name.startswith("w_")]
+    assert (
+        w.encoding.axis == 3 and len(w.encoding.per_axis) == 8 and all(s > 0 for s, _ in w.encoding.per_axis)
+    )
+    (w,) = [
+        t for t in Dlc.open(HERE / "cnn_w8a8_per_tensor.dlc").graphs[0].tensors if t.name.startswith("w_")
+    ]
+    assert w.encoding.axis is None and w.encoding.scale > 0
+
+
+def test_qairt_2_48_against_2_51_changes_only_the_converter_version():
+    found = diff(Dlc.open(HERE / "mlp_fp32_qairt_2.48.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))
+    assert found["causes"][0]["detail"].startswith(f"{VERSION} → 2.48.")
+    assert {r["name"] for r in found["records"] if r["same"]} == {"model", "model.params", "model.params.bin"}
+
+
+def test_one_weight_changed_is_said_by_tensor_with_its_bytes():
+    (w,) = diff(Dlc.open(HERE / "mlp_fp32_weight.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))["causes"]
+    assert [(t["tensor"], t["bytes_differing"]) for t in w["tensors"]] == [
+        ("w1", w["tensors"][0]["bytes_differing"])
+    ]
+    assert 1 <= w["tensors"][0]["bytes_differing"] <= 4  # one float32
+
+
+def test_only_target_options_leave_only_timestamps():
+    found = diff(Dlc.open(HERE / "mlp_fp32_target.dlc"), Dlc.open(HERE / "mlp_fp32.dlc"))
+    assert found["only_timestamps"] and not found["identical"]
+    assert {r["name"] for r in found["records"] if not r["same"]} == {
+        "dlc.metadata2.3.0",
+        "dlc.metadata.history.2.3.0",
+    }
+
+
+def test_inspect_and_diff_on_the_command_line():
+    r = q9diff("inspect", str(HERE / "mlp_w8a8.dlc"))
+    assert r.returncode == 0 and f"QAIRT converter {VERSION}" in r.stdout and "unknown: 0 B" in r.stdout
+    r = q9diff("inspect", str(HERE / "ctx_2soc_qnn.bin"))
+    assert r.returncode == 0 and "soc_model 60" in r.stdout and "soc_model 69" in r.stdout
+    r = q9diff(str(HERE / "mlp_fp32_target.dlc"), str(HERE / "mlp_fp32.dlc"))
+    assert r.returncode == 1 and r.stdout.startswith("Only timestamps differ")
+    r = q9diff(str(HERE / "mlp_fp32.dlc"), str(HERE / "mlp_fp32.dlc"), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["identical"]
+
+
+def test_epcontext_models_that_name_context_dlcs_diff_as_the_dlcs_do():
+    by_dlc = q9diff(str(HERE / "ctx_3soc_qnn.bin"), str(HERE / "ctx_2soc_qnn.bin"), "--json")
+    by_onnx = q9diff(str(HERE / "ctx_3soc.onnx"), str(HERE / "ctx_2soc.onnx"), "--json")
+    assert by_dlc.returncode == by_onnx.returncode == 1
+    a, b = json.loads(by_dlc.stdout), json.loads(by_onnx.stdout)
+    assert a["dlc"]["causes"] == b["dlc"]["causes"] and [c["cause"] for c in a["dlc"]["causes"]] == ["caches"]
+    # the caches pair by name: the SoC both have is identical, the added one unpaired
+    assert [p.rsplit("#", 1)[1] for p in b["unpaired_a"]] == ["htp.cache.sm8650.0"]
+
+
+def test_a_graph_dlc_beside_its_compiled_binary_says_what_the_compile_added():
+    r = q9diff(str(HERE / "mlp_w8a16.dlc"), str(HERE / "mlp_w8a16_compiled_qnn.bin"), "--json")
+    found = json.loads(r.stdout)
+    assert r.returncode == 1 and found["compiled"] and found["b"]["kind"] == "context binary"
+    said = {c["cause"]: c["detail"] for c in found["causes"]}
+    assert "soc_model 60" in said["target"] and "dsp_arch v73" in said["target"] and "8 MiB" in said["target"]
+    assert "6 QNN ops" in said["ops"] and said["io_encoding"].startswith(
+        "all 2 graph inputs and outputs keep"
+    )
+    # the EPContext model that names the binary, given first, reads the same
+    r = q9diff(str(HERE / "mlp_w8a16_compiled.onnx"), str(HERE / "mlp_w8a16.dlc"), "--json")
+    assert [c["detail"] for c in json.loads(r.stdout)["causes"]] == [c["detail"] for c in found["causes"]]
+
+
+def test_a_dlc_is_known_by_its_bytes_not_its_name(tmp_path):
+    renamed = tmp_path / "model.bin"
+    shutil.copyfile(HERE / "mlp_fp32.dlc", renamed)
+    r = q9diff("inspect", str(renamed), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["schema"] == "q9diff.inspect-dlc/1"
+
+
+@pytest.mark.parametrize("cut", [10, 200, 3000, 5000, 5060])
+def test_a_truncated_dlc_is_one_line_exit_2(tmp_path, cut):
+    data = (HERE / "mlp_fp32.dlc").read_bytes()[:cut]
+    bad = tmp_path / "bad.dlc"
+    bad.write_bytes(data)
+    r = q9diff("inspect", str(bad))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and "expected" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_a_garbled_weight_offset_is_named(tmp_path):
+    dlc = Dlc.open(HERE / "mlp_fp32.dlc")
+    data = bytearray((HERE / "mlp_fp32.dlc").read_bytes())
+    e = dlc.by_name["model.params"]
+    flat = bytes(data[e.offset : e.end])
+    at = flat.find((592).to_bytes(8, "little"))  # w2's offset in model.params.bin
+    assert at > 0
+    data[e.offset + at : e.offset + at + 8] = (1 << 40).to_bytes(8, "little")
+    bad = tmp_path / "bad.dlc"
+    bad.write_bytes(bytes(data))
+    r = q9diff("inspect", str(bad))
+    assert (
+        r.returncode == 2
+        and "a weight inside model.params.bin" in r.stderr
+        and len(r.stderr.splitlines()) == 1
+    )
+
+
+ORACLE = pytest.mark.skipif(
+    importlib.util.find_spec("onnxruntime_qnn") is None, reason="libQnnSystem comes with onnxruntime-qnn"
+)
+
+
+@ORACLE
+@pytest.mark.parametrize("path", GRAPHS + CONTEXTS, ids=lambda p: p.name)
+def test_libqnnsystem_agrees_on_every_field_it_reports(path):
+    from q9diff.oracle.dlc import judged, read_dlc_isolated
+
+    theirs = read_dlc_isolated(path)
+    compared, disagreements = judged(path, theirs)
+    assert disagreements == [] and compared >= 19
+    if theirs["caches"]:  # the check can fail: a soc_model libQnnSystem did not say is refused
+        theirs["caches"][0]["soc_model"] += 1
+        assert any("socModel" in d for d in judged(path, theirs)[1])
+    else:
+        theirs["graphs"][0]["inputs"][0]["dims"][1] += 1
+        assert any("dims" in d for d in judged(path, theirs)[1])
+
+
+@ORACLE
+def test_inspect_oracle_of_a_dlc():
+    r = q9diff("inspect", str(HERE / "ctx_2soc_qnn.bin"), "--oracle", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["dlc"]["oracle_disagreements"] == []
+    r = q9diff("inspect", str(HERE / "mlp_w8a16.dlc"), "--oracle", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["oracle_disagreements"] == []
+
+
+def test_a_short_dlc_fuzz_round_finds_no_crash_hang_or_region_gap():
+    """scripts/fuzz.py --dlc: 200 mutated DLCs (seed 1) read, mapped and diffed; 3,000 by hand found none."""
+    import subprocess
+    import sys
+
+    fuzz = FIXTURES.parent / "scripts" / "fuzz.py"
+    args = [sys.executable, str(fuzz), "--dlc", "--cases", "200", "--seed", "1", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    assert report["cases"] == 200 and report["parsed"] > 0 and report["format_errors"] > 0
+    assert (report["crash_buckets"], report["region_map_faults"], report["hangs_over_2s"]) == ([], [], [])
+    assert done.returncode == 0
+
+
+def test_a_context_dlc_judged_against_a_device_is_judged_by_the_cache_for_its_soc():
+    jsonschema = pytest.importorskip("jsonschema")
+    from q9diff.schemas import schema
+
+    r = q9diff(str(HERE / "ctx_3soc.onnx"), "--target", "SM8650", "--json")
+    data = json.loads(r.stdout)
+    assert data["dlc_cache"]["name"] == "htp.cache.sm8650.0"
+    assert {c["name"] for c in data["causes"]} <= {
+        "vtcm_size",
+        "optimization_level",
+    }  # no soc_model, dsp_arch
+    jsonschema.Draft202012Validator(schema(data["schema"])).validate(data)
+    # a DLC with no cache for the device: every cache judged, each built for another SoC
+    data = json.loads(q9diff(str(HERE / "ctx_2soc_qnn.bin"), "--target", "SM8650", "--json").stdout)
+    assert "dlc_cache" not in data and "soc_model" in {c["name"] for c in data["causes"]}
+
+
+def test_doctor_runtime_judges_every_cache_of_a_context_dlc():
+    r = q9diff("doctor", str(HERE / "ctx_2soc_qnn.bin"), "--runtime", "2.48", "--json")
+    found = json.loads(r.stdout)
+    (load,) = [f for f in found["findings"] if f["check"] == "load.runtime"]
+    assert r.returncode == 1 and load["severity"] == "error"
+    assert "htp.cache.sc8380xp.0" in load["where"] and "htp.cache.sm8750.0" in load["where"]
