@@ -135,13 +135,14 @@ def main_threads(args) -> None:
         t[1] += outcome == "wrong"
         t[2] += 1
         if args.v or outcome != "right":
-            print(f"{outcome:<5} {case['split']:<8} {case['id']:<30} want {case['expect']['class']}, led {led}")
+            want = case["expect"]["class"]
+            print(f"{outcome:<5} {case['split']:<8} {case['id']:<30} want {want}, led {led}")
     for split, (r, w, n) in sorted(totals.items()):
         print(f"{split}: {r}/{n} right, wrong class first {w}/{n}")
     if args.save:
         saved = json.loads(SCORES.read_text(encoding="utf-8")) if SCORES.exists() else {}
-        saved[args.save] = {"totals": {k: {"right": r, "wrong_first": w, "of": n} for k, (r, w, n) in totals.items()},
-                            "cases": rows}  # fmt: skip
+        figures = {k: {"right": r, "wrong_first": w, "of": n} for k, (r, w, n) in totals.items()}
+        saved[args.save] = {"totals": figures, "cases": rows}
         SCORES.write_text(json.dumps(saved, indent=1) + "\n", encoding="utf-8")
 
 

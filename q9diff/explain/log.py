@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, replace
 from functools import cache
 
-from q9diff.explain import catalogue
-from q9diff.explain.catalogue import collapse, normal
+from q9diff.explain import catalogue, classes
+from q9diff.explain.catalogue import WORD, collapse, normal
 from q9diff.explain.codes import CODES_PATH, Cause, Code, by_name, by_value, causes, fastrpc_value
 from q9diff.explain.lines import MAX_LINE, Line, Missing, adsp_path_with_colons, missing, names, numbers, read
 from q9diff.explain.lines import signals as line_signals
@@ -60,6 +60,8 @@ class Finding:
     note: str
     level: str  # the line's level, else its message's ('' for none)
     failure: bool  # an error line: see `failing`
+    signal: classes.Signal | None = None  # the failure class (or benign noise) the line's words name
+    weak: bool = False  # its only knowledge is a catalogued message of fewer than four words
 
 
 @cache
@@ -192,12 +194,35 @@ def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query
     else:
         how = ""
     note = f"ADSP_LIBRARY_PATH as written here: {colon_path}" if colon_path else ""
+    sig = classes.signal_of(line.body)
+    if sig is not None and sig.benign and not lost and not (own and codes):
+        f = _finding(line, CONTEXT, f"benign ({sig.layer}): {sig.says}", best, about, (), False, (), (),
+                     sig.layer, "")  # fmt: skip
+        return replace(f, failure=False, signal=sig)
+    if sig is not None and not sig.benign:
+        how = how if lost or own or (best is not None and not _weak(best, lost, ())) else ""
+        how = how or f"the words of {sig.layer}"
+        found = tuple(sorted(signals))
+        f = _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, sig.layer, note)
+        return replace(f, signal=sig, failure=True)
     if how:
         found = tuple(sorted(signals))
-        return _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, layer, note)
+        f = _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, layer, note)
+        return replace(f, weak=True, layer=line.layer) if _weak(best, lost, codes if own else ()) else f
     if line.context:
         return _finding(line, CONTEXT, line.context, None, None, (), False, (), (), "", "")
     return _finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer, "")
+
+
+def words_of(entry: catalogue.Entry) -> int:
+    """The words (three letters or more) of a message's literal text."""
+    return sum(len(WORD.findall(p.lower())) for p in entry.pieces)
+
+
+def _weak(hit: catalogue.Hit | None, lost, codes) -> bool:
+    """A line known only as a catalogued message of fewer than four words (`NOT supported`, `fail to
+    initialize`): it is said what it is, but it decides no verdict alone (no library, no number)."""
+    return hit is not None and not lost and not codes and words_of(hit.entry) < classes.MIN_WORDS
 
 
 def _finding(
