@@ -194,7 +194,7 @@ def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query
     else:
         how = ""
     note = f"ADSP_LIBRARY_PATH as written here: {colon_path}" if colon_path else ""
-    sig = classes.signal_of(line.body)
+    sig = None if line.level in ("I", "V", "D") else classes.signal_of(line.body)  # information says none
     if sig is not None and sig.benign and not lost and not (own and codes):
         f = _finding(line, CONTEXT, f"benign ({sig.layer}): {sig.says}", best, about, (), False, (), (),
                      sig.layer, "")  # fmt: skip
