@@ -129,8 +129,9 @@ def main_threads(args) -> None:
     totals: dict[str, list[int]] = {}
     for case in threads(args.split):
         outcome, led = judge_thread(case)
-        rows[case["id"]] = {"split": case["split"], "outcome": outcome, "led": led}
-        t = totals.setdefault(case["split"], [0, 0, 0])
+        split = case["split"] + (" (folded into the rules after it was scored)" if case.get("folded") else "")
+        rows[case["id"]] = {"split": split, "outcome": outcome, "led": led}
+        t = totals.setdefault(split, [0, 0, 0])
         t[0] += outcome == "right"
         t[1] += outcome == "wrong"
         t[2] += 1

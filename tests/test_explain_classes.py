@@ -41,11 +41,14 @@ def test_every_cause_has_a_class_and_every_signal_is_long_enough():
         assert all(len(w.split()) >= least and w == w.lower() for w in s.words), s.words
 
 
-def test_the_training_threads_stay_right():
-    """What the rules were written from: every training thread explained right when the rules landed."""
-    saved = json.loads(explain_eval.SCORES.read_text(encoding="utf-8"))["after"]["cases"]
-    for case in explain_eval.threads("training"):
-        if saved[case["id"]]["outcome"] == "right":
+def test_the_threads_the_rules_were_written_from_stay_right():
+    """The training half, and the held-out half once folded in after it was scored: every thread explained
+    right when the rules landed stays right."""
+    saved = json.loads(explain_eval.SCORES.read_text(encoding="utf-8"))["folded"]["cases"]
+    for case in explain_eval.threads():
+        if case["split"] == "training" or case.get("folded"):
+            assert case["id"] in saved, case["id"]
+        if saved.get(case["id"], {}).get("outcome") == "right":
             outcome, led = explain_eval.judge_thread(case)
             assert outcome == "right", f"{case['url']}: {led}"
 
