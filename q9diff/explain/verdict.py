@@ -212,6 +212,10 @@ def _summary(f: Finding | None) -> str:
     if f.status == UNKNOWN:
         layer = f" (its words name the {f.layer} layer)" if f.layer else ""
         return f"line {n}: an error line q9diff does not know{layer}"
+    if f.signal is not None and f.hit is None and not f.codes:
+        shown = f.line.shown if len(f.line.shown) <= 120 else f.line.shown[:119] + "…"
+        name = classes.classes()[f.signal.klass].name
+        return f"line {n}: {shown!r}: {name}, in the words of {f.signal.layer}"
     what = f.hit.entry.text if f.hit else "an error number"
     codes = f.codes[:1]
     code = f" = {codes[0].shown} {codes[0].name}" if codes else ""
