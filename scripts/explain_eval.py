@@ -3,7 +3,7 @@
 (tuned: read while the rules were written; held-out: collected after, never tuned on) the count right.
 
     python scripts/explain_eval.py [--split tuned|held-out] [-v]
-    python scripts/explain_eval.py --threads [--split training|held-out] [-v] [--save NAME]
+    python scripts/explain_eval.py --threads [--split training|held-out] [--batch N] [-v] [--save NAME]
 
 --threads scores the class corpus of issue 56 (tests/data/explain_threads.json, split before any rule
 was written): a case is right when the verdict's first cause belongs to the thread's failure class (or
@@ -90,9 +90,13 @@ def _judge_code(code, want: list[str], ok_first: list[str], within: int) -> tupl
     return not problems, "; ".join(problems)
 
 
-def threads(split: str | None = None) -> list[dict]:
+def threads(split: str | None = None, batch: int | None = None) -> list[dict]:
+    """The class corpus (optionally one split, one batch: 1 is the first collection, 2 the second)."""
     data = json.loads(THREADS.read_text(encoding="utf-8"))["cases"]
-    return [c for c in data if split is None or c["split"] == split]
+    return [
+        c for c in data
+        if (split is None or c["split"] == split) and (batch is None or c.get("batch", 1) == batch)
+    ]  # fmt: skip
 
 
 def cause_class(cause_id: str) -> str:
@@ -127,7 +131,7 @@ def judge_thread(case: dict) -> tuple[str, str]:
 def main_threads(args) -> None:
     rows = {}
     totals: dict[str, list[int]] = {}
-    for case in threads(args.split):
+    for case in threads(args.split, args.batch):
         outcome, led = judge_thread(case)
         split = case["split"] + (" (folded into the rules after it was scored)" if case.get("folded") else "")
         rows[case["id"]] = {"split": split, "outcome": outcome, "led": led}
@@ -152,6 +156,7 @@ def main() -> None:
     ap.add_argument("--split", choices=("tuned", "held-out", "training"))
     ap.add_argument("--threads", action="store_true", help="score the class corpus of issue 56")
     ap.add_argument("--save", metavar="NAME", help="with --threads: store the outcome under NAME")
+    ap.add_argument("--batch", type=int, help="with --threads: only the threads of this collection batch")
     ap.add_argument("-v", action="store_true", help="print every case")
     args = ap.parse_args()
     if args.threads:
