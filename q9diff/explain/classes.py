@@ -72,6 +72,11 @@ def _pattern() -> tuple[re.Pattern, dict[str, Signal]]:
     return re.compile("|".join(re.escape(w) for w in alternatives)), by_words
 
 
+def pattern_text() -> str:
+    """The pattern every signal's words are looked up by, as text (for a prefilter joining patterns)."""
+    return _pattern()[0].pattern
+
+
 def signal_of(body: str) -> Signal | None:
     """The signal a line's normalised text (lower case, blanks collapsed) holds, if any."""
     pattern, by_words = _pattern()

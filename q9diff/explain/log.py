@@ -11,13 +11,26 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
 
 from q9diff.explain import catalogue, classes
 from q9diff.explain.catalogue import WORD, collapse, normal
 from q9diff.explain.codes import CODES_PATH, Cause, Code, by_name, by_value, causes, fastrpc_value
-from q9diff.explain.lines import MAX_LINE, Line, Missing, adsp_path_with_colons, missing, names, numbers, read
+from q9diff.explain.lines import (
+    MAX_LINE,
+    NO_TOOLS,
+    TOOL_WORDS,
+    Line,
+    Missing,
+    adsp_path_with_colons,
+    missing,
+    names,
+    numbers,
+    read,
+    triggers,
+)
 from q9diff.explain.lines import signals as line_signals
 
 EXPLAINED, CONTEXT, UNKNOWN = "explained", "context", "unknown"
@@ -43,7 +56,7 @@ class Curated:
     pieces: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Finding:
     """What one line is."""
 
@@ -149,11 +162,48 @@ def find(
     if done is not None:
         old = done.line
         line = Line(number, len(raw) > MAX_LINE, shown, body, old.level, old.tools, old.layer, old.context)
-        return replace(done, line=line)
-    done = _find(*read(number, raw, shown, body), tools, whole_query)
+        d = done
+        return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
+                       d.layer, d.note, d.level, d.failure, d.signal, d.weak)  # fmt: skip
+    if not whole_query and _plain(body, WORD.findall(body)):
+        WORK["plain"] += 1
+        line = Line(number, len(raw) > MAX_LINE, shown, body, "", NO_TOOLS, "", "")
+        done = Finding(line, UNKNOWN, "", None, None, (), False, (), (), "", "", "",
+                       _FAILURE.search(body) is not None)  # fmt: skip
+    else:
+        WORK["read"] += 1
+        done = _find(*read(number, raw, shown, body), tools, whole_query)
     if seen is not None:
         seen[key] = done
     return done
+
+
+# How many lines were read in full and how many were found plain by the prefilter (a count of work, for
+# the test that a paste costs work linear in its lines).
+WORK: Counter = Counter()
+
+
+@cache
+def _prefilter() -> tuple[frozenset[str], re.Pattern, re.Pattern]:
+    """The words any catalogued, curated or tool-naming lookup files a message under; one pattern joining
+    the patterns a line's reading tries at its start, one joining every other pattern of its reading and of
+    the failure classes (lines.triggers)."""
+    known = frozenset(catalogue.index()) | frozenset(_logged()) | frozenset(TOOL_WORDS)
+    anchored, others = triggers()
+    joined = [*others, classes.pattern_text()]
+    return (
+        known,
+        re.compile("|".join(f"(?:{p})" for p in anchored)),
+        re.compile("|".join(f"(?:{p})" for p in joined)),
+    )
+
+
+def _plain(body: str, tokens: list[str]) -> bool:
+    """A line no lookup can say more of than 'unknown': none of its words files a message or names a tool,
+    and no pattern of its reading matches it. Most of a long paste's lines are such; they are found in one
+    set test and two searches instead of a full reading."""
+    known, start, anywhere = _prefilter()
+    return known.isdisjoint(tokens) and start.match(body) is None and anywhere.search(body) is None
 
 
 def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query: bool) -> Finding:
