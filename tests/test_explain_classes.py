@@ -99,3 +99,36 @@ def test_a_log_of_unknown_lines_is_read_not_refused():
     assert r.returncode == 0 and "2 unknown" in out and "to collect next" in out, r.stderr
     bad = _stdin(b"log\x01\x02\x03\x04\x05\x06\x07\x08")
     assert bad.returncode == 2 and "not text" in bad.stderr.decode() and not bad.stdout
+
+
+def test_an_unknown_line_gets_the_class_its_words_suggest_and_it_decides_nothing():
+    found = explain("foo: out of memory while mapping the weights\nbar: invalid key 'x' in the config\n")
+    hints = [f.hint for f in found.findings]
+    assert [f.status for f in found.findings] == ["unknown", "unknown"] and hints == ["resources", "config"]
+    assert not found.verdict.causes  # a hint is shown beside its line, never a cause
+    assert explain("I/tag: out of memory, retrying\n").findings[0].hint == ""  # information suggests none
+
+
+def test_the_prefilter_says_plain_only_of_lines_a_full_reading_finds_plain():
+    """Every line of the two corpora and of the bench's pastes, and lines of random text: where the
+    prefilter lets a line skip its full reading, the full reading finds the same."""
+    import random
+
+    from q9diff.explain import log
+    from q9diff.explain.catalogue import WORD, collapse, normal
+    from q9diff.explain.lines import read
+
+    texts = [line for c in explain_eval.cases() + explain_eval.threads() for line in c["log"]]
+    rng = random.Random(56)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 _-.:/[]<>()#$%=,'\"EWIVD"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(4000)]
+    plain = 0
+    for n, raw in enumerate(texts, 1):
+        shown = collapse(raw)
+        body = normal(shown)
+        if log._plain(body, WORD.findall(body)):
+            plain += 1
+            assert log.find(n, raw, frozenset(), False) == log._find(
+                *read(n, raw, shown, body), frozenset(), False
+            )
+    assert plain > 1000

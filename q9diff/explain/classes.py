@@ -84,6 +84,30 @@ def signal_of(body: str) -> Signal | None:
     return by_words[m.group(0)] if m else None
 
 
+@cache
+def _hints() -> tuple[re.Pattern, dict[str, str]]:
+    rows = _data().get("hints", ())
+    by_words = {w: r["class"] for r in rows for w in r["words"]}
+    words = [w for r in rows for w in r["words"]]  # table order: the first row that matches wins
+    return re.compile("|".join(rf"\b{re.escape(w)}\b" for w in words)), by_words
+
+
+def hint_pattern_text() -> str:
+    """The pattern the hint words are looked up by, as text (for the prefilter)."""
+    return _hints()[0].pattern
+
+
+def hint_of(body: str) -> str:
+    """The class an unknown error line's words suggest ('' for none): a hint shown beside the line, never a
+    cause and never a verdict (classes.json `hints`, weight 'suggests')."""
+    pattern, by_words = _hints()
+    found = [m.group(0) for m in pattern.finditer(body)]
+    if not found:
+        return ""
+    order = [w for r in _data()["hints"] for w in r["words"]]
+    return by_words[min(found, key=order.index)]
+
+
 def class_of(cause_id: str) -> str:
     """The class of a cause of codes.json (a library that could not be opened is packaging; a class's own
     cause is that class); '' for an id the table does not list."""

@@ -75,6 +75,7 @@ class Finding:
     failure: bool  # an error line: see `failing`
     signal: classes.Signal | None = None  # the failure class (or benign noise) the line's words name
     weak: bool = False  # its only knowledge is a catalogued message of fewer than four words
+    hint: str = ""  # for an unknown error line, the class its words suggest (it decides nothing)
 
 
 @cache
@@ -164,7 +165,7 @@ def find(
         line = Line(number, len(raw) > MAX_LINE, shown, body, old.level, old.tools, old.layer, old.context)
         d = done
         return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
-                       d.layer, d.note, d.level, d.failure, d.signal, d.weak)  # fmt: skip
+                       d.layer, d.note, d.level, d.failure, d.signal, d.weak, d.hint)  # fmt: skip
     if not whole_query and _plain(body, WORD.findall(body)):
         WORK["plain"] += 1
         line = Line(number, len(raw) > MAX_LINE, shown, body, "", NO_TOOLS, "", "")
@@ -190,7 +191,7 @@ def _prefilter() -> tuple[frozenset[str], re.Pattern, re.Pattern]:
     the failure classes (lines.triggers)."""
     known = frozenset(catalogue.index()) | frozenset(_logged()) | frozenset(TOOL_WORDS)
     anchored, others = triggers()
-    joined = [*others, classes.pattern_text()]
+    joined = [*others, classes.pattern_text(), classes.hint_pattern_text()]
     return (
         known,
         re.compile("|".join(f"(?:{p})" for p in anchored)),
@@ -261,7 +262,9 @@ def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query
         return replace(f, weak=True, layer=line.layer) if _weak(best, lost, codes if own else ()) else f
     if line.context:
         return _finding(line, CONTEXT, line.context, None, None, (), False, (), (), "", "")
-    return _finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer, "")
+    f = _finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer, "")
+    hint = "" if line.level in ("I", "V", "D") else classes.hint_of(line.body)  # information suggests none
+    return replace(f, hint=hint) if hint else f
 
 
 def words_of(entry: catalogue.Entry) -> int:

@@ -120,7 +120,10 @@ def line_text(f, first_seen: dict) -> list[str]:
     head = f"{f.line.number:>5}  {f.status:<9} {level}  {_cut(f.line.shown)}"
     if f.status == "unknown":
         layer = f"; its words name the {f.layer} layer" if f.layer else ""
-        return [f"{head}  (not in the catalogue{layer})"]
+        hint = (
+            f"; its words suggest {f.hint.replace('_', ' ')} (a hint: it decides nothing)" if f.hint else ""
+        )
+        return [f"{head}  (not in the catalogue{layer}{hint})"]
     key = (
         f.hit.entry.text if f.hit else "",
         tuple(c.name for c in f.codes),
