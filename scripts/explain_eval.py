@@ -3,6 +3,13 @@
 (tuned: read while the rules were written; held-out: collected after, never tuned on) the count right.
 
     python scripts/explain_eval.py [--split tuned|held-out] [-v]
+    python scripts/explain_eval.py --threads [--split training|held-out] [--batch N] [-v] [--save NAME]
+
+--threads scores the class corpus of issue 56 (tests/data/explain_threads.json, split before any rule
+was written): a case is right when the verdict's first cause belongs to the thread's failure class (or
+one it also allows); for a benign log, when no cause is given. A first cause of another class is a
+"wrong class first"; no cause at all, or a refused log, is a miss of neither kind. --save NAME stores
+the per-case outcome under tests/data/explain_threads_scores.json (the before and after figures).
 
 A case is right when: one of its expected causes is among the verdict's first `within` (2 unless the
 case says), the first cause is an expected or acceptable one (no wrong cause leads), the decisive line
@@ -20,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "explain_eval.json"
+THREADS = ROOT / "tests" / "data" / "explain_threads.json"
+SCORES = ROOT / "tests" / "data" / "explain_threads_scores.json"
+CLASSES = ROOT / "q9diff" / "explain" / "classes.json"
 
 
 def cases(split: str | None = None) -> list[dict]:
@@ -80,11 +90,78 @@ def _judge_code(code, want: list[str], ok_first: list[str], within: int) -> tupl
     return not problems, "; ".join(problems)
 
 
+def threads(split: str | None = None, batch: int | None = None) -> list[dict]:
+    """The class corpus (optionally one split, one batch: 1 is the first collection, 2 the second)."""
+    data = json.loads(THREADS.read_text(encoding="utf-8"))["cases"]
+    return [
+        c for c in data
+        if (split is None or c["split"] == split) and (batch is None or c.get("batch", 1) == batch)
+    ]  # fmt: skip
+
+
+def cause_class(cause_id: str) -> str:
+    """The failure class of a cause id (classes.json); a library that could not be opened is packaging."""
+    if cause_id.startswith("missing:"):
+        return "packaging"
+    if cause_id.startswith("class:"):
+        return cause_id.split(":", 1)[1]
+    table = json.loads(CLASSES.read_text(encoding="utf-8"))["cause_class"]
+    return table.get(cause_id, "?")
+
+
+def judge_thread(case: dict) -> tuple[str, str]:
+    """('right' | 'wrong' | 'miss', what the verdict led with) for one thread of the class corpus."""
+    from q9diff.explain.query import explain
+
+    found = explain("\n".join(case["log"]))
+    want = {case["expect"]["class"], *case["expect"].get("also", ())}
+    v = found.verdict
+    if not found and not (v and getattr(v, "benign", ())):
+        return "miss", "refused (nothing known)"
+    first = v.causes[0].cause.id if v and v.causes else None
+    if "benign" in want:
+        ok = first is None and bool(getattr(v, "benign", ()))
+        return ("right" if ok else ("wrong" if first else "miss")), first or "no cause"
+    if first is None:
+        return "miss", "no cause"
+    got = cause_class(first)
+    return ("right" if got in want else "wrong"), f"{first} ({got})"
+
+
+def main_threads(args) -> None:
+    rows = {}
+    totals: dict[str, list[int]] = {}
+    for case in threads(args.split, args.batch):
+        outcome, led = judge_thread(case)
+        split = case["split"] + (" (folded into the rules after it was scored)" if case.get("folded") else "")
+        rows[case["id"]] = {"split": split, "outcome": outcome, "led": led}
+        t = totals.setdefault(split, [0, 0, 0])
+        t[0] += outcome == "right"
+        t[1] += outcome == "wrong"
+        t[2] += 1
+        if args.v or outcome != "right":
+            want = case["expect"]["class"]
+            print(f"{outcome:<5} {case['split']:<8} {case['id']:<30} want {want}, led {led}")
+    for split, (r, w, n) in sorted(totals.items()):
+        print(f"{split}: {r}/{n} right, wrong class first {w}/{n}")
+    if args.save:
+        saved = json.loads(SCORES.read_text(encoding="utf-8")) if SCORES.exists() else {}
+        figures = {k: {"right": r, "wrong_first": w, "of": n} for k, (r, w, n) in totals.items()}
+        saved[args.save] = {"totals": figures, "cases": rows}
+        SCORES.write_text(json.dumps(saved, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--split", choices=("tuned", "held-out"))
+    ap.add_argument("--split", choices=("tuned", "held-out", "training"))
+    ap.add_argument("--threads", action="store_true", help="score the class corpus of issue 56")
+    ap.add_argument("--save", metavar="NAME", help="with --threads: store the outcome under NAME")
+    ap.add_argument("--batch", type=int, help="with --threads: only the threads of this collection batch")
     ap.add_argument("-v", action="store_true", help="print every case")
     args = ap.parse_args()
+    if args.threads:
+        main_threads(args)
+        return
     totals: dict[str, list[int]] = {}
     for case in cases(args.split):
         right, why = judge(case)

@@ -166,7 +166,7 @@ def test_what_is_not_known_is_one_line():
     [
         (b"QnnDsp <E> Using newer context binary on old SDK\n\x00\x01binary", "NUL byte at offset 49"),
         (b"err " * (300_000), "more than 1 MiB"),
-        (bytes(range(1, 256)) * 200, "none known"),
+        (bytes(range(1, 256)) * 200, "not text (60% of its characters"),
     ],
 )
 def test_input_that_is_not_a_log_is_one_line_and_exit_2(data, says):
@@ -194,3 +194,18 @@ def test_every_source_a_cause_or_message_names_is_listed():
     named |= {s for m in data["messages"] for s in m["source"].split(" / ")}
     assert named - listed == set()
     assert all(c["evidence"] in ("measured", "documented", "reported") for c in data["causes"].values())
+
+
+def test_a_long_paste_costs_work_linear_in_its_lines():
+    """Work is counted, not timed: a line none of the lookups can name is found plain by the prefilter
+    (one set test, two searches) and never read in full; a repeated line is looked at once; twice the
+    distinct lines is twice the work, and nothing more is read in full."""
+    from q9diff.explain import log
+
+    real = "[ERROR] [Qnn ExecuTorch]:  <E> QnnBackend_validateOpConfig failed 3110\n"
+    for n, copies in ((3000, 1), (6000, 1), (3000, 2)):
+        log.WORK.clear()
+        found = explain("".join(f"e{i:05x}\n" for i in range(n)) * copies + real * 50)
+        assert len(found.findings) == n * copies + 50
+        assert log.WORK["plain"] == n and log.WORK["read"] == 1, log.WORK
+        assert all(f.status == "unknown" for f in found.findings[: n * copies])

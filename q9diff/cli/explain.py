@@ -23,7 +23,19 @@ def _text(data: bytes, what: str) -> str:
     nul = data.find(b"\0")
     if nul >= 0:
         raise CommandError(f"{what}: not text (a NUL byte at offset {nul}); paste the log's text")
-    return data.decode("utf-8", errors="replace")
+    text = data.decode("utf-8", errors="replace")
+    odd = sum(map(text.count, _NOT_TEXT))
+    if odd and odd * 10 > len(text):
+        raise CommandError(
+            f"{what}: not text ({100 * odd // len(text)}% of its characters are control bytes or not UTF-8);"
+            " paste the log's text"
+        )
+    return text
+
+
+# Characters a text log does not hold in numbers: C0 controls but tab, newlines, form feed and escape
+# (colour codes), and bytes that are not UTF-8 (read as U+FFFD).
+_NOT_TEXT = tuple(chr(c) for c in range(32) if chr(c) not in "\t\n\r\v\f\x1b") + ("\ufffd",)
 
 
 @app.command(cls=Command, short_help="What an error number, log line or pasted log means.")
@@ -45,8 +57,8 @@ def explain(
 
     \b
     Exit status:
-      0  known (for a log: at least one line explained)
-      2  nothing q9diff knows, or input that is not text (one line)"""
+      0  known; for a log read from stdin, always (every line is accounted for, known or not)
+      2  an argument q9diff does not know, or input that is not text (one line)"""
     import gc
 
     from q9diff.explain.query import explain as lookup  # start-up: explain.query
@@ -60,7 +72,7 @@ def explain(
     else:
         text = _text(" ".join(query).encode("utf-8", errors="surrogateescape"), "the query")
     found = lookup(text)
-    if not found:
+    if not found and not (query == ["-"] and found.is_log):
         n_codes, n_messages, n_terms = sizes()
         counts = found.counts()
         lines = sum(counts.values())

@@ -57,6 +57,7 @@ TOOLS = {
     "llama.cpp": ("ggml", "llama"),
 }
 _TOOL_OF = {w: tool for tool, words in TOOLS.items() for w in words}
+TOOL_WORDS = frozenset(_TOOL_OF)
 # The layer a line's own words name, where no message of the catalogue says it (the first listed wins).
 _LAYER_WORDS = (
     ("FastRPC transport", r"adsprpc|fastrpc|remote_handle|apps_std|mod_table|rpcmem|dspqueue|cdsprpc"
@@ -116,6 +117,24 @@ _MISSING = (
 )  # fmt: skip
 
 
+def triggers() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every pattern (as text) whose match can make reading a line give more than 'no level, no layer, no
+    context, no library, no number, no signal': a line none of them matches reads as plain text. First the
+    patterns anchored at the line's start, then the others; named groups are made plain so the patterns
+    can be joined. Where a reading looks further only in lines holding a word (progress after '%', adb's
+    report after 'pushed', numbers() after 'qnn' ...), the word stands for the pattern."""
+    anchored = (*(f.pattern for f in _LEVEL_FORMS if f.pattern.startswith("^")), _CONTEXT_START.pattern)
+    others = [
+        *(f.pattern for f in _LEVEL_FORMS if not f.pattern.startswith("^")), _LAYER.pattern, _CODE.pattern,
+        _RPC.pattern, _MISSING_WORDS.pattern, _OP.pattern,
+    ]  # fmt: skip
+    words = ("%", "pushed", "mb/s", "qnn", "genie", "aee_", "0x8000", "-21474", "not supported", *_COMPILE,
+             "x86", "library_path", "apps_std_fopen")  # fmt: skip
+    others += [re.escape(w) for w in words]
+    plain = re.compile(r"\(\?P<\w+>")
+    return tuple(plain.sub("(?:", p) for p in anchored), tuple(plain.sub("(?:", p) for p in others)
+
+
 @dataclass(frozen=True)
 class Library:
     """What a shared library named in a log is (libraries.json)."""
@@ -145,7 +164,7 @@ class Missing:
     reason: str  # what the line says after the name (the loader's reason), '' where it says none
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Line:
     number: int  # 1-based, in paste order
     cut: bool  # longer than MAX_LINE (only the first MAX_LINE characters are read)
@@ -181,7 +200,8 @@ def level_of(body: str) -> str:
     return ""
 
 
-_NONE: frozenset[str] = frozenset()
+NO_TOOLS: frozenset[str] = frozenset()
+_NONE = NO_TOOLS
 
 
 def tools_of(tokens: frozenset[str]) -> frozenset[str]:

@@ -11,13 +11,26 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
 
-from q9diff.explain import catalogue
-from q9diff.explain.catalogue import collapse, normal
+from q9diff.explain import catalogue, classes
+from q9diff.explain.catalogue import WORD, collapse, normal
 from q9diff.explain.codes import CODES_PATH, Cause, Code, by_name, by_value, causes, fastrpc_value
-from q9diff.explain.lines import MAX_LINE, Line, Missing, adsp_path_with_colons, missing, names, numbers, read
+from q9diff.explain.lines import (
+    MAX_LINE,
+    NO_TOOLS,
+    TOOL_WORDS,
+    Line,
+    Missing,
+    adsp_path_with_colons,
+    missing,
+    names,
+    numbers,
+    read,
+    triggers,
+)
 from q9diff.explain.lines import signals as line_signals
 
 EXPLAINED, CONTEXT, UNKNOWN = "explained", "context", "unknown"
@@ -43,7 +56,7 @@ class Curated:
     pieces: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Finding:
     """What one line is."""
 
@@ -60,6 +73,9 @@ class Finding:
     note: str
     level: str  # the line's level, else its message's ('' for none)
     failure: bool  # an error line: see `failing`
+    signal: classes.Signal | None = None  # the failure class (or benign noise) the line's words name
+    weak: bool = False  # its only knowledge is a catalogued message of fewer than four words
+    hint: str = ""  # for an unknown error line, the class its words suggest (it decides nothing)
 
 
 @cache
@@ -147,11 +163,48 @@ def find(
     if done is not None:
         old = done.line
         line = Line(number, len(raw) > MAX_LINE, shown, body, old.level, old.tools, old.layer, old.context)
-        return replace(done, line=line)
-    done = _find(*read(number, raw, shown, body), tools, whole_query)
+        d = done
+        return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
+                       d.layer, d.note, d.level, d.failure, d.signal, d.weak, d.hint)  # fmt: skip
+    if not whole_query and _plain(body, WORD.findall(body)):
+        WORK["plain"] += 1
+        line = Line(number, len(raw) > MAX_LINE, shown, body, "", NO_TOOLS, "", "")
+        done = Finding(line, UNKNOWN, "", None, None, (), False, (), (), "", "", "",
+                       _FAILURE.search(body) is not None)  # fmt: skip
+    else:
+        WORK["read"] += 1
+        done = _find(*read(number, raw, shown, body), tools, whole_query)
     if seen is not None:
         seen[key] = done
     return done
+
+
+# How many lines were read in full and how many were found plain by the prefilter (a count of work, for
+# the test that a paste costs work linear in its lines).
+WORK: Counter = Counter()
+
+
+@cache
+def _prefilter() -> tuple[frozenset[str], re.Pattern, re.Pattern]:
+    """The words any catalogued, curated or tool-naming lookup files a message under; one pattern joining
+    the patterns a line's reading tries at its start, one joining every other pattern of its reading and of
+    the failure classes (lines.triggers)."""
+    known = frozenset(catalogue.index()) | frozenset(_logged()) | frozenset(TOOL_WORDS)
+    anchored, others = triggers()
+    joined = [*others, classes.pattern_text(), classes.hint_pattern_text()]
+    return (
+        known,
+        re.compile("|".join(f"(?:{p})" for p in anchored)),
+        re.compile("|".join(f"(?:{p})" for p in joined)),
+    )
+
+
+def _plain(body: str, tokens: list[str]) -> bool:
+    """A line no lookup can say more of than 'unknown': none of its words files a message or names a tool,
+    and no pattern of its reading matches it. Most of a long paste's lines are such; they are found in one
+    set test and two searches instead of a full reading."""
+    known, start, anywhere = _prefilter()
+    return known.isdisjoint(tokens) and start.match(body) is None and anywhere.search(body) is None
 
 
 def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query: bool) -> Finding:
@@ -192,12 +245,37 @@ def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query
     else:
         how = ""
     note = f"ADSP_LIBRARY_PATH as written here: {colon_path}" if colon_path else ""
+    sig = None if line.level in ("I", "V", "D") else classes.signal_of(line.body)  # information says none
+    if sig is not None and sig.benign and not lost and not (own and codes):
+        f = _finding(line, CONTEXT, f"benign ({sig.layer}): {sig.says}", best, about, (), False, (), (),
+                     sig.layer, "")  # fmt: skip
+        return replace(f, failure=False, signal=sig)
+    if sig is not None and not sig.benign:
+        how = how if lost or own or (best is not None and not _weak(best, lost, ())) else ""
+        how = how or f"the words of {sig.layer}"
+        found = tuple(sorted(signals))
+        f = _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, sig.layer, note)
+        return replace(f, signal=sig, failure=True)
     if how:
         found = tuple(sorted(signals))
-        return _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, layer, note)
+        f = _finding(line, EXPLAINED, how, best, about, codes, own, tuple(lost), found, layer, note)
+        return replace(f, weak=True, layer=line.layer) if _weak(best, lost, codes if own else ()) else f
     if line.context:
         return _finding(line, CONTEXT, line.context, None, None, (), False, (), (), "", "")
-    return _finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer, "")
+    f = _finding(line, UNKNOWN, "", None, None, (), False, (), (), line.layer, "")
+    hint = "" if line.level in ("I", "V", "D") else classes.hint_of(line.body)  # information suggests none
+    return replace(f, hint=hint) if hint else f
+
+
+def words_of(entry: catalogue.Entry) -> int:
+    """The words (three letters or more) of a message's literal text."""
+    return sum(len(WORD.findall(p.lower())) for p in entry.pieces)
+
+
+def _weak(hit: catalogue.Hit | None, lost, codes) -> bool:
+    """A line known only as a catalogued message of fewer than four words (`NOT supported`, `fail to
+    initialize`): it is said what it is, but it decides no verdict alone (no library, no number)."""
+    return hit is not None and not lost and not codes and words_of(hit.entry) < classes.MIN_WORDS
 
 
 def _finding(

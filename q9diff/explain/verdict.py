@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from q9diff.explain import classes
 from q9diff.explain.codes import Cause, causes
 from q9diff.explain.lines import Missing, variables
 from q9diff.explain.log import EXPLAINED, UNKNOWN, Finding
@@ -49,6 +50,9 @@ class Verdict:
     )
     checks: tuple[str, ...]
     unknown_errors: tuple[int, ...]  # error lines q9diff does not know
+    benign: tuple[int, ...] = ()  # lines whose words say nothing went wrong
+    klass: str = ""  # the failure class of the first cause ('' for none)
+    collect: tuple[str, ...] = ()  # what to collect next, when no line of the log points to a cause
 
     def to_json(self) -> dict:
         return {
@@ -69,6 +73,9 @@ class Verdict:
             "undecided": self.undecided,
             "checks": list(self.checks),
             "unknown_error_lines": list(self.unknown_errors),
+            "class": self.klass,
+            "benign_lines": list(self.benign),
+            "collect": list(self.collect),
         }
 
 
@@ -107,9 +114,11 @@ def _candidates(findings: list[Finding], decisive: Finding | None, signals: set[
             at.append(line)
 
     for f in findings:
-        if f.status != EXPLAINED or not (f.failure or f.signals or f.missing):
+        if f.status != EXPLAINED or f.weak or not (f.failure or f.signals or f.missing or f.signal):
             continue
         near = 4.0 if f is decisive else 1.0
+        if f.signal is not None:
+            add(classes.cause(f.signal), f.line.number, 14.0 + near, True)
         for m in f.missing:
             add(missing_cause(m), f.line.number, 14.0 + near, True)
         for c in _message_causes(f):
@@ -142,8 +151,10 @@ def _decisive(findings: list[Finding]) -> Finding | None:
     def rank(f: Finding) -> tuple:
         if f.missing:
             klass = 0
-        elif set(f.signals) & _ROOT_SIGNALS:
+        elif set(f.signals) & _ROOT_SIGNALS or f.signal is not None:
             klass = 1
+        elif f.weak:
+            klass = 5
         elif f.status == EXPLAINED and f.curated is not None and f.curated.causes:
             klass = 2
         elif f.status == EXPLAINED and f.codes:
@@ -155,7 +166,7 @@ def _decisive(findings: list[Finding]) -> Finding | None:
         return (klass, f.line.number)
 
     pool = [f for f in findings if f.status in (EXPLAINED, UNKNOWN) and (f.failure or f.missing or
-            set(f.signals) & _ROOT_SIGNALS)]  # fmt: skip
+            set(f.signals) & _ROOT_SIGNALS or f.signal is not None)]  # fmt: skip
     return min(pool, key=rank) if pool else None
 
 
@@ -172,7 +183,17 @@ def judge(findings: list[Finding]) -> Verdict:
         undecided = "\n".join(f"{_short(r.cause)}: {r.cause.tells}" for r in tied if r.cause.tells)
     checks = tuple(dict.fromkeys(r.cause.check for r in top if r.cause.check))
     layer = decisive.layer if decisive else ""
-    return Verdict(decisive, layer or "unknown", _summary(decisive), top, undecided, checks, unknown)
+    benign = tuple(f.line.number for f in findings if f.signal is not None and f.signal.benign)
+    klass = classes.class_of(top[0].cause.id) if top else ""
+    collect = ()
+    if not any(r.pointed for r in top):
+        tools = frozenset(t for f in findings for t in f.line.tools)
+        collect = classes.collect(tools, {f.layer for f in findings if f.layer})
+    summary = _summary(decisive)
+    if decisive is None and benign:
+        summary += f" {len(benign)} line(s) say nothing went wrong (benign): the failure is elsewhere."
+    return Verdict(decisive, layer or "unknown", summary, top, undecided, checks, unknown, benign, klass,
+                   collect)  # fmt: skip
 
 
 def _short(c: Cause) -> str:
@@ -191,6 +212,10 @@ def _summary(f: Finding | None) -> str:
     if f.status == UNKNOWN:
         layer = f" (its words name the {f.layer} layer)" if f.layer else ""
         return f"line {n}: an error line q9diff does not know{layer}"
+    if f.signal is not None and f.hit is None and not f.codes:
+        shown = f.line.shown if len(f.line.shown) <= 120 else f.line.shown[:119] + "…"
+        name = classes.classes()[f.signal.klass].name
+        return f"line {n}: {shown!r}: {name}, in the words of {f.signal.layer}"
     what = f.hit.entry.text if f.hit else "an error number"
     codes = f.codes[:1]
     code = f" = {codes[0].shown} {codes[0].name}" if codes else ""

@@ -103,6 +103,14 @@ def print_verdict(v) -> None:
         n = ", ".join(str(x) for x in v.unknown_errors[:10])
         more = f" and {len(v.unknown_errors) - 10} more" if len(v.unknown_errors) > 10 else ""
         console.print(text(f"  error lines q9diff does not know: {n}{more}"))
+    if v.benign:
+        n = ", ".join(str(x) for x in v.benign[:10])
+        more = f" and {len(v.benign) - 10} more" if len(v.benign) > 10 else ""
+        console.print(text(f"  benign lines (they say nothing went wrong): {n}{more}"))
+    if v.collect:
+        console.print(text("  to collect next:"))
+        for row in v.collect:
+            console.print(text(f"  - {row}"))
 
 
 def line_text(f, first_seen: dict) -> list[str]:
@@ -112,7 +120,10 @@ def line_text(f, first_seen: dict) -> list[str]:
     head = f"{f.line.number:>5}  {f.status:<9} {level}  {_cut(f.line.shown)}"
     if f.status == "unknown":
         layer = f"; its words name the {f.layer} layer" if f.layer else ""
-        return [f"{head}  (not in the catalogue{layer})"]
+        hint = (
+            f"; its words suggest {f.hint.replace('_', ' ')} (a hint: it decides nothing)" if f.hint else ""
+        )
+        return [f"{head}  (not in the catalogue{layer}{hint})"]
     key = (
         f.hit.entry.text if f.hit else "",
         tuple(c.name for c in f.codes),

@@ -213,6 +213,12 @@ def explain_properties() -> dict:
             ),
             "checks": strings("The q9diff commands that tell which cause applies."),
             "unknown_error_lines": array({"type": "integer"}, "Error lines q9diff does not know."),
+            "class": string(
+                "The failure class of the first cause (packaging, version_skew, device_mismatch, resources, "
+                "op_support, compiler_defect, config, asset, follow_on); empty when no cause is given."
+            ),
+            "benign_lines": array({"type": "integer"}, "Lines whose words say nothing went wrong."),
+            "collect": strings("What to collect next, when no line of the log points to a cause."),
         },
     )
     line = obj(
