@@ -121,11 +121,34 @@ def diff(
     o = outside(coverage(a.at), coverage(b.at), data["identical"])
     if o is not None:
         data |= {"outside": o, "identical": data["identical"] and o["differs"] is not True}
+    data |= _bundles(a, b, data)  # two Genie bundles: every file, not the ctx-bins alone
     if swapped:  # the fix would make the good build like the broken one: said last, no fix given
         data |= {"reference_looks_wrong": swapped, "suggestions": []}
         for part in data.get("parts", []):
             part["suggestions"] = []
     return DiffReport(a.given, b.given, data, result, tuple(notes))
+
+
+def _bundles(a: inputs.Input, b: inputs.Input, data: dict) -> dict:
+    """What a set diff's JSON gains when both sides are Genie bundles (q9diff.compare.bundles): `outside`
+    over every file of both, `bundle` (each file and setting that differs), the extension config's root
+    causes; `identical` then speaks for every file."""
+    if not (a.is_set and b.is_set):
+        return {}
+    from q9diff.compare.bundles import compare  # start-up: compare.bundles
+
+    found = compare(a, b, (data["a_total"], data["b_total"]), data["identical"])
+    if found is None:
+        return {}
+    o, bundle = found
+    known = {(c["name"], repr(c["a"]), repr(c["b"])) for c in data["causes"]}
+    more = [c for c in bundle.pop("causes") if (c["name"], repr(c["a"]), repr(c["b"])) not in known]
+    return {
+        "outside": o,
+        "bundle": bundle,
+        "causes": data["causes"] + more,
+        "identical": data["identical"] and not o["differs"],
+    }
 
 
 def target(

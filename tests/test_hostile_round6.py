@@ -214,3 +214,68 @@ def test_every_refusal_here_is_a_q9error():
     assert issubclass(LayersError, Q9Error)
     with pytest.raises(LayersError, match="nope.npz"):
         read_npz(Path("nope.npz"), LayersError)
+
+
+# ---- 8. two Genie bundles whose ctx-bins are alike and whose other files are not --------------------------
+
+
+def _bundle(dst: Path, theta: float, eos: int, soc_model: int) -> Path:
+    """The qwen-mini reference bundle with the settings given."""
+    src = FIXTURES / "qwen-mini" / "reference"
+    (dst / "genie").mkdir(parents=True)
+    for b in (src / "genie").glob("*.bin"):
+        shutil.copy(b, dst / "genie" / b.name)
+    shutil.copy(src / "tokenizer.json", dst / "tokenizer.json")
+    cfg = json.loads((src / "genie_config.json").read_text())
+    cfg["dialog"]["engine"]["backend"]["QnnHtp"]["rope-theta"] = theta
+    cfg["dialog"]["context"]["eos-token"] = eos
+    (dst / "genie_config.json").write_text(json.dumps(cfg, indent=2))
+    ext = json.loads((src / "htp_backend_ext_config.json").read_text())
+    ext["devices"][0]["soc_model"] = soc_model
+    (dst / "htp_backend_ext_config.json").write_text(json.dumps(ext, indent=2))
+    return dst
+
+
+def test_bundles_whose_configs_differ_are_not_identical(tmp_path):
+    """Both got "Identical: no difference in any byte", exit 0: the diff compared the ctx-bins only."""
+    import jsonschema
+
+    from q9diff.schemas import schema
+
+    a = _bundle(tmp_path / "a", 10000.0, 2045, 43)
+    b = _bundle(tmp_path / "b", 500000.0, 2044, 57)
+    for args in (("a", "b"), ("a/genie_config.json", "b/genie_config.json")):
+        run = q9(*args, cwd=tmp_path)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "Identical" not in run.stdout and "ctx-bins" in run.stdout and "are identical" in run.stdout
+        for line in (
+            "genie_config.json: dialog.engine.backend.QnnHtp.rope-theta 10000.0 vs 500000.0",
+            "genie_config.json: dialog.context.eos-token 2045 vs 2044",
+            "htp_backend_ext_config.json: devices[0].soc_model 43 vs 57",
+        ):
+            assert line in run.stdout, run.stdout
+    data = json.loads(q9("a", "b", "--json", cwd=tmp_path).stdout)
+    jsonschema.validate(data, schema("q9diff.setdiff/1"))
+    assert data["identical"] is False and data["outside"]["differs"] is True
+    assert data["outside"]["contexts_identical"] is True
+    soc = [c for c in data["causes"] if c["name"] == "soc_model"]
+    assert [(c["role"], c["a"], c["b"]) for c in soc] == [("root", 43, 57)]  # a root cause, as in a ctx-bin
+    saved = tmp_path / "r.json"
+    saved.write_text(json.dumps(data))
+    again = q9("report", saved)
+    assert again.returncode == 1 and "devices[0].soc_model 43 vs 57" in again.stdout, again.stderr
+    assert q9("a", "a", cwd=tmp_path).returncode == 0  # a bundle against itself is identical
+
+
+def test_a_tokenizer_or_any_other_file_that_differs_is_said(tmp_path):
+    a = _bundle(tmp_path / "a", 10000.0, 2045, 77)
+    b = _bundle(tmp_path / "b", 10000.0, 2045, 77)
+    tok = json.loads((b / "tokenizer.json").read_text())
+    tok["added"] = True
+    (b / "tokenizer.json").write_text(json.dumps(tok))
+    (b / "notes.txt").write_text("only here")
+    (a / "outside.txt").symlink_to(FIXTURES / "variants" / "graphs_1.bin")
+    run = q9("a", "b", cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    for line in ("tokenizer.json: its bytes differ", "notes.txt: only in b", "outside.txt: leads outside"):
+        assert line in run.stdout, run.stdout
