@@ -208,10 +208,11 @@ def open_regular(path: str | os.PathLike, expected: str, error: type[Exception] 
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # checked on the descriptor: a folder is not even wrapped as a file
+        os.close(fd)
+        raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
         yield f, st
 
 

@@ -156,7 +156,8 @@ def test_a_float_reference_with_external_data_given_by_a_relative_path_works(tmp
 
 
 def test_a_report_is_never_written_over_a_recipes_model_outside_its_folder(tmp_path):
-    """The story fixture's layout (recipe/recipe.json naming ../models/mlp.onnx): --html there overwrote it."""
+    """The story fixture's layout (recipe/recipe.json naming ../models/mlp.onnx): --html there wrote over it
+    (exit 0)."""
     shutil.copytree(VARIANTS / "models", tmp_path / "models")
     (tmp_path / "recipe").mkdir()
     recipe = json.loads(MLP.read_text())
@@ -164,7 +165,9 @@ def test_a_report_is_never_written_over_a_recipes_model_outside_its_folder(tmp_p
     (tmp_path / "recipe" / "recipe.json").write_text(json.dumps(recipe))
     before = (tmp_path / "models" / "mlp.onnx").read_bytes()
     for flag in ("--html", "--markdown"):
-        run = q9("layers", "recipe/recipe.json", "--reference", MLP_FLOAT, flag, "models/mlp.onnx", cwd=tmp_path)
+        run = q9(
+            "layers", "recipe/recipe.json", "--reference", MLP_FLOAT, flag, "models/mlp.onnx", cwd=tmp_path
+        )
         refused(run, f"{flag} models/mlp.onnx would overwrite", "an input")
     assert (tmp_path / "models" / "mlp.onnx").read_bytes() == before
 
@@ -242,8 +245,8 @@ def test_bundles_whose_configs_differ_are_not_identical(tmp_path):
 
     from q9diff.schemas import schema
 
-    a = _bundle(tmp_path / "a", 10000.0, 2045, 43)
-    b = _bundle(tmp_path / "b", 500000.0, 2044, 57)
+    _bundle(tmp_path / "a", 10000.0, 2045, 43)
+    _bundle(tmp_path / "b", 500000.0, 2044, 57)
     for args in (("a", "b"), ("a/genie_config.json", "b/genie_config.json")):
         run = q9(*args, cwd=tmp_path)
         assert run.returncode == 1, run.stdout + run.stderr
@@ -279,3 +282,22 @@ def test_a_tokenizer_or_any_other_file_that_differs_is_said(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     for line in ("tokenizer.json: its bytes differ", "notes.txt: only in b", "outside.txt: leads outside"):
         assert line in run.stdout, run.stdout
+
+
+# ---- 9. the fuzzers cover layers --------------------------------------------------------------------------
+
+
+def test_a_short_round_of_the_layers_fuzzer_finds_nothing():
+    """scripts/fuzz_layers.py: recipes, .npz archives and external data of hostile shape, read as layers
+    reads them before its first compile. The 300-case runs are by hand (its docstring)."""
+    import subprocess
+    import sys
+
+    script = FIXTURES.parent / "scripts" / "fuzz_layers.py"
+    args = [sys.executable, str(script), "--recipes", "--npz", "--external", "--cases", "30", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    report = json.loads(done.stdout)
+    assert {m: r["cases"] for m, r in report.items()} == {"recipes": 30, "npz": 30, "external": 30}
+    assert all(r["read"] > 0 and r["refused"] > 0 for r in report.values()), report
+    assert {m: r["faults"] for m, r in report.items()} == {"recipes": {}, "npz": {}, "external": {}}
+    assert done.returncode == 0

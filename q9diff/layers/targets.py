@@ -8,10 +8,12 @@ pairs graphs; a graph with none is left out, and said so.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from q9diff.errors import Q9Error
+from q9diff.guard import nameable
 from q9diff.layers import graph as gr
 from q9diff.layers.feeds import Feeds, from_npz, genie_feeds, input_specs, seeded
 from q9diff.layers.sides import CpuSide, EmulatorSide
@@ -32,11 +34,11 @@ class Selected:
 def split_selector(text: str) -> tuple[Path, str | None]:
     """`FILE#PART/GRAPH` as (FILE, "PART/GRAPH"): at the first `#` whose left side is an existing file or
     folder; a path that exists as given is that path."""
-    if Path(text).exists() or "#" not in text:
+    if os.path.exists(text) or "#" not in text:  # os.path: False, never an error, for a name too long
         return Path(text), None
     i = text.find("#")
     while i >= 0:
-        if Path(text[:i]).exists():
+        if os.path.exists(text[:i]):
             return Path(text[:i]), text[i + 1 :]
         i = text.find("#", i + 1)
     return Path(text.split("#", 1)[0]), text.split("#", 1)[1]
@@ -47,7 +49,11 @@ def _recipe_of(path: Path) -> Recipe:
         if not (path / "recipe.json").is_file():
             raise gr.LayersError(f"{path}: a folder with no recipe.json")
         path = path / "recipe.json"
-    return rcp.load(path)
+    recipe = rcp.load(path)
+    for g in (g for p in recipe.parts for g in p.graphs):  # every model is looked up, not only those compared
+        if not nameable(g.model):
+            raise gr.LayersError(f"{path}: graph {g.name}'s model {g.model[:80]!r} is no file name")
+    return recipe
 
 
 def _select(recipe: Recipe, where: Path, selector: str | None) -> list[Selected]:

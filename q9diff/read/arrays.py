@@ -13,6 +13,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from tokenize import TokenError
 
 import numpy as np
 
@@ -33,7 +34,10 @@ def _header(f, name: str) -> tuple:
     version = np.lib.format.read_magic(f)
     if version not in _READERS:
         raise ValueError(f"member {name}: .npy format version {version}, not 1.0 or 2.0")
-    return _READERS[version](f)
+    try:
+        return _READERS[version](f)
+    except (SyntaxError, TypeError, TokenError, RecursionError, MemoryError) as exc:  # numpy's ast parse
+        raise ValueError(f"member {name}: its header is no .npy header ({type(exc).__name__})") from None
 
 
 def _headers(z: zipfile.ZipFile, path: Path, error: type[Exception]) -> dict[str, tuple]:
