@@ -301,3 +301,14 @@ def test_a_short_round_of_the_layers_fuzzer_finds_nothing():
     assert all(r["read"] > 0 and r["refused"] > 0 for r in report.values()), report
     assert {m: r["faults"] for m, r in report.items()} == {"recipes": {}, "npz": {}, "external": {}}
     assert done.returncode == 0
+
+
+# ---- issue 54 (low): a float model as the candidate ------------------------------------------------------
+
+
+@emulator
+def test_a_float_model_as_the_candidate_is_said_on_stderr(tmp_path):
+    run = q9("layers", MLP_FLOAT, "--reference", MLP_FLOAT, "--json")
+    assert run.returncode in (0, 1), run.stderr
+    assert f"warning: {MLP_FLOAT}: a float model as the candidate" in run.stderr
+    assert "warning" not in q9("layers", MLP, "--reference", MLP_FLOAT, "--json").stderr

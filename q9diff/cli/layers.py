@@ -12,6 +12,7 @@ from q9diff.cli.common import (
     app,
     busy,
     flag,
+    note,
     print_json,
     report_not_read,
     report_path,
@@ -75,6 +76,13 @@ def layers(
     stdout_once(as_json, md_out, html_out)
     with busy(f"layers of {candidate} on the x86 HTP emulator", as_json) as status:
         res = run_layers(candidate, reference, inputs=inputs, seed=seed, max_taps=max_taps, progress=status)
+    from q9diff.layers.targets import candidate_graphs, float_candidates  # start-up: layers.targets
+
+    for model in float_candidates(candidate_graphs(candidate)):
+        note(
+            f"warning: {model}: a float model as the candidate (no QuantizeLinear/DequantizeLinear): layers"
+            " compares a quantized build with its float model; this one was tapped as it is"
+        )
     data = res.to_json()
     from q9diff.present.as_json import as_saved  # start-up: present.as_json
 

@@ -97,6 +97,14 @@ def candidate_graphs(text: str) -> list[Selected]:
     return _select(_recipe_of(path), path, selector)
 
 
+def float_candidates(selected: list[Selected]) -> list[Path]:
+    """The candidate's models holding no QuantizeLinear/DequantizeLinear: float graphs, tapped as they are,
+    though layers is for a quantized build against its float model (the command says so on stderr)."""
+    return [
+        s.model for s in selected if not any(n.op_type in gr.QDQ for n in gr.load_model(s.model).graph.node)
+    ]
+
+
 def _signature(model: Path) -> tuple:
     return tuple(sorted((t.name, t.shape) for t in input_specs(model)))
 
