@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from q9diff.compare.cause import Cause
 from q9diff.errors import Q9Error
-from q9diff.guard import digest, inside, is_file, load_json
+from q9diff.guard import digest, inside, is_file, kind, load_json
 
 if TYPE_CHECKING:  # the api layer's resolved input, named in signatures only
     from q9diff.inputs import Input
@@ -154,8 +154,6 @@ def _changed(a: object, b: object, at: str = "") -> list[tuple[str, object, obje
 
 def _leaf(v: object) -> object:
     """A value as the diff lists it: a container stands as its kind."""
-    from q9diff.guard import kind
-
     return v if not isinstance(v, dict | list) else kind(v)
 
 
