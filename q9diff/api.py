@@ -122,6 +122,7 @@ def diff(
     data |= _dlcs(a, b)
     if o is not None:
         data |= {"outside": o, "identical": data["identical"] and o["differs"] is not True}
+    data |= _bundles(a, b, data)  # two Genie bundles: every file, not the ctx-bins alone
     if swapped:  # the fix would make the good build like the broken one: said first, no fix given
         data |= {"reference_looks_wrong": swapped, "suggestions": []}
         for part in data.get("parts", []):
@@ -143,6 +144,28 @@ def _dlcs(a: Input, b: Input) -> dict:
     from q9diff.compare.dlc import diff as dlc_diff  # start-up: compare.dlc
 
     return {"dlc": dlc_diff(Dlc.open(fa), Dlc.open(fb))}
+
+
+def _bundles(a: Input, b: Input, data: dict) -> dict:
+    """What a set diff's JSON gains when both sides are Genie bundles (q9diff.compare.bundles): `outside`
+    over every file of both, `bundle` (each file and setting that differs), the extension config's root
+    causes; `identical` then speaks for every file."""
+    if not (a.is_set and b.is_set):
+        return {}
+    from q9diff.compare.bundles import compare  # start-up: compare.bundles
+
+    found = compare(a, b, (data["a_total"], data["b_total"]), data["identical"])
+    if found is None:
+        return {}
+    o, bundle = found
+    known = {(c["name"], repr(c["a"]), repr(c["b"])) for c in data["causes"]}
+    more = [c for c in bundle.pop("causes") if (c["name"], repr(c["a"]), repr(c["b"])) not in known]
+    return {
+        "outside": o,
+        "bundle": bundle,
+        "causes": data["causes"] + more,
+        "identical": data["identical"] and not o["differs"],
+    }
 
 
 def target(

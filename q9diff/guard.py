@@ -208,20 +208,20 @@ def open_regular(path: str | os.PathLike, expected: str, error: type[Exception] 
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise error(f"{p}: expected {expected}, cannot read it ({exc.strerror})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # checked on the descriptor: a folder is not even wrapped as a file
+        os.close(fd)
+        raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise error(f"{p}: expected {expected}, got a folder, FIFO or device, not a file")
         yield f, st
 
 
-def read_text(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
-              limit: int = MAX_JSON_BYTES) -> str:  # fmt: skip
-    """The UTF-8 text of `path`, or `error` with one line naming the file and what was expected there.
-
-    The one reader of files another file names (a bundle's config, tokenizer and extension file) and of
-    configs given: the size is checked on the open file before a byte is read, so a 600 MB sparse file is
-    refused at once, and a FIFO or device (which would block or never end) is not read at all."""
+def read_bytes(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
+               limit: int = MAX_JSON_BYTES) -> bytes:  # fmt: skip
+    """The bytes of the regular file `path`, or `error` with one line naming the file and what was
+    expected there: the size is checked on the open file before a byte is read, so a 600 MB sparse file is
+    refused at once, a FIFO or device (which would block or never end) is not read at all, and no more
+    than the file's own size (at most `limit`) is ever read."""
     p = Path(path)
     with open_regular(p, expected, error) as (f, st):
         data = f.read(limit + 1) if st.st_size <= limit else b""
@@ -230,6 +230,32 @@ def read_text(path: str | os.PathLike, expected: str, error: type[Exception] = P
         raise error(
             f"{p}: expected {expected}, got a {size} byte file, over the {limit} bytes q9diff reads for one"
         )
+    return data
+
+
+def digest(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused) -> str:
+    """The sha256 of the regular file `path` (opened as open_regular opens it: a FIFO or device is
+    refused, not waited on), read in chunks up to the size it had when opened."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open_regular(path, expected, error) as (f, st):
+        left = st.st_size
+        while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
+
+
+def read_text(path: str | os.PathLike, expected: str, error: type[Exception] = PathRefused,
+              limit: int = MAX_JSON_BYTES) -> str:  # fmt: skip
+    """The UTF-8 text of `path` (read by read_bytes), or `error` with one line naming the file and what
+    was expected there.
+
+    The one reader of files another file names (a bundle's config, tokenizer and extension file) and of
+    configs given."""
+    p = Path(path)
+    data = read_bytes(p, expected, error, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

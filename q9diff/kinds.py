@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 from q9diff.read.openers import Part, container_parts, locate
@@ -36,7 +37,21 @@ def _part_key(p: Part):
 
 
 def _folder_bins(at: Part) -> list[Part]:
-    return sorted((locate(p) for p in at.file.glob("*.bin")), key=_part_key)
+    return sorted((locate(_kept(p, at.file)) for p in at.file.glob("*.bin")), key=_part_key)
+
+
+def _kept(part: Path, folder: Path) -> Path:
+    """A part of a folder, when it stays inside it: a link leading elsewhere is refused unread, in one
+    line naming it (as doctor says of a bundle's)."""
+    from q9diff.errors import InputError
+    from q9diff.guard import inside  # start-up: guard
+
+    if inside(part.name, folder) is None:
+        real = os.path.realpath(part)
+        raise InputError(
+            f"{part}: leads to {real}, outside the folder {folder}; q9diff reads only the parts inside it"
+        )
+    return part
 
 
 def _config_parts(at: Part) -> list[Part]:

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from q9diff.backends.base import BackendUnavailable, CompileBackend
-from q9diff.recipes.recipe import Recipe, output_path
+from q9diff.recipes.recipe import Recipe, RecipeError, output_path
 
 
 def compile_backend(name: str) -> CompileBackend:
@@ -30,11 +30,9 @@ def compile_backend(name: str) -> CompileBackend:
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+    from q9diff.guard import digest  # start-up: guard
+
+    return digest(path, "a recipe's source model", RecipeError)
 
 
 def build_key(recipe: Recipe) -> str:

@@ -12,7 +12,9 @@ from q9diff.cli.common import (
     app,
     busy,
     flag,
+    note,
     print_json,
+    report_not_read,
     report_path,
     said,
     stdout_once,
@@ -62,15 +64,25 @@ def layers(
       1  a divergence (named first)
       2  error"""
     from q9diff.layers.run import layers as run_layers  # start-up: layers.run, numpy
-    from q9diff.layers.targets import split_selector  # start-up: layers.targets, numpy
+    from q9diff.layers.targets import files_named, split_selector  # start-up: layers.targets, numpy
 
     files = [split_selector(candidate)[0], split_selector(reference)[0], inputs]
+    named = files_named(candidate) + files_named(reference)  # a recipe's models, wherever they live
     report_path(html_out, files)
+    report_not_read(html_out, named)
     if md_out is not None and str(md_out) != "-":
         report_path(md_out, files, "--markdown")
+        report_not_read(md_out, named, "--markdown")
     stdout_once(as_json, md_out, html_out)
     with busy(f"layers of {candidate} on the x86 HTP emulator", as_json) as status:
         res = run_layers(candidate, reference, inputs=inputs, seed=seed, max_taps=max_taps, progress=status)
+    from q9diff.layers.targets import candidate_graphs, float_candidates  # start-up: layers.targets
+
+    for model in float_candidates(candidate_graphs(candidate)):
+        note(
+            f"warning: {model}: a float model as the candidate (no QuantizeLinear/DequantizeLinear): layers"
+            " compares a quantized build with its float model; this one was tapped as it is"
+        )
     data = res.to_json()
     from q9diff.present.as_json import as_saved  # start-up: present.as_json
 

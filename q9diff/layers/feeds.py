@@ -41,8 +41,10 @@ class Feeds:
     detail: str
 
 
-def input_specs(model) -> tuple[TensorSpec, ...]:
-    """A loaded ONNX model's graph inputs (initializers excluded) as runner specs."""
+def input_specs(path: Path) -> tuple[TensorSpec, ...]:
+    """The graph inputs (initializers excluded) of the ONNX model at `path` as runner specs; a dimension
+    below 0 is refused in one line naming the model."""
+    model = load_model(path)
     inits = {t.name for t in model.graph.initializer}
     out = []
     for v in model.graph.input:
@@ -50,24 +52,32 @@ def input_specs(model) -> tuple[TensorSpec, ...]:
             continue
         t = v.type.tensor_type
         dims = tuple(int(d.dim_value) if d.HasField("dim_value") else 1 for d in t.shape.dim)
+        if any(d < 0 for d in dims):
+            raise LayersError(
+                f"{path}: input {v.name} declares the shape {list(dims)}: no dimension is below 0"
+            )
         out.append(TensorSpec(v.name, _ONNX_TO_NUMPY.get(t.elem_type, "float32"), dims))
     return tuple(out)
 
 
 def from_npz(path: Path, specs: tuple[TensorSpec, ...], graph: str) -> Feeds:
-    """The .npz's arrays for the graph's inputs: every input named, each of its shape."""
-    from q9diff.verify.run import load_inputs  # start-up: verify.run, construct
+    """The .npz's arrays for the graph's inputs: every input named, each of its shape, checked on the
+    members' headers before any array is inflated (q9diff.read.arrays)."""
+    from q9diff.read.arrays import read_npz  # start-up: read.arrays
 
     path = Path(path)
-    given = load_inputs(path)
-    values = {}
-    for t in specs:
-        if t.name not in given:
-            raise LayersError(f"{path}: no array named {t.name}, an input of graph {graph}")
-        a = given[t.name]
-        if tuple(a.shape) != tuple(t.shape):
-            raise LayersError(f"{path}: {t.name} is {list(a.shape)}, graph {graph} takes {list(t.shape)}")
-        values[t.name] = a
+
+    def check(shapes: dict[str, tuple[int, ...]]) -> list[str]:
+        for t in specs:
+            if t.name not in shapes:
+                raise LayersError(f"{path}: no array named {t.name}, an input of graph {graph}")
+            if shapes[t.name] != tuple(t.shape):
+                raise LayersError(
+                    f"{path}: {t.name} is {list(shapes[t.name])}, graph {graph} takes {list(t.shape)}"
+                )
+        return [t.name for t in specs]
+
+    values = read_npz(path, LayersError, check)
     return Feeds(values, "npz", f"{path.name}: {', '.join(values)}")
 
 
@@ -113,7 +123,7 @@ def genie_feeds(recipe, floats: dict[str, Path], seed: int) -> dict[str, Feeds] 
     graphs = [g for p in models.parts for g in p.graphs]
     if not all(Path(g.model).is_file() for g in graphs):
         return None
-    names = [{t.name for t in input_specs(load_model(Path(g.model)))} for g in graphs]
+    names = [{t.name for t in input_specs(Path(g.model))} for g in graphs]
     if not any({"attention_mask", "position_ids_cos"} <= n for n in names):
         return None  # no LLM in Genie's layout: no model is loaded to find that out
     try:

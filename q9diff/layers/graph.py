@@ -69,13 +69,19 @@ class ModelGraph:
         return out
 
 
+MAX_MODEL_BYTES = 2 << 30  # protobuf's limit for one message: a larger .onnx keeps its weights outside
+
+
 def load_model(path: Path):
     """The ONNX model at `path` without its external data (the graph is all we read); one line naming the
-    file when it is not an ONNX model."""
+    file when it is not a regular file (a FIFO, a device: refused unread) or not an ONNX model."""
     import onnx
 
+    from q9diff.guard import read_bytes  # start-up: guard
+
+    data = read_bytes(path, "an ONNX model", LayersError, MAX_MODEL_BYTES)
     try:
-        return onnx.load(str(path), load_external_data=False)
+        return onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf's DecodeError, OSError, onnx's own: all say "not a model"
         why = " ".join(str(exc).split())[:160]
         raise LayersError(f"{path}: expected an ONNX model ({type(exc).__name__}: {why})") from None
@@ -307,46 +313,68 @@ def tapped_model(graph: ModelGraph, taps: list[str], folder: Path) -> tuple[Path
         have.add(tap)
     data = model.SerializeToString()
     h = hashlib.sha256(data)
-    for ext in external_files(model, graph.path):
+    externals = external_files(model, graph.path)
+    for _, ext in externals:
         h.update(ext.name.encode() + b"\0" + file_digest(ext).encode())
     folder.mkdir(parents=True, exist_ok=True)
-    for ext in external_files(model, graph.path):
-        link = folder / ext.relative_to(graph.path.parent)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.exists():
-            link.symlink_to(ext)
+    for name, ext in externals:
+        place_external(ext, folder / name)
     target = folder / graph.path.name
     target.write_bytes(data)
     return target, h.hexdigest()
 
 
-def external_files(model, path: Path) -> list[Path]:
-    """The external data files a model's initializers name, each inside the model's folder."""
+def external_files(model, path: Path) -> list[tuple[str, Path]]:
+    """The external data files a model's initializers name: each as the model's folder names it (a
+    relative name, where a copy of the model beside them looks) and resolved, inside that folder."""
     from q9diff.guard import contained  # start-up: guard
 
-    found = []
+    base = Path(path).resolve().parent
+    found: dict[Path, str] = {}
     for t in model.graph.initializer:
         if t.data_location != 1:
             continue
         where = next((e.value for e in t.external_data if e.key == "location"), None)
         if where:
-            p = contained(where, path.parent, path, LayersError)
-            if p not in found:
-                found.append(p)
-    return found
+            p = contained(where, base, path, LayersError)
+            name = os.path.normpath(where)
+            found.setdefault(p, name if not name.startswith(("..", "/")) else str(p.relative_to(base)))
+    return [(name, p) for p, name in found.items()]
+
+
+def place_external(ext: Path, at: Path) -> None:
+    """An external data file beside a model's copy: a hard link, else a copy (ONNX Runtime refuses data
+    whose resolved path leaves the copy's folder, so a symbolic link will not do); only a regular file."""
+    from q9diff.guard import open_regular  # start-up: guard
+
+    at.parent.mkdir(parents=True, exist_ok=True)
+    if at.exists():
+        return
+    try:
+        os.link(ext, at)
+    except OSError:
+        with open_regular(ext, "a model's external data file", LayersError) as (f, st), open(at, "wb") as out:
+            left = st.st_size
+            while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+                out.write(chunk)
+                left -= len(chunk)
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def file_digest(path: Path) -> str:
-    """A file's sha256, once per run for each (path, size, mtime)."""
-    st = os.stat(path)
+    """A regular file's sha256, once per run for each (path, size, mtime); a FIFO or device (an external
+    data file of a model is named by the model) is refused in one line, never opened to wait on."""
+    from q9diff.guard import digest  # start-up: guard
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise LayersError(
+            f"{path}: expected a model's external data file, cannot read it ({exc.strerror})"
+        ) from None
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _DIGESTS:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-        _DIGESTS[key] = h.hexdigest()
+        _DIGESTS[key] = digest(path, "a model's external data file", LayersError)
     return _DIGESTS[key]

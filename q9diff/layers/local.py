@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from q9diff.layers.graph import QDQ, ModelGraph, external_files, load_model
+from q9diff.layers.graph import QDQ, ModelGraph, external_files, load_model, place_external
 
 _NUMPY_TO_ONNX = {
     "float32": 1,
@@ -148,10 +148,8 @@ def _run(reference: ModelGraph, local, values: dict, outputs: list) -> tuple[dic
     so.log_severity_level = 3
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     with private_work("q9diff-layers-local-") as work:
-        for ext in external_files(local, reference.path):  # the initializers' data, beside the copy
-            link = work / ext.relative_to(reference.path.parent)
-            link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(ext)
+        for name, ext in external_files(local, reference.path):  # the initializers' data, beside the copy
+            place_external(ext, work / name)
         path = work / "local.onnx"
         path.write_bytes(local.SerializeToString())
         try:

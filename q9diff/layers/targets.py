@@ -8,9 +8,12 @@ pairs graphs; a graph with none is left out, and said so.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from q9diff.errors import Q9Error
+from q9diff.guard import nameable
 from q9diff.layers import graph as gr
 from q9diff.layers.feeds import Feeds, from_npz, genie_feeds, input_specs, seeded
 from q9diff.layers.sides import CpuSide, EmulatorSide
@@ -31,11 +34,11 @@ class Selected:
 def split_selector(text: str) -> tuple[Path, str | None]:
     """`FILE#PART/GRAPH` as (FILE, "PART/GRAPH"): at the first `#` whose left side is an existing file or
     folder; a path that exists as given is that path."""
-    if Path(text).exists() or "#" not in text:
+    if os.path.exists(text) or "#" not in text:  # os.path: False, never an error, for a name too long
         return Path(text), None
     i = text.find("#")
     while i >= 0:
-        if Path(text[:i]).exists():
+        if os.path.exists(text[:i]):
             return Path(text[:i]), text[i + 1 :]
         i = text.find("#", i + 1)
     return Path(text.split("#", 1)[0]), text.split("#", 1)[1]
@@ -46,7 +49,11 @@ def _recipe_of(path: Path) -> Recipe:
         if not (path / "recipe.json").is_file():
             raise gr.LayersError(f"{path}: a folder with no recipe.json")
         path = path / "recipe.json"
-    return rcp.load(path)
+    recipe = rcp.load(path)
+    for g in (g for p in recipe.parts for g in p.graphs):  # every model is looked up, not only those compared
+        if not nameable(g.model):
+            raise gr.LayersError(f"{path}: graph {g.name}'s model {g.model[:80]!r} is no file name")
+    return recipe
 
 
 def _select(recipe: Recipe, where: Path, selector: str | None) -> list[Selected]:
@@ -67,7 +74,7 @@ def _select(recipe: Recipe, where: Path, selector: str | None) -> list[Selected]
                 raise gr.LayersError(
                     f"{where}: graph {g.name}'s model {model} is no .onnx: layers taps ONNX QDQ models"
                 )
-            if not model.is_file():
+            if not model.exists():  # a FIFO or device is refused unread when the model is read
                 raise gr.LayersError(f"{where}: graph {g.name}'s model {model} not found")
             out.append(Selected(recipe, part, g, model))
     if not out:
@@ -81,7 +88,7 @@ def candidate_graphs(text: str) -> list[Selected]:
     path, selector = split_selector(text)
     if not path.exists():
         raise gr.LayersError(f"{path}: no such file or directory")
-    if path.is_file() and path.suffix == ".onnx":
+    if path.suffix == ".onnx" and not path.is_dir():  # a FIFO or device of that name: refused unread
         if selector:
             raise gr.LayersError(f"{text}: #PART/GRAPH selects in a recipe, not in an .onnx model")
         source = GraphSource(path.stem, str(path.resolve()))
@@ -90,18 +97,55 @@ def candidate_graphs(text: str) -> list[Selected]:
     return _select(_recipe_of(path), path, selector)
 
 
+def float_candidates(selected: list[Selected]) -> list[Path]:
+    """The candidate's models holding no QuantizeLinear/DequantizeLinear: float graphs, tapped as they are,
+    though layers is for a quantized build against its float model (the command says so on stderr)."""
+    return [
+        s.model for s in selected if not any(n.op_type in gr.QDQ for n in gr.load_model(s.model).graph.node)
+    ]
+
+
 def _signature(model: Path) -> tuple:
-    return tuple(sorted((t.name, t.shape) for t in input_specs(gr.load_model(model))))
+    return tuple(sorted((t.name, t.shape) for t in input_specs(model)))
 
 
 def cpu_models(path: Path) -> list[Path] | None:
     """The models a reference that runs on the CPU names (an .onnx, or a folder of them that holds no
     recipe.json); None when it is a recipe."""
-    if path.is_file() and path.suffix == ".onnx":
+    if path.suffix == ".onnx" and not path.is_dir():  # a FIFO or device of that name: refused unread
         return [path]
     if path.is_dir() and not (path / "recipe.json").is_file():
-        return sorted(path.glob("*.onnx"))
+        return [_in_folder(m, path) for m in sorted(path.glob("*.onnx"))]
     return None
+
+
+def _in_folder(model: Path, folder: Path) -> Path:
+    """A model of a reference folder, when it stays inside it (a link leading elsewhere is refused)."""
+    from q9diff.guard import contained  # start-up: guard
+
+    contained(model.name, folder, model, gr.LayersError)
+    return model
+
+
+def files_named(text: str) -> list[Path]:
+    """The files a candidate or reference names beyond itself, wherever they live (a recipe's source models
+    may sit outside its folder): its models and their external data, which a report must never be
+    written over; what cannot be read is left to the run to refuse."""
+    path = split_selector(text)[0]
+    try:
+        models = cpu_models(path)
+        if models is None:
+            recipe = _recipe_of(path)
+            models = [recipe.model_path(g) for p in recipe.parts for g in p.graphs]
+    except Q9Error:
+        return []
+    out = list(models)
+    for m in models:
+        try:
+            out += [ext for _, ext in gr.external_files(gr.load_model(m), m)]
+        except Q9Error:
+            continue
+    return out
 
 
 def reference_pairs(text: str, selected: list[Selected]) -> tuple[dict, str, list[str]]:
@@ -158,8 +202,8 @@ def _floats(recipe: Recipe, reference: str) -> dict[str, Path]:
             model = recipe.model_path(g)
             if model.is_file() and model.suffix == ".onnx":
                 match = by_signature.get(_signature(model))
-                if match is not None:
-                    out[g.name] = match
+                if match is not None:  # as the command line gave it, not from the recipe's folder
+                    out[g.name] = match.absolute()
     return out
 
 
@@ -182,4 +226,4 @@ def feeds_for(
 def _float_specs(sel: Selected, pairs: dict):
     """The graph's inputs as the reference takes them (a float model's float inputs where the candidate's
     are quantized: the emulator side quantizes them itself)."""
-    return input_specs(gr.load_model(pairs[sel.source.name][1].path))
+    return input_specs(pairs[sel.source.name][1].path)

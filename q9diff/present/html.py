@@ -15,6 +15,7 @@ from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present import charts, embed, figures, verdict
 from q9diff.present.verdict import (
+    bundle_lines,
     clip,
     headline,
     load_rows,
@@ -95,12 +96,15 @@ def _verdict(data: dict, of_set: dict | None = None) -> str:
         data.get("outside"),
         outside_headline(data.get("outside"), identical),
     )  # containers: what was compared
+    lines = bundle_lines(data)  # two bundles: each setting and file that differs beside the ctx-bins
+    listed = "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>" if lines else ""
     if head:
-        return out + f"<h2>{esc(head)}</h2>"
+        return out + f"<h2>{esc(head)}</h2>" + listed
     lead = models_line(data.get("different_models", {}).get("evidence"))
     text = headline(causes, lead)
     compared = f"<p>{esc(outside_words(o))}</p>" if o is not None else ""
-    return out + (f'<p class="swap">{esc(lead)}</p>' if lead else "") + f"<h2>{esc(text)}</h2>" + compared
+    lead_html = f'<p class="swap">{esc(lead)}</p>' if lead else ""
+    return out + lead_html + f"<h2>{esc(text)}</h2>" + compared + listed
 
 
 SIZE_CAUSES = {"spill_fill", "const_size"}  # in bytes; VTCM in MiB, as every view says it (units.value)

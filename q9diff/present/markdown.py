@@ -15,6 +15,7 @@ import re
 from q9diff.compare.models import NOT_MEANINGFUL
 from q9diff.errors import printable
 from q9diff.present.verdict import (
+    bundle_lines,
     clip,
     doctor_asked,
     doctor_headline,
@@ -122,12 +123,14 @@ def _verdict(data: dict, over_set: bool = False, of_set: dict | None = None) -> 
     if swapped:
         out += f"> **Arguments swapped?** {md(swapped)}; the known-good build comes second.\n\n"
     o, head = data.get("outside"), outside_headline(data.get("outside"), data["identical"])  # containers
+    listed = "".join(f"\n- {md(line)}" for line in bundle_lines(data))  # two bundles: what differs
+    listed += "\n" if listed else ""
     if head:
-        return out + f"**{md(head)}**\n"
+        return out + f"**{md(head)}**\n" + listed
     lead = models_line(data.get("different_models", {}).get("evidence"))
     out += f"**{md(lead)}**\n\n" if lead else ""
     text = headline(causes, lead, over_set)
-    return out + f"**{md(text)}**\n" + (f"\n{md(outside_words(o))}\n" if o is not None else "")
+    return out + f"**{md(text)}**\n" + (f"\n{md(outside_words(o))}\n" if o is not None else "") + listed
 
 
 def _value(c: dict, side: str) -> str:

@@ -159,6 +159,14 @@ _SET = {
     "reference_looks_wrong": (OPT, str),
     "read_as": (OPT, [str]),
     "outside": _OUTSIDE,
+    "bundle": (
+        OPT,
+        {
+            "files": [{"file": str, "a": MAYBE_INT, "b": MAYBE_INT, "differs": Maybe(bool), "why": str}],
+            "settings": [{"file": str, "key": str, "a": ANY, "b": ANY}],
+            "settings_left_out": INT,
+        },
+    ),
 }
 _METRICS = Maybe({"max_abs": NUM, "rel": NUM, "cosine": NUM})
 _VERIFY = {

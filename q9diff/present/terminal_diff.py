@@ -9,7 +9,17 @@ import json
 
 from q9diff.present.terminal import console, print_fix, print_more, print_packing, text, whole
 from q9diff.present.terminal_target import print_refusal
-from q9diff.present.verdict import change, clip, headline, label, models_line, refused, role, warnings
+from q9diff.present.verdict import (
+    bundle_lines,
+    change,
+    clip,
+    headline,
+    label,
+    models_line,
+    refused,
+    role,
+    warnings,
+)
 from q9diff.present.verdict import outside_words as words
 from q9diff.units import sizes, value
 
@@ -45,6 +55,8 @@ def _outside(data: dict, lead: bool = False) -> bool:
     if o is None or lead != o["contexts_identical"] or lead and o["differs"] is False:
         return False
     console.print(text((words(o), "bold") if lead else words(o)), soft_wrap=True)
+    for line in bundle_lines(data):  # two bundles: each setting and file that differs beside the ctx-bins
+        console.print(text("  ", line), soft_wrap=True)
     return True
 
 

@@ -371,3 +371,17 @@ def outside_words(o: dict) -> str:
         None: "the rest of the files was not compared",
     }[o["differs"]]
     return f"Compared {compared}; {rest}."
+
+
+def bundle_lines(data: dict) -> list[str]:
+    """What differs in two Genie bundles beside their ctx-bins (`bundle`, q9diff.compare.bundles), one line
+    each: a setting with both values, or a file that differs, is in one bundle only or was not read."""
+    b = data.get("bundle")
+    if not b:
+        return []
+    out = [f"{s['file']}: {s['key']} {s['a']} vs {s['b']}" for s in b["settings"]]
+    if b.get("settings_left_out"):
+        out.append(f"and {b['settings_left_out']} more settings")
+    with_settings = {s["file"] for s in b["settings"]}
+    out += [f"{f['file']}: {f['why']}" for f in b["files"] if f["file"] not in with_settings]
+    return out

@@ -312,7 +312,42 @@ def setdiff_properties() -> dict:
         "target": diff["target"],
         "load": diff["load"],
         "outside": diff["outside"],
+        "bundle": bundle(),
     } | fixing()
+
+
+def bundle() -> dict:
+    file = obj(
+        "One file of either bundle beside the ctx-bins that differs or was not read.",
+        {
+            "file": string("Its name in the bundle (a config: the file the bundle names)."),
+            "a": maybe(size("Its bytes in the candidate's bundle; null where absent or not read.")),
+            "b": maybe(size("Its bytes in the reference's bundle; null where absent or not read.")),
+            "differs": maybe(boolean("True when it differs (or is in one bundle only); null: not read.")),
+            "why": string("How it differs, or why it was not read."),
+        },
+    )
+    setting = obj(
+        "One setting of a config that differs.",
+        {
+            "file": string("The config."),
+            "key": string("Its key path, e.g. dialog.context.eos-token or devices[0].soc_model."),
+            "a": anything("The candidate bundle's value (null: no such key; a container: its kind)."),
+            "b": anything("The reference bundle's value, in the same form."),
+        },
+    )
+    return obj(
+        "Present when both sides are Genie bundles (or configs): every file beside the ctx-bins compared, "
+        "the configs as settings (q9diff.compare.bundles); `outside` then says whether the bundles differ "
+        "outside their ctx-bins, and the extension config's values a ctx-bin records too are root causes.",
+        {
+            "files": array(file, "Each file that differs, is in one bundle only, or was not read."),
+            "settings": array(setting, "Each setting that differs (at most 200)."),
+            "settings_left_out": size("Settings that differ beyond those listed."),
+            "not_compared": size("Files past the 4096 of a bundle compared."),
+        },
+        optional=("not_compared",),
+    )
 
 
 # ---------- target ----------

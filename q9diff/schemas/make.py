@@ -76,7 +76,7 @@ DOCUMENTS = {
         "Two sets of parts (folders or Genie bundles) paired part by part and diffed: the set's totals, "
         "its causes and fixes, and each pair's diff. Written by `q9diff A B --json` for two sets.",
         setdiff_properties,
-        ("unpaired_sizes", "different_models", "target", "load", "outside", *FIXING),
+        ("unpaired_sizes", "different_models", "target", "load", "outside", "bundle", *FIXING),
     ),
     "q9diff.target/1": (
         "q9diff diff --target --json",

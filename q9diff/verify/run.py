@@ -299,12 +299,11 @@ def with_notes(res: VerifyResult, notes: list[str]) -> VerifyResult:
 
 
 def load_inputs(path: Path) -> dict[str, np.ndarray]:
-    """User-given inputs: an .npz with one array per input name (no pickles)."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise RunnerError(f"{path}: expected an .npz of named input arrays ({exc})") from None
+    """User-given inputs: an .npz with one array per input name (no pickles), every member's declared size
+    checked before it is inflated (q9diff.read.arrays)."""
+    from q9diff.read.arrays import read_npz  # start-up: read.arrays
+
+    return read_npz(path, RunnerError)
 
 
 @dataclass(frozen=True)
