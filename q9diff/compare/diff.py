@@ -113,7 +113,7 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                     "setting": getter,
                     "a": jsonable(oa[getter]),
                     "b": jsonable(ob[getter]),
-                    "why": unknown_reason(a, getter) or unknown_reason(b, getter),
+                    "why": unknown_reason(a if has_unknown(oa[getter]) else b, getter),
                 }
             )
     hit = [r for r in RULES if r.role == "root" and r.getter in changed]

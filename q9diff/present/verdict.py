@@ -141,6 +141,12 @@ def warnings(causes) -> list[str]:
     return []
 
 
+def undecided(parts) -> bool:
+    """Whether a side records a SoC whose ask cannot be told (a generic build's stand-in, maybe): such a
+    side may be the generic one, so it is no evidence that the other looks broken beside it."""
+    return any(p["target"]["generic_target"] is None and p["target"]["soc_model_recorded"] for p in parts)
+
+
 def doubts(parts) -> list[str]:
     """Why one side's build looks broken, from what its files record. `parts` are that side's files as
     inspect JSON (`target`, `dsp_arch`): one for a file, several for a set of parts. A value a file
@@ -181,7 +187,7 @@ def reference_looks_wrong(causes, candidate=(), reference=()) -> str | None:
                 f" ({soc_name(a)}): the reference looks like the broken build"
             )
     ref = doubts(reference) if reference else []
-    if ref and candidate and not doubts(candidate):
+    if ref and candidate and not doubts(candidate) and not undecided(candidate):
         return (
             f"the reference {' and '.join(ref)} and the candidate does not:"
             " the reference looks like the broken build"

@@ -1,0 +1,106 @@
+"""What a build compiled in one process after other builds records, read with rules measured on the compiler.
+
+A script that builds its variants in a loop (one ONNX Runtime process, one Python session of the qairt API)
+compiles each after the ones before, and the compiler carries state from one to the next: on QAIRT 2.51 a
+soc_model 0 build made after an explicit-SoC build writes relaxed_precision_flag=true, as the explicit
+build does, where the same build made in a fresh process writes false. The file shows the order: the
+compiler numbers a process's graphs, and its record directory names each graph's pickle with that number
+(PICKLE/256 for the first graph of a process, PICKLE/257 for the next). scripts/measure_inprocess.py
+measured, per QAIRT and arch, which number a fresh build carries, whether every later build carries a
+higher one, and which options of the generic signature (q9diff.read.generic) keep their meaning in every
+order; the data is inprocess_measured.json beside this file. Outside it the code says "not measured".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+INPROCESS_PATH = Path(__file__).with_name("inprocess_measured.json")
+SOURCE = "q9diff/read/inprocess_measured.json (scripts/measure_inprocess.py)"
+# The record number of a process's first graph, as Qualcomm's record directory writes it (FORMAT_FACTS:
+# PICKLE/<256+i>); a file whose lowest number is higher was not its process's first compile.
+FIRST_GRAPH = 256
+
+
+@dataclass(frozen=True)
+class Later:
+    """One QAIRT and arch: what builds made after another in the same process wrote, measured."""
+
+    qairt: str
+    arch: int  # the htp_arch asked
+    first: tuple[int, ...]  # the graph numbers a process's first build carried
+    shows: bool  # every build made after another carried a higher number than every first build
+    # signature option -> the orders in which a generic build wrote another value / an explicit one the
+    # generic value: a value is evidence only where its side of the list is empty
+    generic_differs: dict[str, tuple[str, ...]]
+    explicit_matches: dict[str, tuple[str, ...]]
+    survivors: tuple[str, ...]  # options whose one generic value no explicit build wrote, in any order
+
+
+@lru_cache(maxsize=1)
+def measured() -> dict[tuple[str, int], Later]:
+    """The shipped measurement, by (QAIRT major.minor, arch asked)."""
+    if not INPROCESS_PATH.is_file():
+        return {}
+    data = json.loads(INPROCESS_PATH.read_text())
+    out = {}
+    for qairt, entry in data["qairt"].items():
+        for arch, a in entry["arches"].items():
+            numbers = a["graph_number"]
+            survives = a["signature_survives"]
+            out[(qairt, int(arch))] = Later(
+                qairt, int(arch), tuple(n for n in numbers["first_in_process"] if n is not None),
+                bool(numbers["file_shows_after"]),
+                {k: tuple(v["generic_differs_in"]) for k, v in survives.items()},
+                {k: tuple(v["explicit_matches_in"]) for k, v in survives.items()},
+                tuple(a["survivors"]),
+            )  # fmt: skip
+    return out
+
+
+def versions() -> str:
+    found = sorted({q for q, _ in measured()}, key=lambda v: tuple(map(int, v.split("."))))
+    return ", ".join(found) or "none"
+
+
+def graph_number(record_names: list[str]) -> int | None:
+    """The lowest graph number of a file's PICKLE records as its directory names them; None: none named."""
+    numbers = [int(n.split("/")[1]) for n in record_names
+               if n.startswith("PICKLE/") and n.split("/")[1].isdigit()]  # fmt: skip
+    return min(numbers, default=None)
+
+
+def after_another(number: int | None) -> str | None:
+    """A sentence when the file's graph number shows an earlier compile in the same process, else None."""
+    if number is None or number <= FIRST_GRAPH:
+        return None
+    nth = number - FIRST_GRAPH + 1
+    suffix = "th" if 10 <= nth % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(nth % 10, "th")
+    return (f"its record PICKLE/{number} says it was the {nth}{suffix} graph its process compiled: state from"
+            " an earlier compile in the same process")  # fmt: skip
+
+
+def doubt(qairt: str, arch: int, number: int | None, key: str, generic_value: bool) -> str | None:
+    """Why option `key` cannot tell generic from explicit in a build that was not its process's first
+    compile (None: it can, or the file shows no earlier compile). `generic_value`: whether the build wrote
+    the generic signature's value."""
+    later = after_another(number)
+    if later is None:
+        return None
+    m = measured().get((qairt, arch))
+    if m is None:
+        return (f"{later}, and what such a build writes for {key} on QAIRT {qairt} is not measured (measured"
+                f" on QAIRT {versions()})")  # fmt: skip
+    orders = m.explicit_matches.get(key, ()) if generic_value else m.generic_differs.get(key, ())
+    if key not in m.generic_differs:
+        return f"{later}, and whether {key} keeps its meaning then on QAIRT {qairt} v{arch} is not measured"
+    if not orders:
+        return None
+    side = "an explicit-SoC build wrote the generic value" if generic_value else (
+        "a soc_model 0 build wrote the explicit value")  # fmt: skip
+    return (
+        f"{later}, and {side} of {key} after another build on QAIRT {qairt} ({', '.join(orders)}; measured)"
+    )
