@@ -46,11 +46,12 @@ sys.path.insert(0, str(REPO / "scripts"))
 from measure_generic import ARCHES, FALLBACK_DEFAULT, OTHERS, _conv_model  # noqa: E402
 
 from q9diff.read.generic import GENERIC_MEASURED_PATH, op_base  # noqa: E402
-from q9diff.read.inprocess import INPROCESS_PATH  # noqa: E402
+from q9diff.read.inprocess import INPROCESS_BUILDS_PATH, INPROCESS_PATH  # noqa: E402
 from q9diff.read.openers import open_binary  # noqa: E402
 from q9diff.recipes import recipe as rcp  # noqa: E402
 
 SCHEMA = "q9diff.inprocess_measured/1"
+SCHEMA_BUILDS = "q9diff.inprocess_builds/1"
 # order name -> the builds one process compiles, in turn; the last build is the one measured against fresh
 ORDERS = {
     "fresh_generic": ("G",),
@@ -208,6 +209,8 @@ def emulate(raw: dict, label: str) -> None:
     for arch in ARCHES:
         for model in MODELS:
             key = f"{label}|v{arch}|{model}"
+            if key in raw["emulated"]:
+                continue
             fresh = raw["sequences"].get(f"{key}|fresh_generic", [{}])[-1]
             later = raw["sequences"].get(f"{key}|explicit>generic", [{}])[-1]
             if "bin" not in fresh or "bin" not in later or "error" in fresh or "error" in later:
@@ -248,15 +251,40 @@ def derive(raw: dict) -> dict:
     }  # fmt: skip
     labels = sorted({k.split("|")[0] for k in raw["sequences"]}, key=lambda v: tuple(map(int, v.split("."))))
     for label in labels:
+        # options that follow a setting a user asks (VTCM, optimization level): never a sign of the target
+        follows = signatures.get(label, {}).get("follows", {})
+        user_set = frozenset(follows.get("vtcm_size", []) + follows.get("optimization_level", []))
         arches = {}
         for arch in ARCHES:
             seqs = {k.split("|", 2)[2]: v for k, v in raw["sequences"].items()
                     if k.startswith(f"{label}|v{arch}|")}  # fmt: skip
             if seqs:
                 sig = signatures.get(label, {}).get("arches", {}).get(str(arch), {}).get("signature", {})
-                arches[str(arch)] = _arch(seqs, sig, raw.get("emulated", {}), f"{label}|v{arch}")
+                arches[str(arch)] = _arch(seqs, sig, raw.get("emulated", {}), f"{label}|v{arch}", user_set)
         out["qairt"][label] = {"arches": arches}
     return out
+
+
+def rows(raw: dict) -> str:
+    """Every build, one JSON line each: what q9diff.read.generic.requested reads (socModel, dspArch, build id,
+    graph number, the signature options' values) and what was asked (role), so a test can run the rule
+    on every measured build."""
+    signatures = json.loads(GENERIC_MEASURED_PATH.read_text())["qairt"]
+    out = []
+    for key, seq in sorted(raw["sequences"].items()):
+        label, arch, model, order = key.split("|")
+        arches = signatures.get(label, {}).get("arches", {}).values()
+        sig = sorted({k for a in arches for k in a.get("signature", {})})  # any arch's: XE, XG are another
+        for i, b in enumerate(seq):
+            if "error" in b:
+                continue
+            out.append({"qairt": label, "arch": int(arch[1:]), "model": model, "order": order, "position": i,
+                        "role": b["role"], "soc_model": b["soc_model"], "dsp_arch": b["dsp_arch"],
+                        "build_id": b["build_id"], "graph_number": b["graph_number"],
+                        "options": {k: b["options"].get(k) for k in sig}})  # fmt: skip
+    head = {"schema": SCHEMA_BUILDS, "commands": raw.get("commands", [])}
+    body = ",\n".join("  " + json.dumps(r) for r in out)
+    return json.dumps(head, indent=1)[:-2] + ',\n "builds": [\n' + body + "\n ]\n}\n"
 
 
 def _builds(seqs: dict) -> list[dict]:
@@ -270,7 +298,7 @@ def _builds(seqs: dict) -> list[dict]:
     return rows
 
 
-def _arch(seqs: dict, signature: dict, emulated: dict, prefix: str) -> dict:
+def _arch(seqs: dict, signature: dict, emulated: dict, prefix: str, user_set: frozenset) -> dict:
     rows = _builds(seqs)
     generic = [b for b in rows if b["role"] == "G"]
     explicit = [b for b in rows if b["role"] == "E"]
@@ -284,14 +312,11 @@ def _arch(seqs: dict, signature: dict, emulated: dict, prefix: str) -> dict:
                 at = values.setdefault(key, {}).setdefault(b["order"], {})
                 at.setdefault(f"{b['role']}@{b['position']}", set()).add(b["options"].get(key))
     survives = {k: _apart(generic, explicit, k, v) for k, v in signature.items()}
-    keys = set().union(*(b["options"] for b in generic + explicit))
+    keys = set().union(*(b["options"] for b in generic + explicit)) - set(user_set)
     survivors = sorted(k for k in keys if _apart_any(generic, explicit, k))
     g_ops = [frozenset(b["ops"].items()) for b in generic]
     e_ops = [frozenset(b["ops"].items()) for b in explicit]
     recorded = sorted({(b["soc_model"], b["dsp_arch"]) for b in generic}, key=str)
-    told = {}
-    for b in generic + explicit:
-        told.setdefault(b["order"], {}).setdefault(f"{b['role']}@{b['position']}", set()).add(b["requested"])
     return {
         "generic_recorded": [{"soc_model": s, "dsp_arch": a} for s, a in recorded],
         "builds": len(rows),
@@ -302,9 +327,9 @@ def _arch(seqs: dict, signature: dict, emulated: dict, prefix: str) -> dict:
             for k, per in values.items()
         },  # fmt: skip
         "signature_survives": survives,
-        "survivors": survivors,
+        "survivors": survivors,  # besides the options that follow VTCM or the optimization level
+        "user_set_excluded": sorted(user_set),
         "ops_tell_apart": not (set(g_ops) & set(e_ops)) if g_ops and e_ops else None,
-        "told_today": {o: {r: sorted(v, key=str) for r, v in rs.items()} for o, rs in told.items()},
         "emulated": {k.rsplit("|", 1)[1]: v for k, v in emulated.items() if k.startswith(prefix + "|")},
     }
 
@@ -364,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         raw["measured_on"] = dt.date.today().isoformat()
         rcp.write_atomic(args.raw, json.dumps(raw))
     rcp.write_atomic(args.out, json.dumps(derive(raw), indent=1) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    rcp.write_atomic(args.out.with_name(INPROCESS_BUILDS_PATH.name), rows(raw))
+    print(f"wrote {args.out} and {INPROCESS_BUILDS_PATH.name} beside it", file=sys.stderr)
     return 0
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from q9diff.read.generic import UNTOLD
+from q9diff.read.inprocess import STATE
 from q9diff.read.tables import soc_name
 from q9diff.units import nbytes, value
 
@@ -98,6 +100,12 @@ def role(cause) -> str:
     return "cause not known" if r == "unexplained" else r
 
 
+def carried(causes) -> list:
+    """Compiler options that differ as the state an earlier compile in the same process left (measured)."""
+    return [c for c in causes if _get(c, "name") == "compiler_option" and _get(c, "role") == "effect"
+            and any(STATE in e for e in _get(c, "evidence") or ())]  # fmt: skip
+
+
 def unexplained(causes) -> list:
     return [c for c in causes if _get(c, "role") == "unexplained"]
 
@@ -110,7 +118,17 @@ def headline(causes, models: str = "", over_set: bool = False) -> str:
         head = ("Settings that differ" if models else "Root causes") if over_set else (
             "Settings that differ" if models else "Root cause")  # fmt: skip
         return f"{head}{' over the set' if over_set else ''}: {line}" + (f" ({note})" if note else "")
-    loose = unexplained(causes)
+    loose, state = unexplained(causes), carried(causes)
+    effects = [c for c in causes if _get(c, "name") == "compiler_option" and _get(c, "role") == "effect"]
+    untold = any(UNTOLD in e for c in effects for e in _get(c, "evidence") or ())
+    if state and not loose:
+        shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in state[:3])
+        also = "; whether soc_model differs cannot be told (see not compared)" if untold else ""
+        return f"No setting q9diff reads differs; {STATE} moves {shown} (measured){also}"
+    if untold and not loose:
+        shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in effects[:3])
+        head = "Whether soc_model differs cannot be told (see not compared)"
+        return f"{head}; options that follow it differ: {shown}"
     if loose:
         shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in loose[:3])
         more = f" and {len(loose) - 3} more" if len(loose) > 3 else ""

@@ -23,6 +23,8 @@ GENERIC_MEASURED_PATH = Path(__file__).with_name("generic_measured.json")
 # Every build the rules were derived from, one row each (read by the tests, not by q9diff at run time).
 GENERIC_BUILDS_PATH = Path(__file__).with_name("generic_builds.json")
 SOURCE = "q9diff/read/generic_measured.json (scripts/measure_generic.py)"
+# What a compiler option that follows soc_model is said to do where one side's soc_model cannot be told.
+UNTOLD = "moves with a setting one side cannot tell"
 
 
 @dataclass(frozen=True)
@@ -136,14 +138,15 @@ def requested(
                " write the same options (measured): which one this is cannot be told")  # fmt: skip
         return Requested(None, None, (why,), "measured")
     doubts = {
-        k: inprocess.doubt(qairt, sig.arch, graph_number, k, options.get(k) == v) for k, v in sig.options
+        k: inprocess.doubt(qairt, sig.arch, graph_number, k, options.get(k), options.get(k) == v)
+        for k, v in sig.options
     }
     usable = tuple((k, v) for k, v in sig.options if not doubts[k])
     if not usable:  # built after another in one process, where no signature option keeps its meaning
         said = "; ".join(dict.fromkeys(d for d in doubts.values() if d))
         why = (
             f"cannot tell from the file whether soc_model 0 was asked: {said}"
-            f" (a fresh soc_model 0 build for v{sig.arch} on QAIRT {qairt} records socModel {soc_model} too)"
+            f"; a fresh soc_model 0 build for v{sig.arch} records socModel {soc_model} too"
         )
         return Requested(None, None, (why,), "measured")
     apart = [(k, options.get(k)) for k, v in usable if options.get(k) != v]

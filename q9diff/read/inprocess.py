@@ -19,7 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 
 INPROCESS_PATH = Path(__file__).with_name("inprocess_measured.json")
-SOURCE = "q9diff/read/inprocess_measured.json (scripts/measure_inprocess.py)"
+# Every build the rules were derived from, one row each (read by the tests, not by q9diff at run time).
+INPROCESS_BUILDS_PATH = Path(__file__).with_name("inprocess_builds.json")
 # The record number of a process's first graph, as Qualcomm's record directory writes it (FORMAT_FACTS:
 # PICKLE/<256+i>); a file whose lowest number is higher was not its process's first compile.
 FIRST_GRAPH = 256
@@ -38,6 +39,9 @@ class Later:
     generic_differs: dict[str, tuple[str, ...]]
     explicit_matches: dict[str, tuple[str, ...]]
     survivors: tuple[str, ...]  # options whose one generic value no explicit build wrote, in any order
+    # model -> (outputs bit-identical, max |difference|) of a fresh generic build against the generic build
+    # made after an explicit one, on the x86 HTP emulator (3 seeded inputs)
+    emulated: dict[str, tuple[bool, float]]
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +61,7 @@ def measured() -> dict[tuple[str, int], Later]:
                 {k: tuple(v["generic_differs_in"]) for k, v in survives.items()},
                 {k: tuple(v["explicit_matches_in"]) for k, v in survives.items()},
                 tuple(a["survivors"]),
+                {k: (v["identical"], v["max_abs_diff"]) for k, v in a.get("emulated", {}).items()},
             )  # fmt: skip
     return out
 
@@ -79,28 +84,63 @@ def after_another(number: int | None) -> str | None:
         return None
     nth = number - FIRST_GRAPH + 1
     suffix = "th" if 10 <= nth % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(nth % 10, "th")
-    return (f"its record PICKLE/{number} says it was the {nth}{suffix} graph its process compiled: state from"
-            " an earlier compile in the same process")  # fmt: skip
+    return f"it was the {nth}{suffix} graph its process compiled (record PICKLE/{number})"
 
 
-def doubt(qairt: str, arch: int, number: int | None, key: str, generic_value: bool) -> str | None:
-    """Why option `key` cannot tell generic from explicit in a build that was not its process's first
-    compile (None: it can, or the file shows no earlier compile). `generic_value`: whether the build wrote
-    the generic signature's value."""
+def doubt(
+    qairt: str, arch: int, number: int | None, key: str, value: str | None, generic_value: bool
+) -> str | None:
+    """Why option `key` (written `value`) cannot tell generic from explicit in a build that was not its
+    process's first compile (None: it can, or the file shows no earlier compile). `generic_value`: whether
+    `value` is the generic signature's."""
     later = after_another(number)
     if later is None:
         return None
     m = measured().get((qairt, arch))
     if m is None:
-        return (f"{later}, and what such a build writes for {key} on QAIRT {qairt} is not measured (measured"
-                f" on QAIRT {versions()})")  # fmt: skip
-    orders = m.explicit_matches.get(key, ()) if generic_value else m.generic_differs.get(key, ())
+        return (f"{later}, and what a build compiled after another writes for {key} on QAIRT {qairt} is not"
+                f" measured (measured on QAIRT {versions()})")  # fmt: skip
     if key not in m.generic_differs:
         return f"{later}, and whether {key} keeps its meaning then on QAIRT {qairt} v{arch} is not measured"
+    orders = m.explicit_matches.get(key, ()) if generic_value else m.generic_differs.get(key, ())
     if not orders:
         return None
-    side = "an explicit-SoC build wrote the generic value" if generic_value else (
-        "a soc_model 0 build wrote the explicit value")  # fmt: skip
-    return (
-        f"{later}, and {side} of {key} after another build on QAIRT {qairt} ({', '.join(orders)}; measured)"
-    )
+    who = "an explicit-SoC build" if generic_value else f"a soc_model 0 build for v{arch}"
+    like = "a soc_model 0 one" if generic_value else "an explicit one"
+    return (f"{later}, and after an earlier compile in the same process {who} writes {key}={value} like"
+            f" {like} (QAIRT {qairt}, measured in the orders {', '.join(orders)})")  # fmt: skip
+
+
+STATE = "state from an earlier compile in the same process"
+
+
+def carried(sides: list[tuple[str, str | None, int | None, int | None]], key: str) -> str | None:
+    """Why option `key` differs between two builds when it is the state an earlier compile left (None: the
+    files do not show that, or it is not measured). `sides`: per build its file name, QAIRT, dspArch and
+    graph number. It is that state where one file was not its process's first compile and the option was
+    measured to move with the order of builds on that QAIRT and arch."""
+    for name, qairt, arch, number in sides:
+        later = after_another(number)
+        m = measured().get((qairt, arch)) if later and qairt and arch else None
+        if m is None:
+            continue
+        orders = m.generic_differs.get(key, ()) + m.explicit_matches.get(key, ())
+        if not orders:
+            continue
+        said = f"{STATE}: {name}'s record PICKLE/{number} says it was not its process's first compile"
+        return (f"{said}, and on QAIRT {qairt} v{arch} {key} moved with the order of builds in one process"
+                f" ({', '.join(dict.fromkeys(orders))}; measured){emulated(m)}")  # fmt: skip
+    return None
+
+
+def emulated(m: Later) -> str:
+    """What the x86 HTP emulator computed for a generic build made after an explicit one, as a clause."""
+    moved = {k: d for k, (same, d) in m.emulated.items() if not same}
+    if not m.emulated:
+        return "; whether it computes otherwise is not measured"
+    where, n = "on the x86 HTP emulator", len(m.emulated)
+    if not moved:
+        return f"; such a build computed what a fresh one does {where} ({n} models)"
+    worst = max(moved.values())
+    return (f"; such a build computed other outputs than a fresh one {where} for {', '.join(sorted(moved))}"
+            f" (max |difference| {worst:.2g}), the same for the other {n - len(moved)} models")  # fmt: skip
