@@ -10,7 +10,10 @@ seeded w8a8 model (models/tiny.onnx: one 16x16 MatMul and a ReLU, so each binary
   the first is its process's first compile (PICKLE/256), the second (PICKLE/257) still writes
   relaxed_precision_flag=false, as every generic build does when no explicit build came before it;
 - loop/1_soc_43.bin then loop/2_generic_v73.bin: SM8550 then the generic v73 build in one process: the
-  second writes relaxed_precision_flag=true, as an explicit build does.
+  second writes relaxed_precision_flag=true, as an explicit build does;
+- float/generic_v73.bin and float_loop/2_generic_v73.bin: the same two generic builds of the float model
+  (models/tiny.float.onnx, no precision asked), fresh and after SM8550 in one process (that build is not
+  kept): the second has fp16 tensors, the first none.
 Each gets NAME.oracle.json (Qualcomm's own metadata, read as scripts/make_fixtures.py does). What the
 compiler does in these orders on every arch is measured by scripts/measure_inprocess.py; these files are
 the real examples the tests read.
@@ -37,6 +40,9 @@ GENERIC = {"soc_model": "0", "htp_arch": "73"}
 SEQUENCES = {
     "twice": [("1_generic_v73", GENERIC), ("2_generic_v73", GENERIC)],
     "loop": [("1_soc_43", {"soc_model": "43"}), ("2_generic_v73", GENERIC)],
+    # the float model (no precision asked): the generic build after SM8550 is compiled fp16, a fresh one fp32
+    "float": [("generic_v73", GENERIC)],
+    "float_loop": [("_soc_43", {"soc_model": "43"}), ("2_generic_v73", GENERIC)],  # _: compiled, not kept
 }
 
 
@@ -73,23 +79,27 @@ def tiny_model(path: Path) -> Path:
         model, Reader(), activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8
     )
     quantize(str(float_path), str(path), config)
-    float_path.unlink()
     return path
 
 
 def make(out: Path) -> None:
     (out / "models").mkdir(parents=True, exist_ok=True)
-    model = tiny_model(out / "models" / "tiny.onnx")
+    quantized = tiny_model(out / "models" / "tiny.onnx")
+    floating = quantized.with_name("tiny.float.onnx")
     work = Path(tempfile.mkdtemp(prefix="q9diff-inprocess-fixtures-"))
     try:
         for folder, builds in SEQUENCES.items():
             (out / folder).mkdir(exist_ok=True)
+            model = floating if folder.startswith("float") else quantized
             jobs = [
                 {"model": str(model), "options": o, "out": str(out / folder / f"{n}.bin")} for n, o in builds
             ]
             failed = [b["error"] for b in run_sequence(sys.executable, jobs, work) if "error" in b]
             if failed:
                 raise SystemExit(f"{folder}: {failed[0]}")
+            for name, _ in builds:
+                if name.startswith("_"):
+                    (out / folder / f"{name}.bin").unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     failed = write_oracles(out)

@@ -164,7 +164,7 @@ def read_build(path: Path) -> dict:
         "options": dict(cb.options(0)), "records": names, "graph_number": min(numbers, default=None),
         "graphs": [g.name for g in cb.graphs],
         "ops": dict(sorted(Counter(op_base(k) for k in cb.op_kinds(0)).items())),
-        "requested": cb.requested.generic, "size": cb.size,
+        "tensor_types": sorted(set(cb.tensor_types(0))), "requested": cb.requested.generic, "size": cb.size,
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
     }  # fmt: skip
 
@@ -261,7 +261,22 @@ def derive(raw: dict) -> dict:
             if seqs:
                 sig = signatures.get(label, {}).get("arches", {}).get(str(arch), {}).get("signature", {})
                 arches[str(arch)] = _arch(seqs, sig, raw.get("emulated", {}), f"{label}|v{arch}", user_set)
-        out["qairt"][label] = {"arches": arches}
+        out["qairt"][label] = {"arches": arches, "float_graphs": _float_graphs(raw, label)}
+    return out
+
+
+def _float_graphs(raw: dict, label: str) -> dict:
+    """For the float model (no precision asked): how many builds had fp16 tensors (type codes with `e`, as
+    q9diff's precision reading takes them), by the relaxed_precision_flag they wrote."""
+    out: dict[str, dict[str, int]] = {}
+    for key, seq in raw["sequences"].items():
+        if key.startswith(f"{label}|") and key.split("|")[2] == "mlp_float":
+            for b in seq:
+                if "error" not in b and "tensor_types" in b:
+                    flag = b["options"].get("relaxed_precision_flag")
+                    kind = "fp16" if any(t.endswith("e") for t in b["tensor_types"]) else "no fp16"
+                    at = out.setdefault(f"relaxed_precision_flag={flag}", {})
+                    at[kind] = at.get(kind, 0) + 1
     return out
 
 

@@ -114,3 +114,28 @@ def test_the_rule_never_calls_a_measured_build_what_it_was_not_asked(qairt):
     assert not wrong, wrong[:3]
     assert told[True] and told[False]
     assert any(r["role"] == "G" and r["order"] == "explicit>generic" for r in ROWS if r["qairt"] == qairt)
+
+
+def test_a_float_graph_after_an_explicit_build_is_another_program_and_the_diff_says_why():
+    """The float model, no precision asked: the generic build made after SM8550 is compiled fp16, the fresh
+    one fp32 (what the emulator measurement found: other outputs); the diff names the precision and the
+    state, and gives no fix."""
+    after, fresh = F / "float_loop" / "2_generic_v73.bin", F / "float" / "generic_v73.bin"
+    assert any(t.endswith("e") for t in ContextBinary.open(after).tensor_types(0))
+    assert not any(t.endswith("e") for t in ContextBinary.open(fresh).tensor_types(0))
+    d = _json(str(after), str(fresh))
+    quantization = next(c for c in d["causes"] if c["name"] == "quantization")
+    assert quantization["role"] == "root" and inprocess.STATE in quantization["evidence"][-1]
+    assert "fp16 tensors in every measured build" in quantization["evidence"][-1]
+    assert "reference_looks_wrong" not in d and not d["suggestions"]
+    head = q9diff_cli(str(after), str(fresh)).stdout.splitlines()[0]
+    assert head.endswith(f"{inprocess.STATE} moved compiler option relaxed_precision_flag true → false")
+
+
+def test_the_emulator_measurement_ships_with_the_data():
+    data = json.loads(inprocess.INPROCESS_PATH.read_text())["qairt"]["2.51"]
+    emulated = {(a, m): e for a, x in data["arches"].items() for m, e in x["emulated"].items()}
+    assert len(emulated) == 18  # 6 arches x 3 models
+    assert all(e["identical"] for (a, m), e in emulated.items() if m != "mlp_float")
+    assert not any(e["identical"] for (a, m), e in emulated.items() if m == "mlp_float" and a != "68")
+    assert data["float_graphs"]["relaxed_precision_flag=true"] == {"fp16": 65}

@@ -5,6 +5,7 @@ being built."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from q9diff.compare.attribution import bucket_of
@@ -112,6 +113,12 @@ def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]
                 else state or f"{untold_too}; see `not compared`"
             )
             res.causes.append(Cause("compiler_option", "effect", va, vb, None, (why,), option=key))
+            if state and key == "relaxed_precision_flag":  # what it does to a float graph: fp16 on HTP
+                for i, c in enumerate(res.causes):
+                    if c.name == "quantization" and c.role == "root":
+                        fp16 = inprocess.fp16_clause(generic.qairt_of(a.build_id))
+                        also = f"relaxed_precision_flag {va} → {vb} ({inprocess.STATE}): {fp16}"
+                        res.causes[i] = replace(c, evidence=(*c.evidence, also))
             continue
         why = (
             f"compiler option {key}: {va} → {vb}, cause not known (no setting q9diff reads moves it; {where})"

@@ -117,7 +117,10 @@ def headline(causes, models: str = "", over_set: bool = False) -> str:
     if line:
         head = ("Settings that differ" if models else "Root causes") if over_set else (
             "Settings that differ" if models else "Root cause")  # fmt: skip
-        return f"{head}{' over the set' if over_set else ''}: {line}" + (f" ({note})" if note else "")
+        state = carried(causes)  # e.g. fp16 where a float graph was compiled after an explicit-SoC build
+        shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in state[:3])
+        moved = f"; {STATE} moved {shown}" if state else ""
+        return f"{head}{' over the set' if over_set else ''}: {line}" + (f" ({note})" if note else "") + moved
     loose, state = unexplained(causes), carried(causes)
     effects = [c for c in causes if _get(c, "name") == "compiler_option" and _get(c, "role") == "effect"]
     untold = any(UNTOLD in e for c in effects for e in _get(c, "evidence") or ())

@@ -144,3 +144,18 @@ def emulated(m: Later) -> str:
     worst = max(moved.values())
     return (f"; such a build computed other outputs than a fresh one {where} for {', '.join(sorted(moved))}"
             f" (max |difference| {worst:.2g}), the same for the other {n - len(moved)} models")  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def _float_graphs() -> dict[str, dict]:
+    return {q: e.get("float_graphs", {}) for q, e in json.loads(INPROCESS_PATH.read_text())["qairt"].items()}
+
+
+def fp16_clause(qairt: str | None) -> str:
+    """What relaxed_precision_flag did to a float graph (no precision asked) on `qairt`, as measured."""
+    counts = _float_graphs().get(qairt or "", {}) if INPROCESS_PATH.is_file() else {}
+    on, off = counts.get("relaxed_precision_flag=true", {}), counts.get("relaxed_precision_flag=false", {})
+    if not on or not off or set(on) != {"fp16"} or set(off) != {"no fp16"}:
+        return f"what it does to a float graph on QAIRT {qairt} is not measured"
+    return (f"on QAIRT {qairt} a float graph compiled with relaxed_precision_flag=true had fp16 tensors in"
+            f" every measured build ({on['fp16']}), with false in none ({off['no fp16']})")  # fmt: skip
