@@ -158,7 +158,7 @@ def run_sequence(python: str, builds: list[dict], work: Path) -> list[dict]:
 def read_build(path: Path) -> dict:
     cb = open_binary(path)
     names = [r.name for r in cb.records if r.name.startswith("PICKLE/")]
-    numbers = [int(n.split("/")[1]) for n in names if n.split("/")[1].isdigit()]
+    numbers = [int(n.split("/")[1]) for n in names if n.split("/")[1].isascii() and n.split("/")[1].isdigit()]
     return {
         "soc_model": cb.soc_model, "dsp_arch": cb.dsp_arch, "build_id": cb.build_id,
         "options": dict(cb.options(0)), "records": names, "graph_number": min(numbers, default=None),

@@ -139,3 +139,8 @@ def test_the_emulator_measurement_ships_with_the_data():
     assert all(e["identical"] for (a, m), e in emulated.items() if m != "mlp_float")
     assert not any(e["identical"] for (a, m), e in emulated.items() if m == "mlp_float" and a != "68")
     assert data["float_graphs"]["relaxed_precision_flag=true"] == {"fp16": 65}
+
+
+def test_a_hostile_record_name_is_no_graph_number():
+    assert inprocess.graph_number(["PICKLE/²/g", "PICKLE//", "PICKLE/x/g", "ROOT"]) is None
+    assert inprocess.graph_number(["PICKLE/258/b", "PICKLE/257/a", "WEIGHTS/0"]) == 257

@@ -74,8 +74,13 @@ def versions() -> str:
 def graph_number(record_names: list[str]) -> int | None:
     """The lowest graph number of a file's PICKLE records as its directory names them; None: none named."""
     numbers = [int(n.split("/")[1]) for n in record_names
-               if n.startswith("PICKLE/") and n.split("/")[1].isdigit()]  # fmt: skip
+               if n.startswith("PICKLE/") and _digits(n.split("/")[1])]  # fmt: skip
     return min(numbers, default=None)
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only: a hostile name's "²" is a digit to str.isdigit and no number to int."""
+    return text.isascii() and text.isdigit()
 
 
 def after_another(number: int | None) -> str | None:
