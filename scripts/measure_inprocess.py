@@ -5,6 +5,15 @@ whether it computes the same as the same build made in a fresh process; commit w
         --python-for 2.48=/tmp/ort-2.4/bin/python [--keep DIR] [--emulate]
     python scripts/measure_inprocess.py --derive-only      # write the data again from the raw builds
 
+An older QAIRT is one Python 3.11 venv beside (made as scripts/make_fixtures.py says):
+    python3.11 -m venv /tmp/ort-2.4 && /tmp/ort-2.4/bin/pip install \
+        -c scripts/fixtures-constraints/qairt-2.48.txt onnxruntime-qnn onnxruntime onnx -e .
+Measured so far: QAIRT 2.51 and 2.48 (2.47, 2.49, 2.50: not measured, and q9diff says so for a build made
+after another on them). Other front ends: ExecuTorch's QNN AOT path compiles a .pte's delegates in one
+process (fixtures/pte/two_delegates.pte: its second context is PICKLE/257), not measured here in every order;
+q9diff's own recompile (ort-qnn, qairt, qnn-cli backends, and the Genie bundles built through them) compiles
+each part in a child process of its own, so each is its process's first compile.
+
 A script that builds its variants in a loop (one ONNX Runtime process, one Python session) compiles each
 after the ones before it. scripts/measure_generic.py builds each in a fresh process; this script builds
 sequences in one child process per sequence (ORDERS), for every arch ONNX Runtime's QNN EP takes and a few
