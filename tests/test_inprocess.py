@@ -144,3 +144,11 @@ def test_the_emulator_measurement_ships_with_the_data():
 def test_a_hostile_record_name_is_no_graph_number():
     assert inprocess.graph_number(["PICKLE/²/g", "PICKLE//", "PICKLE/x/g", "ROOT"]) is None
     assert inprocess.graph_number(["PICKLE/258/b", "PICKLE/257/a", "WEIGHTS/0"]) == 257
+
+
+def test_builds_made_through_q9diffs_recipe_path_are_each_their_processs_first_compile():
+    """q9diff's backends compile each part in a child process of its own (recompile, make_fixtures.py):
+    every committed fixture with a recipe beside it, Genie bundles' parts included, is a process's first."""
+    made = [p for p in FIXTURES.rglob("*.bin") if p.with_name(p.stem + ".recipe.json").is_file()]
+    assert len(made) > 40
+    assert {ContextBinary.open(p).graph_number for p in made} <= {256, None}
