@@ -15,6 +15,12 @@ stand-in SoC, whose root cause must be vtcm_size alone):
 - `q9diff A B --json` for generic vs stand-in, generic vs the other SoC, and stand-in vs other: the root
   causes are soc_model alone (with dsp_arch where the generic build recorded another arch), no difference is
   left with no known cause, and the suggestion sets the reference's soc_model.
+With --in-process the three builds of each model and arch are compiled in ONE process, as a script that
+builds its variants in a loop does, in each of IN_PROCESS_ORDERS (scripts/measure_inprocess.py's child): each
+side must be told as asked or said "cannot tell", and no diff may name a root cause other than soc_model
+and dsp_arch, a soc_model the reference did not ask, a fix to it, or "arguments swapped" (the reference is
+always an explicit build); a pair is counted told (soc_model named, fixed to the reference's SoC) or untold
+(soc_model "not compared", with the reason).
 Builds are kept in --out (default: a temp dir) and reused on a second run. Exit 0 when every check holds.
 """
 
@@ -180,6 +186,65 @@ def check(out: Path, version: str, python: str, model_name: str, model: Path, ar
     return results
 
 
+# Orders one process builds an arch's three builds in (a user's loop): D the stand-in SoC, G generic,
+# O another SoC of the arch
+IN_PROCESS_ORDERS = {"D>G>O": ("D", "G", "O"), "O>G>D": ("O", "G", "D"), "G>D>O": ("G", "D", "O")}
+
+
+def _build_in_process(out: Path, version: str, python: str, model: Path, name: str, arch: int, order: str):
+    """The three builds of `check`, compiled in ONE process in `order` (scripts/measure_inprocess.py's
+    child), as a script that builds its variants in a loop does."""
+    from measure_inprocess import run_sequence
+
+    d, o = _stand_in(version, arch), OTHERS[arch][0]
+    options = {"G": {"soc_model": "0", "htp_arch": str(arch)}, "D": {"soc_model": str(d)},
+               "O": {"soc_model": str(o)}}  # fmt: skip
+    folder = out / version / "in_process" / f"{name}_v{arch}_{order.replace('>', '')}"
+    paths = {r: folder / f"{r}.bin" for r in IN_PROCESS_ORDERS[order]}
+    if not all(p.is_file() for p in paths.values()):
+        folder.mkdir(parents=True, exist_ok=True)
+        builds = [{"model": str(model), "options": options[r], "out": str(paths[r])}
+                  for r in IN_PROCESS_ORDERS[order]]  # fmt: skip
+        done = run_sequence(python, builds, out / "work")
+        bad = [b["error"] for b in done if "error" in b]
+        if bad:
+            raise SystemExit(f"{name} v{arch} {order}: {bad[0]}")
+    return {"generic": paths["G"], f"soc{d}": paths["D"], f"soc{o}": paths["O"]}, d, o
+
+
+def check_in_process(out: Path, version: str, python: str, model_name: str, model: Path, arch: int,
+                     order: str) -> list[dict]:  # fmt: skip
+    """Builds made in one process after others: each side is told as asked or said "cannot tell" (with
+    the words), and no diff gets a wrong root cause (anything but soc_model and dsp_arch), a fix to a SoC
+    the reference did not ask, or an "arguments swapped" (the reference is always an explicit build)."""
+    builds, d, o = _build_in_process(out, version, python, model, model_name, arch, order)
+    results = []
+    for k, p in builds.items():
+        t = _q9diff("inspect", str(p))["target"]
+        want, got = k == "generic", t["generic_target"]
+        untold = got is None and "cannot tell" in " ".join(t["evidence"])
+        results.append({"check": f"inspect {k}", "ok": got is want or untold, "told": got,
+                        "said": t["evidence"][-1:]})  # fmt: skip
+    asked = {"generic": 0, f"soc{d}": d, f"soc{o}": o}
+    for a, b in (("generic", f"soc{d}"), ("generic", f"soc{o}"), (f"soc{d}", f"soc{o}")):
+        r = _q9diff(str(builds[a]), str(builds[b]))
+        roots = sorted(c["name"] for c in r["causes"] if c["role"] == "root")
+        loose = [c.get("option", c["name"]) for c in r["causes"] if c["role"] == "unexplained"]
+        fix = [s["value"] for s in r["suggestions"] if s["setting"] == "soc_model"]
+        soc = next((c for c in r["causes"] if c["name"] == "soc_model" and c["role"] == "root"), None)
+        wrong = [x for x in roots if x not in ("soc_model", "dsp_arch")]
+        wrong += [f"soc_model {soc['a']} -> {soc['b']}"] if soc and soc["b"] != asked[b] else []
+        wrong += [f"fix {fix}"] if fix and fix != [asked[b]] else []
+        wrong += ["arguments swapped"] if r.get("reference_looks_wrong") else []
+        told = bool(soc) and fix == [asked[b]]
+        untold = not soc and any(u["setting"] == "soc_model" for u in r.get("unknown", []))
+        results.append({"check": f"diff {a} {b}", "ok": not wrong and (told or untold), "roots": roots,
+                        "told": told, "unexplained": loose, "fix": fix, "wrong": wrong})  # fmt: skip
+    for r in results:
+        r.update(qairt=version, model=model_name, arch=arch, order=order)
+    return results
+
+
 def check_vtcm(out: Path, version: str, python: str, model_name: str, model: Path, arch: int) -> list[dict]:
     """VTCM 2 MiB against 8 MiB on the arch's stand-in SoC: the root cause is vtcm_size alone (no
     precision, no unexplained compiler option) and the suggestion sets 8 MiB."""
@@ -213,11 +278,15 @@ def main(argv: list[str] | None = None) -> int:
         "--vtcm", action="store_true", help="also VTCM 2 MiB vs 8 MiB on each arch's stand-in SoC"
     )
     ap.add_argument("--arch", type=int, action="append", help="only these arches (default: every one)")
+    ap.add_argument("--in-process", action="store_true", help="builds made in one process after others")
+    ap.add_argument("--model", action="append", help="only these held-out models (default: every one)")
     args = ap.parse_args(argv)
     models_dir = args.out / "models"
     models_dir.mkdir(parents=True, exist_ok=True)
     models = {}
     for name, make in HELD_OUT.items():
+        if args.model and name not in args.model:
+            continue
         path = models_dir / f"{name}.onnx"
         models[name] = path if path.is_file() else make(path)
     results = []
@@ -225,7 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         version, python = item.split("=", 1)
         for name, model in models.items():
             for arch in args.arch or ARCHES:
-                checks = check(args.out, version, python, name, model, arch)
+                if args.in_process:
+                    checks = [
+                        r
+                        for order in IN_PROCESS_ORDERS
+                        for r in check_in_process(args.out, version, python, name, model, arch, order)
+                    ]
+                else:
+                    checks = check(args.out, version, python, name, model, arch)
                 if args.vtcm:
                     checks += check_vtcm(args.out, version, python, name, model, arch)
                 for r in checks:
@@ -236,6 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=1))
     print(f"{len(results) - len(bad)} of {len(results)} checks hold", file=sys.stderr)
+    if args.in_process:
+        sides = [r for r in results if r["check"].startswith("inspect")]
+        pairs = [r for r in results if r["check"].startswith("diff")]
+        told = sum(r["told"] is not None for r in sides)
+        wrong = sum(not r["ok"] for r in sides)
+        print(f"sides: {told} told ({wrong} wrong), {len(sides) - told} cannot tell; pairs:"
+              f" {sum(r['told'] for r in pairs)} soc_model named and fixed,"
+              f" {sum(not r['told'] and r['ok'] for r in pairs)} not compared (cannot tell),"
+              f" {sum(bool(r['wrong']) for r in pairs)} with a wrong cause or fix",
+              file=sys.stderr)  # fmt: skip
     return 1 if bad else 0
 
 

@@ -46,6 +46,8 @@ NOT_OUTPUT = {
     "q9diff.soc_measured/1",
     "q9diff.generic_measured/1",
     "q9diff.generic_builds/1",
+    "q9diff.inprocess_measured/1",
+    "q9diff.inprocess_builds/1",
     "q9diff.layers_measured/1",
     "q9diff.recipe/1",
     "q9diff.recipe/2",

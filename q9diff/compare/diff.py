@@ -105,6 +105,8 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
     settings_b = {k: v for k, v in ob.items() if k not in BULKY}
     changed = {k for k in settings_a if settings_a[k] != settings_b.get(k)}
     changed |= {k for k in BULKY if oa[k] != ob[k]}
+    if oa["soc_model"] is None is ob["soc_model"] and None not in (a.soc_model, b.soc_model):
+        changed.add("soc_model")  # both record a SoC and neither ask can be told: not compared, said why
     for getter in sorted(changed):
         if has_unknown(oa[getter]) or has_unknown(ob[getter]):
             changed.discard(getter)
@@ -113,7 +115,13 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
                     "setting": getter,
                     "a": jsonable(oa[getter]),
                     "b": jsonable(ob[getter]),
-                    "why": unknown_reason(a, getter) or unknown_reason(b, getter),
+                    "why": "; ".join(
+                        dict.fromkeys(
+                            unknown_reason(cb, getter)
+                            for cb, o in ((a, oa), (b, ob))
+                            if has_unknown(o[getter])
+                        )
+                    ),
                 }
             )
     hit = [r for r in RULES if r.role == "root" and r.getter in changed]

@@ -5,11 +5,14 @@ being built."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from q9diff.compare.attribution import bucket_of
 from q9diff.compare.cause import Cause
 from q9diff.compare.observe import one
 from q9diff.compare.rules import ROOT_SETTINGS
-from q9diff.read import generic
+from q9diff.read import generic, inprocess
 from q9diff.read.binary import ContextBinary
 
 
@@ -94,8 +97,28 @@ def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]
     where = (f"measured on QAIRT {', '.join(sorted({m.qairt for m in measured}))}" if measured else
              f"which options follow which setting is measured on QAIRT {generic.measured_range()}"
              " only")  # fmt: skip
+    untold = set()  # options that follow soc_model where what one side asked cannot be told (res.unknown)
+    if any(u["setting"] == "soc_model" for u in res.unknown):
+        untold = set().union(*(m.follows.get("soc_model", frozenset()) for m in measured))
+    sides = [(Path(x.path).name, generic.qairt_of(x.build_id), x.dsp_arch, x.graph_number) for x in (a, b)]
     for key, (va, vb) in option_changes(a, b).items():
         if key in moved:
+            continue
+        state = inprocess.carried(sides, key)
+        if state or key in untold:  # a file shows the state the option moves with, or a setting not told
+            untold_too = f"it {generic.UNTOLD} (soc_model, {where})"
+            why = f"compiler option {key}: {va} → {vb}: " + (
+                f"{state}; {untold_too}"
+                if state and key in untold
+                else state or f"{untold_too}; see `not compared`"
+            )
+            res.causes.append(Cause("compiler_option", "effect", va, vb, None, (why,), option=key))
+            if state and key == "relaxed_precision_flag":  # what it does to a float graph: fp16 on HTP
+                for i, c in enumerate(res.causes):
+                    if c.name == "quantization" and c.role == "root":
+                        fp16 = inprocess.fp16_clause(generic.qairt_of(a.build_id))
+                        also = f"relaxed_precision_flag {va} → {vb} ({inprocess.STATE}): {fp16}"
+                        res.causes[i] = replace(c, evidence=(*c.evidence, also))
             continue
         why = (
             f"compiler option {key}: {va} → {vb}, cause not known (no setting q9diff reads moves it; {where})"

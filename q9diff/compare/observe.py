@@ -84,7 +84,11 @@ OBSERVED_FROM = {
 def soc_recorded(a: ContextBinary, b: ContextBinary, oa: dict, ob: dict) -> bool:
     """Where what one side asked is unknown (a QAIRT whose generic builds were not measured) but the two
     record different SoCs, compare on the recorded socModel of that side: the builds differ in the SoC the
-    compiler modelled either way. True when the observations were replaced."""
+    compiler modelled either way. Where both record the same socModel, the SoC modelled is the same and a
+    known side's ask (soc_model 0, with the compiler's stand-in recorded) is no difference from it: left
+    unknown. True when the observations were replaced."""
+    if a.soc_model is not None and a.soc_model == b.soc_model:
+        return False
     ra = oa["soc_model"] if oa["soc_model"] is not None else a.soc_model
     rb = ob["soc_model"] if ob["soc_model"] is not None else b.soc_model
     if None not in (oa["soc_model"], ob["soc_model"]) or ra is None or rb is None or ra == rb:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from q9diff.read.generic import UNTOLD
+from q9diff.read.inprocess import STATE
 from q9diff.read.tables import soc_name
 from q9diff.units import nbytes, value
 
@@ -105,6 +107,12 @@ def role(cause) -> str:
     return "cause not known" if r == "unexplained" else r
 
 
+def carried(causes) -> list:
+    """Compiler options that differ as the state an earlier compile in the same process left (measured)."""
+    return [c for c in causes if _get(c, "name") == "compiler_option" and _get(c, "role") == "effect"
+            and any(STATE in e for e in _get(c, "evidence") or ())]  # fmt: skip
+
+
 def unexplained(causes) -> list:
     return [c for c in causes if _get(c, "role") == "unexplained"]
 
@@ -116,8 +124,21 @@ def headline(causes, models: str = "", over_set: bool = False) -> str:
     if line:
         head = ("Settings that differ" if models else "Root causes") if over_set else (
             "Settings that differ" if models else "Root cause")  # fmt: skip
-        return f"{head}{' over the set' if over_set else ''}: {line}" + (f" ({note})" if note else "")
-    loose = unexplained(causes)
+        state = carried(causes)  # e.g. fp16 where a float graph was compiled after an explicit-SoC build
+        shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in state[:3])
+        moved = f"; {STATE} moved {shown}" if state else ""
+        return f"{head}{' over the set' if over_set else ''}: {line}" + (f" ({note})" if note else "") + moved
+    loose, state = unexplained(causes), carried(causes)
+    effects = [c for c in causes if _get(c, "name") == "compiler_option" and _get(c, "role") == "effect"]
+    untold = any(UNTOLD in e for c in effects for e in _get(c, "evidence") or ())
+    if state and not loose:
+        shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in state[:3])
+        also = "; whether soc_model differs cannot be told (see not compared)" if untold else ""
+        return f"No setting q9diff reads differs; {STATE} moves {shown} (measured){also}"
+    if untold and not loose:
+        shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in effects[:3])
+        head = "Whether soc_model differs cannot be told (see not compared)"
+        return f"{head}; options that follow it differ: {shown}"
     if loose:
         shown = ", ".join(f"{label(c)} {_plain(c, 'a')} → {_plain(c, 'b')}" for c in loose[:3])
         more = f" and {len(loose) - 3} more" if len(loose) > 3 else ""
@@ -147,6 +168,12 @@ def warnings(causes, refused: bool = False) -> list[str]:
         to = _get(soc, "b")
         return [generic_soc(to if isinstance(to, int) else None, refused)]
     return []
+
+
+def undecided(parts) -> bool:
+    """Whether a side records a SoC whose ask cannot be told (a generic build's stand-in, maybe): such a
+    side may be the generic one, so it is no evidence that the other looks broken beside it."""
+    return any(p["target"]["generic_target"] is None and p["target"]["soc_model_recorded"] for p in parts)
 
 
 def doubts(parts) -> list[str]:
@@ -189,7 +216,7 @@ def reference_looks_wrong(causes, candidate=(), reference=()) -> str | None:
                 f" ({soc_name(a)}): the reference looks like the broken build"
             )
     ref = doubts(reference) if reference else []
-    if ref and candidate and not doubts(candidate):
+    if ref and candidate and not doubts(candidate) and not undecided(candidate):
         return (
             f"the reference {' and '.join(ref)} and the candidate does not:"
             " the reference looks like the broken build"

@@ -15,7 +15,7 @@ from q9diff.errors import FormatError
 from q9diff.formats import context_binary as CB
 from q9diff.formats import flatbuffer_slots as S
 from q9diff.formats import pickles as P
-from q9diff.read import flatbuf, generic
+from q9diff.read import flatbuf, generic, inprocess
 from q9diff.read.files import regular_file
 from q9diff.read.metadata import MetadataReader
 from q9diff.read.model import (  # noqa: F401  (re-exported: the model of a ContextBinary)
@@ -111,7 +111,15 @@ class ContextBinary(MetadataReader, PickleWalker):
         (q9diff.read.generic.requested over what it records and its first graph's options): one answer
         per binary, whoever asks."""
         opts = self.options(0) if self.graphs else {}
-        return generic.requested(self.soc_model, self.dsp_arch, opts, self.build_id)
+        return generic.requested(self.soc_model, self.dsp_arch, opts, self.build_id, self.graph_number)
+
+    @cached_property
+    def graph_number(self) -> int | None:
+        """The lowest number the record directory gives a graph's pickle (PICKLE/256 is a process's first
+        graph, q9diff.read.inprocess); None for a blob without a directory, whose names q9diff makes up."""
+        if not self.has_directory:
+            return None
+        return inprocess.graph_number([r.name for r in self.records])
 
     @cached_property
     def measured(self) -> generic.Measured | None:

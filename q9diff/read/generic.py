@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from q9diff.read import inprocess
 from q9diff.read.tables import GENERIC_SOC_TYPE
 
 GENERIC_MEASURED_PATH = Path(__file__).with_name("generic_measured.json")
 # Every build the rules were derived from, one row each (read by the tests, not by q9diff at run time).
 GENERIC_BUILDS_PATH = Path(__file__).with_name("generic_builds.json")
 SOURCE = "q9diff/read/generic_measured.json (scripts/measure_generic.py)"
+# What a compiler option that follows soc_model is said to do where one side's soc_model cannot be told.
+UNTOLD = "moves with a setting one side cannot tell"
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,16 @@ def measured_range() -> str:
 
 
 def requested(
-    soc_model: int | None, dsp_arch: int | None, options: dict[str, str], build_id: str
+    soc_model: int | None,
+    dsp_arch: int | None,
+    options: dict[str, str],
+    build_id: str,
+    graph_number: int | None = None,
 ) -> Requested:
-    """What a build asked for, from what it records (see the module's note)."""
+    """What a build asked for, from what it records (see the module's note). `graph_number`: the lowest
+    number the file's record directory gives a graph (q9diff.read.inprocess): above a process's first, the
+    build was compiled after another in the same process, and only the signature options measured to keep
+    their meaning then are read."""
     if soc_model is None and options.get("soc_type") == GENERIC_SOC_TYPE:
         return Requested(0, True, (f"options soc_type={GENERIC_SOC_TYPE}: built for no SoC",), "metadata")
     if soc_model is None:
@@ -127,15 +137,29 @@ def requested(
         why = (f"on QAIRT {qairt} a generic v{sig.arch} build and an explicit soc_model {soc_model} build"
                " write the same options (measured): which one this is cannot be told")  # fmt: skip
         return Requested(None, None, (why,), "measured")
-    apart = [(k, options.get(k)) for k, v in sig.options if options.get(k) != v]
-    wrote = ", ".join(f"{k}={v}" for k, v in sig.options)
+    doubts = {
+        k: inprocess.doubt(qairt, sig.arch, graph_number, k, options.get(k), options.get(k) == v)
+        for k, v in sig.options
+    }
+    usable = tuple((k, v) for k, v in sig.options if not doubts[k])
+    if not usable:  # built after another in one process, where no signature option keeps its meaning
+        said = "; ".join(dict.fromkeys(d for d in doubts.values() if d))
+        why = (
+            f"cannot tell from the file whether soc_model 0 was asked: {said}"
+            f"; a fresh soc_model 0 build for v{sig.arch} records socModel {soc_model} too"
+        )
+        return Requested(None, None, (why,), "measured")
+    apart = [(k, options.get(k)) for k, v in usable if options.get(k) != v]
+    wrote = ", ".join(f"{k}={v}" for k, v in usable)
+    later = inprocess.after_another(graph_number)
+    held = f"; {later}, which does not move {'them' if len(usable) > 1 else 'it'} (measured)" if later else ""
     if not apart:
         why = (f"options {wrote}, as every soc_model 0 build for v{sig.arch} on QAIRT {qairt} and no explicit"
-               f" soc_model {soc_model} one (measured): the compiler stood in its SoC")  # fmt: skip
+               f" soc_model {soc_model} one (measured): the compiler stood in its SoC{held}")  # fmt: skip
         return Requested(0, True, (why,), "measured")
     said = ", ".join(f"{k}={got}" for k, got in apart)
     why = (f"options {said}: an explicit build (every soc_model 0 build for v{sig.arch} on QAIRT {qairt}"
-           f" writes {wrote}, measured)")  # fmt: skip
+           f" writes {wrote}, measured){held}")  # fmt: skip
     return Requested(soc_model, False, (why,), "measured")
 
 
