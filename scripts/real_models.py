@@ -221,12 +221,12 @@ def _samples(frames: int) -> int:
     return 160 * frames + 400
 
 
-def _oww_clip_mels(mel_path: Path, seed: int) -> np.ndarray:
+def _oww_clip_mels(mel_path: Path, seed: int, windows: int = 16) -> np.ndarray:
     """openWakeWord's features of a seeded speech-like clip: its melspectrogram model on int16-scaled audio,
     then x / 10 + 2 as openWakeWord does; [frames, 32]."""
-    n = _samples(OWW_WINDOW + 15 * OWW_STEP)
+    n = _samples(OWW_WINDOW + (windows - 1) * OWW_STEP)
     full = ready(onnx.load(mel_path), {"input": [1, n]})
-    audio = speech(seed, 2.1)[:n] * 32767
+    audio = speech(seed, n / 16000 + 0.1)[:n] * 32767
     (mel,) = run(full, {"input": audio[None].astype(np.float32)})
     return (mel.reshape(-1, 32) / 10 + 2).astype(np.float32)
 
@@ -251,18 +251,22 @@ def oww_embedding(path: Path, work: Path):
 
 
 def oww_head(path: Path, work: Path):
-    """A wake-word head (one sigmoid output) on the embeddings of 16 windows of a clip."""
-    model = ready(onnx.load(path), {model_input(path): [1, 16, 96]})
+    """A wake-word head (one sigmoid output) on the embeddings of a clip's windows (as many as it reads)."""
+    name = model_input(path)
+    frames = (
+        next(i for i in onnx.load(path).graph.input if i.name == name).type.tensor_type.shape.dim[1].dim_value
+    )
+    model = ready(onnx.load(path), {name: [1, frames, 96]})
     mel = _member(path, "melspectrogram.onnx")
     emb = ready(onnx.load(_member(path, "embedding_model.onnx")), {"input_1": [1, OWW_WINDOW, 32, 1]})
     items = []
     for k in range(9):
-        m = _oww_clip_mels(mel, 400 + k)
+        m = _oww_clip_mels(mel, 400 + k, frames)
         vecs = [
             run(emb, {"input_1": m[None, i * OWW_STEP : i * OWW_STEP + OWW_WINDOW, :, None]})[0].reshape(96)
-            for i in range(16)
+            for i in range(frames)
         ]
-        items.append({model_input(path): np.stack(vecs)[None].astype(np.float32)})
+        items.append({name: np.stack(vecs)[None].astype(np.float32)})
     return (model, *_split(items))
 
 
