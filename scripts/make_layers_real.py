@@ -323,15 +323,26 @@ def load_manifest(out: Path) -> dict:
 
 
 def measure(out: Path, manifest: dict, names: list[str], redo: bool) -> None:
-    """Every variant of `names`' models, model by model in that order, one run at a time."""
+    """Every variant of `names`' models, model by model in that order, one run at a time; the manifest is
+    read again before each run, so that variants another process is still building are measured too."""
     runs = out / "runs"
     runs.mkdir(exist_ok=True)
     order = {name: i for i, name in enumerate(names)}
-    chosen = sorted((v for v in manifest["variants"] if v["model"] in order), key=lambda v: order[v["model"]])
-    for v in chosen:
+    done: set[str] = set()
+    while True:
+        manifest = load_manifest(out)
+        todo = [
+            v
+            for v in manifest["variants"]
+            if v["model"] in order
+            and v["name"] not in done
+            and (redo or not (runs / f"{v['name']}.json").is_file())
+        ]
+        if not todo:
+            return
+        v = min(todo, key=lambda v: order[v["model"]])
+        done.add(v["name"])
         dst = runs / f"{v['name']}.json"
-        if dst.is_file() and not redo:
-            continue
         cmd = [str(Q9DIFF), "layers", str(out / v["candidate"]), "--reference", str(out / v["reference"])]
         cmd += ["--inputs", str(out / v["inputs"]), "--json"]
         started = time.monotonic()

@@ -105,7 +105,7 @@ def score(v: dict, record: dict | None, clean: dict | None) -> dict:
             "tensor": fd["tensor"],
             "node": fd["node"],
             "op": fd["op"],
-            "own_db": rnd(num(fd["figures"].get("local_sqnr_db"))),
+            "own_db": rnd(num(fd.get("local_sqnr_db"))),
         },
         "right": right,
         "no_measurable_effect": no_effect,
