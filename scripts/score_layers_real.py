@@ -128,7 +128,9 @@ def rnd(x: float | None) -> float | str | None:
 def summary(scored: list[dict]) -> dict:
     out = {}
     for half in ("fit", "held_out"):
-        s = [x for x in scored if x["split"] == half and x.get("measured")]
+        everything = [x for x in scored if x["split"] == half]
+        s = [x for x in everything if x.get("measured")]
+        errors = [x for x in everything if "error" in x and x["error"] != "not run"]
         faults = [x for x in s if x["fault"] != "clean" and x["htp_changes"]]
         effective = [x for x in faults if not x["no_measurable_effect"]]
         weak = [x for x in faults if x["no_measurable_effect"]]
@@ -141,6 +143,13 @@ def summary(scored: list[dict]) -> dict:
             "false_alarms_clean": f"{sum(not x['right'] for x in clean)}/{len(clean)}",
             "false_alarms_htp_ignores": f"{sum(not x['right'] for x in ignored)}/{len(ignored)}",
             "seconds_max": max((x["seconds"] for x in s), default=None),
+            "seconds_median": sorted(x["seconds"] for x in s)[len(s) // 2] if s else None,
+            "not_measured_errors": [
+                f"{x['variant']}: {x['error'].strip().splitlines()[-1][:160]}" for x in errors
+            ],
+            "not_run_yet": sum(x.get("error") == "not run" for x in everything),
+            "qdq_disagree_same_as_clean": f"{sum(bool(x.get('same_as_clean')) for x in ignored)}/"
+            f"{len(ignored)}",
         }
     return out
 
