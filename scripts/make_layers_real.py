@@ -326,7 +326,7 @@ def load_manifest(out: Path) -> dict:
 # ---------- measuring ----------
 
 
-def measure(out: Path, manifest: dict, names: list[str], redo: bool) -> None:
+def measure(out: Path, manifest: dict, names: list[str], redo: bool, only: set[str] | None = None) -> None:
     """Every variant of `names`' models, model by model in that order, one run at a time; the manifest is
     read again before each run, so that variants another process is still building are measured too."""
     runs = out / "runs"
@@ -340,6 +340,7 @@ def measure(out: Path, manifest: dict, names: list[str], redo: bool) -> None:
             for v in manifest["variants"]
             if v["model"] in order
             and v["name"] not in done
+            and (only is None or v["name"].split(".", 1)[1] in only)
             and (redo or not (runs / f"{v['name']}.json").is_file())
         ]
         if not todo:
@@ -406,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
             build_model(real, out, args.cache or out / "wheels", manifest, only)
             print(f"built {real.name}", file=sys.stderr, flush=True)
     if args.measure:
-        measure(out, manifest, [m.name for m in chosen], args.redo)
+        only = set(args.variants.split(",")) if args.variants else None
+        measure(out, manifest, [m.name for m in chosen], args.redo, only)
     return 0
 
 
