@@ -121,6 +121,49 @@ def ready(
     return out
 
 
+def gelu_from_erf(model: onnx.ModelProto) -> onnx.ModelProto:
+    """x * 0.5 * (1 + erf(x / sqrt 2)), as BERT exports write GELU, made one Gelu node (com.microsoft): the
+    QNN EP has no Erf, so a user's model is fused so before it goes to HTP (ONNX Runtime's transformer
+    optimizer does the same). The same function: the float model keeps its values."""
+    from onnx import helper
+
+    consumers: dict[str, list] = {}
+    for n in model.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    producer = {o: n for n in model.graph.node for o in n.output}
+    drop, add = set(), []
+    for erf in [n for n in model.graph.node if n.op_type == "Erf"]:
+        div = producer[erf.input[0]]
+        plus = consumers[erf.output[0]][0]
+        times = consumers[plus.output[0]][0]
+        half = consumers[times.output[0]][0]
+        if (div.op_type, plus.op_type, times.op_type, half.op_type) != ("Div", "Add", "Mul", "Mul"):
+            raise ValueError(f"{erf.name}: not the erf GELU pattern")
+        x = div.input[0]
+        drop |= {id(div), id(erf), id(plus), id(times), id(half)}
+        add.append(
+            (
+                half,
+                helper.make_node(
+                    "Gelu", [x], [half.output[0]], name=f"{erf.name}_gelu", domain="com.microsoft"
+                ),
+            )
+        )
+    nodes = []
+    for n in model.graph.node:
+        for anchor, gelu in add:
+            if n is anchor:
+                nodes.append(gelu)
+        if id(n) not in drop:
+            nodes.append(n)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return model
+
+
 def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list:
     import onnxruntime as ort
 
@@ -296,9 +339,9 @@ MINILM_TOKENS = 32
 
 
 def minilm(path: Path, work: Path):
-    """paraphrase-MiniLM-L3-v2's encoder (3 layers: attention, LayerNorm, GELU) from the embeddings' output
-    on (the 30k-row lookup before it stays on the CPU), every token attended; fed the embeddings of
-    seeded word-piece ids as the full model computes them."""
+    """paraphrase-MiniLM-L3-v2's encoder (3 layers: attention, LayerNorm, GELU made one Gelu node) from the
+    embeddings' output on (the 30k-row lookup before it stays on the CPU), every token attended; fed the
+    embeddings of seeded word-piece ids as the full model computes them."""
     full = onnx.load(path)
     s = MINILM_TOKENS
     ones = np.ones((1, s), np.int64)
@@ -309,6 +352,7 @@ def minilm(path: Path, work: Path):
         consts={"attention_mask": ones},
         first={"input_ids": [1, s]},
     )
+    model = gelu_from_erf(model)
     whole = ready(full, {"input_ids": [1, s], "attention_mask": [1, s]})
     whole = with_outputs(whole, [MINILM_EMB])
     rng = np.random.default_rng(55)
