@@ -176,7 +176,7 @@ def markdown(scored: list[dict], summ: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def corpus_section(manifest: dict, summ: dict) -> dict:
+def corpus_section(manifest: dict, summ: dict, scored: list[dict]) -> dict:
     sys.path.insert(0, str(REPO / "scripts"))
     import make_layers_real as real
 
@@ -204,6 +204,16 @@ def corpus_section(manifest: dict, summ: dict) -> dict:
         "packages": sorted({f"{m['package']}=={m['version']}" for m in manifest["models"].values()}),
         "variants": len(manifest["variants"]),
         "score_before_issue_55_rule": summ,
+        "runs_before_issue_55_rule": [
+            {
+                "variant": x["variant"],
+                "named": None if not x.get("headline") else x["headline"]["tensor"],
+                "right": x.get("right"),
+                "seconds": x.get("seconds"),
+            }
+            for x in scored
+            if x.get("measured")
+        ],
     }
 
 
@@ -234,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(summ, indent=1))
     if args.write_measured:
         data = json.loads(MEASURED.read_text())
-        data["corpus"] = corpus_section(manifest, summ)
+        data["corpus"] = corpus_section(manifest, summ, scored)
         atomic(MEASURED, json.dumps(data, indent=1) + "\n")
     return 0
 
