@@ -24,11 +24,11 @@ from q9diff.oracle import layouts as c
 from q9diff.oracle.reader import (
     OracleError,
     OracleUnavailable,
-    _binary_info,
-    _system_interface,
-    _tensor,
-    _text,
+    binary_info,
+    c_text,
     find_library,
+    system_interface,
+    tensor_info,
 )
 
 FUNCTIONS_AT = 32  # the function table's offset in QnnSystemInterface_t (x86_64)
@@ -59,7 +59,7 @@ class ComposableGraphInfo(ctypes.Structure):
 def read_dlc(path: str | Path) -> dict:
     """libQnnSystem's reading of the DLC at `path`, in this process: {"graphs": [...], "caches": [...]}."""
     path = Path(path)
-    _, interface = _system_interface(find_library())
+    _, interface = system_interface(find_library())
     table = (ctypes.c_void_p * TABLE_LENGTH).from_address(ctypes.addressof(interface) + FUNCTIONS_AT)
     if not all(
         table[i] for i in (CREATE_FROM_FILE, FREE, GRAPH_HANDLES, CACHE_HANDLES, GRAPH_INFO, CACHE_INFO)
@@ -89,12 +89,13 @@ def read_dlc(path: str | Path) -> dict:
             g = raw.contents.v1
             graphs.append(
                 {
-                    "name": _text(g.graph_name),
+                    "name": c_text(g.graph_name),
                     "inputs": [
-                        dataclasses.asdict(_tensor(g.graph_inputs[i])) for i in range(g.num_graph_inputs)
+                        dataclasses.asdict(tensor_info(g.graph_inputs[i])) for i in range(g.num_graph_inputs)
                     ],
                     "outputs": [
-                        dataclasses.asdict(_tensor(g.graph_outputs[i])) for i in range(g.num_graph_outputs)
+                        dataclasses.asdict(tensor_info(g.graph_outputs[i]))
+                        for i in range(g.num_graph_outputs)
                     ],
                 }
             )
@@ -104,7 +105,7 @@ def read_dlc(path: str | Path) -> dict:
             error = cache_info(h, ctypes.byref(raw))
             if error or not raw:
                 raise OracleError(f"{path}: libQnnSystem gave no cache info (error {error & 0xFFFF})")
-            caches.append(dataclasses.asdict(_binary_info(raw.contents, path)))
+            caches.append(dataclasses.asdict(binary_info(raw.contents, path)))
         return {"graphs": graphs, "caches": caches}
     finally:
         free(handle)
@@ -223,14 +224,14 @@ def disagreements(path: str | Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from q9diff.oracle.reader import _stdout_to_stderr
+    from q9diff.oracle.reader import stdout_to_stderr
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m q9diff.oracle.dlc FILE", file=sys.stderr)
         return 2
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             found = read_dlc(args[0])
     except OracleUnavailable as exc:
         print(exc, file=sys.stderr)

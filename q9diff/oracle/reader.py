@@ -127,7 +127,7 @@ def find_library(lib: str | Path | None = None) -> Path:
 
 
 @functools.cache
-def _system_interface(path: Path) -> tuple[ctypes.CDLL, c.SystemInterface]:
+def system_interface(path: Path) -> tuple[ctypes.CDLL, c.SystemInterface]:
     try:
         library = ctypes.CDLL(str(path))
         get_providers = library.QnnSystemInterface_getProviders
@@ -155,7 +155,7 @@ def _system_interface(path: Path) -> tuple[ctypes.CDLL, c.SystemInterface]:
 # --- reading -------------------------------------------------------------------------------
 
 
-def _text(value: bytes | None) -> str:
+def c_text(value: bytes | None) -> str:
     return value.decode("utf-8", "replace") if value else ""
 
 
@@ -163,7 +163,7 @@ def _version(value: c.Version) -> str:
     return f"{value.major}.{value.minor}.{value.patch}"
 
 
-def _tensor(raw: c.Tensor) -> TensorInfo:
+def tensor_info(raw: c.Tensor) -> TensorInfo:
     t = raw.u.v1
     dims = tuple(t.dimensions[i] for i in range(t.rank)) if t.dimensions else ()
     params = t.quantize_params
@@ -190,7 +190,7 @@ def _tensor(raw: c.Tensor) -> TensorInfo:
         # A NULL offsets array means symmetric quantization: every offset is 0.
         offsets = tuple(per_axis.offsets[i] for i in range(count)) if per_axis.offsets else (0,) * count
     return TensorInfo(
-        name=_text(t.name),
+        name=c_text(t.name),
         id=t.id,
         dtype=DATATYPE_NAMES.get(t.data_type, f"0x{t.data_type:04X}"),
         dims=dims,
@@ -205,7 +205,7 @@ def _tensor(raw: c.Tensor) -> TensorInfo:
 
 
 def _tensors(array: Any, count: int) -> tuple[TensorInfo, ...]:
-    return tuple(_tensor(array[i]) for i in range(count)) if array else ()
+    return tuple(tensor_info(array[i]) for i in range(count)) if array else ()
 
 
 def _graph_blob_info(blob: bytes) -> dict[str, int]:
@@ -265,7 +265,7 @@ def _graph(raw: c.GraphInfo, path: Path) -> GraphInfo:
     if raw.version == 3 and g.graph_blob_info and g.graph_blob_info_size:
         blob_fields = _graph_blob_info(ctypes.string_at(g.graph_blob_info, g.graph_blob_info_size))
     return GraphInfo(
-        name=_text(g.graph_name),
+        name=c_text(g.graph_name),
         inputs=_tensors(g.graph_inputs, g.num_graph_inputs),
         outputs=_tensors(g.graph_outputs, g.num_graph_outputs),
         version=raw.version,
@@ -273,7 +273,7 @@ def _graph(raw: c.GraphInfo, path: Path) -> GraphInfo:
     )
 
 
-def _binary_info(raw: c.BinaryInfo, path: Path) -> BinaryInfo:
+def binary_info(raw: c.BinaryInfo, path: Path) -> BinaryInfo:
     if raw.version not in (1, 2, 3):
         raise OracleError(f"{path}: libQnnSystem returned BinaryInfo version {raw.version}, not 1, 2 or 3")
     b = raw.u.v3 if raw.version == 3 else raw.u.v2 if raw.version == 2 else raw.u.v1
@@ -286,7 +286,7 @@ def _binary_info(raw: c.BinaryInfo, path: Path) -> BinaryInfo:
             dsp_arch = arch if metadata_version == 1 else None
     graphs = tuple(_graph(b.graphs[i], path) for i in range(b.num_graphs)) if b.graphs else ()
     return BinaryInfo(
-        build_id=_text(b.build_id),
+        build_id=c_text(b.build_id),
         core_api_version=_version(b.core_api_version),
         backend_api_version=_version(b.backend_api_version),
         context_blob_version=_version(b.context_blob_version),
@@ -295,7 +295,7 @@ def _binary_info(raw: c.BinaryInfo, path: Path) -> BinaryInfo:
         dsp_arch=dsp_arch,
         backend_id=b.backend_id,
         graphs=graphs,
-        soc_version=_text(b.soc_version),
+        soc_version=c_text(b.soc_version),
         version=raw.version,
     )
 
@@ -303,7 +303,7 @@ def _binary_info(raw: c.BinaryInfo, path: Path) -> BinaryInfo:
 def read_binary_info(path: str | Path, lib: str | Path | None = None) -> BinaryInfo:
     """Qualcomm's BinaryInfo for the context binary at *path*, read in this process."""
     path = Path(path)
-    _, interface = _system_interface(find_library(lib))
+    _, interface = system_interface(find_library(lib))
     functions = interface.functions
     buffer = bytearray(path.read_bytes())
     if not buffer:
@@ -326,7 +326,7 @@ def read_binary_info(path: str | Path, lib: str | Path | None = None) -> BinaryI
             )
         if error or not raw:
             raise OracleError(f"{path}: libQnnSystem could not read it (error {error & 0xFFFF})")
-        return _binary_info(raw.contents, path)
+        return binary_info(raw.contents, path)
     finally:
         functions.system_context_free(handle)
 
@@ -405,7 +405,7 @@ def read_binary_info_isolated(
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr():
+def stdout_to_stderr():
     """Keep anything the native library prints off stdout, which carries the JSON."""
     sys.stdout.flush()
     saved = os.dup(1)
@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lib", help="path of libQnnSystem.so")
     args = parser.parse_args(argv)
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             info = read_binary_info(args.path, args.lib)
     except OracleUnavailable as exc:
         print(exc, file=sys.stderr)
