@@ -85,7 +85,7 @@ def test_the_rule_fires_on_a_nodes_own_error_not_on_noise_it_inherits():
     judged = judge([f(80), f(41), f(18), f(3)], r, [True, True, False, True])
     assert judged.suspects == (2,) and judged.divergence.index == 3
     assert judge([f(80), f(41), f(30), f(12)], r, [True, True, False, True]) == Judgement(
-        Verdict(3, 41, 0.999)
+        Verdict(3, 41, 0.999, 20.0), worst=3
     )
     # the local SQNR takes rounding to the tensor's own grid off the error
     ref = np.linspace(-1, 1, 1000)
@@ -179,7 +179,9 @@ def test_a_saved_result_draws_again_as_the_command_drew_it(faulty_mlp, tmp_path)
     )
     assert live.returncode == 1, live.stderr
     first = live.stdout.splitlines()[0]
-    assert first.startswith("first divergence: matmul_4 (MatMul matmul_4), cosine ")
+    assert first.startswith("first divergence: matmul_4 (MatMul matmul_4), own SQNR ")
+    assert live.stdout.splitlines()[1].startswith("next: check matmul_4's weight encoding")
+    assert "terms: SQNR, own, first divergence, tap (q9diff explain TERM)" in live.stdout.splitlines()
     done = q9diff("layers", str(faulty_mlp), "--reference", str(MLP_FLOAT), "--json")
     saved.write_text(done.stdout)
     again = q9diff("report", str(saved))

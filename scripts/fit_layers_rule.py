@@ -1,0 +1,229 @@
+"""Fit `q9diff layers`' first-divergence rule on one half of a corpus of real trained models and report it on
+the other half (issue 55), writing the rule and both figures to q9diff/layers/measured.json.
+
+    python scripts/fit_layers_rule.py --corpus /work/lcorpus [--runs DIR] [--write]
+
+1. The corpus: a folder whose manifest.json lists variants of real models (scripts/make_layers_real.py):
+   family, split "fit" or "held_out", quantization, fault with its expected tensor and node, whether the HTP
+   build computes the fault at all, candidate QDQ .onnx, float reference, inputs).
+2. Each variant run once with `q9diff layers` as users run it, its result kept in --runs (reused when
+   there): each tensor's own error (local SQNR), element count and grid SQNR.
+3. A fault *has an effect* where its tensor's own error is at least 10 dB below the same tensor's in the
+   clean build of its model and quantization; one without (or one the HTP does not compute) must leave the
+   verdict quiet like a clean build.
+4. The rule's parameters (floor, how far under the tensor's grid SQNR the allowance may go, how many σ of an
+   SQNR over n values it is lowered by, the margin below the tensors before it) searched over a grid on the
+   "fit" variants only: first no false alarm on a clean build or a quiet fault, then the most effective
+   faults named where they sit, then the widest distance from the nearest clean tensor. The rule is then
+   judged, unchanged, on the "held_out" variants: faults named, false alarms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from q9diff.layers import figures as fig  # noqa: E402
+from q9diff.layers.result import LayersResult  # noqa: E402
+from q9diff.layers.run import layers  # noqa: E402
+
+OUT = REPO / "q9diff" / "layers" / "measured.json"
+NO_EFFECT_DB = 10.0
+FLOORS = [x / 2 for x in range(0, 61)]  # 0 .. 30 dB
+GRID_MARGINS = [None, 20.0, 30.0, 40.0, 50.0, 60.0]
+SPREADS = [0.0, 1.0, 2.0, 3.0]
+MARGINS = [0.0, 2.5, 5.0]
+BORDERLINE_DB = 3.0  # the band either side of a tensor's allowance the verdict calls borderline
+WORST_GAP_DB = 10.0  # the worst own error is named beside the first when this far below it
+
+
+def rows_of(corpus: Path) -> list[dict]:
+    data = json.loads((corpus / "manifest.json").read_text())
+    rows = data["variants"]
+    for r in rows:
+        for key in ("candidate", "reference", "inputs"):
+            if r.get(key) and not Path(r[key]).is_absolute():
+                r[key] = str(corpus / r[key])
+    return rows
+
+
+def run(row: dict, runs: Path) -> LayersResult:
+    path = runs / f"{row['name']}.json"
+    if path.is_file():
+        return LayersResult.from_json(json.loads(path.read_text()))
+    inputs = Path(row["inputs"]) if row.get("inputs") else None
+    res = layers(row["candidate"], row["reference"], inputs=inputs)  # as users run it
+    path.write_text(json.dumps(res.to_json()))
+    print(f"ran {path.name}: {res.seconds:.0f} s", file=sys.stderr, flush=True)
+    return res
+
+
+def series(res: LayersResult) -> list:
+    """(tensor, node, figures, resolved) of every row, every graph in turn."""
+    return [(r.tensor, r.node, r.figures, r.resolved) for g in res.graphs for r in g.rows]
+
+
+def at(rows: list, expected: dict | None) -> int | None:
+    if not expected:
+        return None
+    return next(
+        (
+            i
+            for i, (t, n, _, _) in enumerate(rows)
+            if t == expected.get("tensor") or n == expected.get("node")
+        ),
+        None,
+    )
+
+
+def label(variants: list[dict], results: dict) -> None:
+    """Each variant's role: "clean", "fault" (with its index: an effective fault the HTP computes) or
+    "quiet" (a fault without effect there, or one the HTP does not compute)."""
+    for v in variants:
+        rows = series(results[v["key"]])
+        v["rows"] = rows
+        if not v.get("fault"):
+            v["role"], v["index"] = "clean", None
+            continue
+        i = at(rows, v.get("expected"))
+        clean = next(
+            (
+                w
+                for w in variants
+                if not w.get("fault")
+                and w["family"] == v["family"]
+                and w.get("quantization") == v.get("quantization")
+                and w.get("model", w["family"]) == v.get("model", v["family"])
+            ),
+            None,
+        )
+        v["index"], v["effect_db"] = i, None
+        if i is None or not v.get("htp_changes", True):
+            v["role"] = "quiet"
+            continue
+        own = fig.judged(rows[i][2])
+        base = {t: fig.judged(f) for t, _, f, _ in series(results[clean["key"]])} if clean else {}
+        before = base.get(rows[i][0])
+        effect = (before - own) if own is not None and before is not None else None
+        v["effect_db"] = None if effect is None or not math.isfinite(effect) else round(effect, 1)
+        v["role"] = "fault" if effect is None or effect >= NO_EFFECT_DB else "quiet"
+
+
+def outcome(v: dict, rule: fig.Rule) -> str:
+    """One of "named", "missed", "wrong" (another tensor named first), "false alarm" or "quiet"."""
+    figs = [f for _, _, f, _ in v["rows"]]
+    resolved = [r for _, _, _, r in v["rows"]]
+    d = fig.judge(figs, rule, resolved).divergence
+    if v["role"] != "fault":
+        return "quiet" if d is None else "false alarm"
+    if d is None:
+        return "missed"
+    return "named" if d.index == v["index"] else "wrong"
+
+
+def score(variants: list[dict], rule: fig.Rule) -> dict:
+    out = {"faults": 0, "named": 0, "clean": 0, "false_alarms": 0, "wrong": 0, "missed": 0}
+    for v in variants:
+        o = outcome(v, rule)
+        if v["role"] == "fault":
+            out["faults"] += 1
+            out["named"] += o == "named"
+            out["wrong"] += o == "wrong"
+            out["missed"] += o == "missed"
+        else:
+            out["clean"] += 1
+            out["false_alarms"] += o == "false alarm"
+    return out
+
+
+def clearance(variants: list[dict], rule: fig.Rule) -> float:
+    """The smallest distance (dB) of a clean tensor's own error above its allowance: how far the rule's
+    line is from the clean tensors of the fit half."""
+    low = math.inf
+    for v in variants:
+        upto = v["index"] if v["role"] == "fault" and v["index"] is not None else len(v["rows"])
+        for _, _, f, ok in v["rows"][:upto]:
+            x = fig.judged(f)
+            if ok and x is not None and math.isfinite(x):
+                low = min(low, x - rule.allowance(f))
+    return low
+
+
+def fit(variants: list[dict]) -> tuple[fig.Rule, dict]:
+    best, best_key = None, None
+    for floor, grid, spread, margin in itertools.product(FLOORS, GRID_MARGINS, SPREADS, MARGINS):
+        rule = fig.Rule(0.0, margin, floor, "", grid, spread, BORDERLINE_DB, WORST_GAP_DB)
+        s = score(variants, rule)
+        key = (-s["false_alarms"], s["named"], round(clearance(variants, rule), 1), -floor)
+        if best_key is None or key > best_key:
+            best, best_key = (rule, s), key
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--runs", type=Path, default=Path("/tmp/q9diff-layers-fit-runs"))
+    p.add_argument("--write", action="store_true", help="write the rule and figures to measured.json")
+    p.add_argument("--run-only", action="store_true", help="run the variants not yet run, fit nothing")
+    args = p.parse_args(argv)
+    args.runs.mkdir(parents=True, exist_ok=True)
+    variants = [v for v in rows_of(args.corpus) if Path(v["candidate"]).is_file()]
+    results = {}
+    for v in variants:
+        v["key"] = v["name"]
+        try:
+            results[v["key"]] = run(v, args.runs)
+        except Exception as exc:  # one variant q9diff refuses: said, and left out of the fit
+            print(f"{v['name']}: {exc}", file=sys.stderr, flush=True)
+    if args.run_only:
+        return 0
+    variants = [v for v in variants if v["key"] in results]
+    label(variants, results)
+    fit_half = [v for v in variants if v.get("split") == "fit"]
+    held = [v for v in variants if v.get("split") == "held_out"]
+    (rule, on_fit) = fit(fit_half)
+    families = sorted({v["family"] for v in fit_half})
+    rule = fig.Rule(
+        rule.percentile, rule.margin_db, rule.floor_db,
+        f"{len(fit_half)} builds of real trained models ({', '.join(families)}; the fit half): "
+        "scripts/fit_layers_rule.py",
+        rule.grid_margin_db, rule.spread, rule.borderline_db, rule.worst_gap_db,
+    )  # fmt: skip
+    on_held = score(held, rule)
+    per = [
+        {
+            "model": v["key"], "split": v.get("split"), "fault": v.get("fault"), "role": v["role"],
+            "effect_db": v.get("effect_db"), "outcome": outcome(v, rule),
+        }
+        for v in variants
+    ]  # fmt: skip
+    report = {"fit": on_fit, "held_out": on_held, "clearance_db": round(clearance(fit_half, rule), 1)}
+    print(json.dumps({"rule": rule.to_json(), **report}, indent=1))
+    for r in per:
+        print(f"{r['split']:9} {r['model']:50} {r['role']:6} {r['outcome']:12} effect {r['effect_db']}")
+    if args.write:
+        data = json.loads(OUT.read_text())
+        data["rule"] = rule.to_json() | {"gap_db": report["clearance_db"]}
+        data["real"] = {
+            "corpus": str(args.corpus),
+            "fit_families": families,
+            "held_out_families": sorted({v["family"] for v in held}),
+            "fit": on_fit,
+            "held_out": on_held,
+            "variants": per,
+            "how": "python scripts/fit_layers_rule.py --corpus DIR --write",
+        }
+        OUT.write_text(json.dumps(data, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
