@@ -167,6 +167,28 @@ def fit(variants: list[dict]) -> tuple[fig.Rule, dict]:
     return best
 
 
+def htp_ignores_dq(variants: list[dict], results: dict) -> list[dict]:
+    """For each variant whose DequantizeLinear disagrees with its QuantizeLinear: whether every tensor both
+    it and its clean build measured has the same figures against the float model on the emulator."""
+    out = []
+    for v in variants:
+        if (v.get("fault") or {}).get("kind") != "qdq_disagree":
+            continue
+        clean = next(
+            (w for w in variants if not w.get("fault") and w.get("model") == v.get("model")
+             and w.get("quantization") == v.get("quantization")),
+            None,
+        )  # fmt: skip
+        if clean is None:
+            continue
+        mine = {t: f for t, _, f, _ in series(results[v["key"]]) if f is not None}
+        base = {t: f for t, _, f, _ in series(results[clean["key"]]) if f is not None}
+        both = set(mine) & set(base)
+        same = sum(mine[t].sqnr_db == base[t].sqnr_db and mine[t].cosine == base[t].cosine for t in both)
+        out.append({"model": v["key"], "tensors": len(both), "identical": same})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", type=Path, required=True)
@@ -176,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.runs.mkdir(parents=True, exist_ok=True)
     variants = [v for v in rows_of(args.corpus) if Path(v["candidate"]).is_file()]
+    variants.sort(key=lambda v: Path(v["candidate"]).stat().st_size)  # the quick ones first
     results = {}
     for v in variants:
         v["key"] = v["name"]
@@ -209,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"rule": rule.to_json(), **report}, indent=1))
     for r in per:
         print(f"{r['split']:9} {r['model']:50} {r['role']:6} {r['outcome']:12} effect {r['effect_db']}")
+    same = htp_ignores_dq(variants, results)
+    print(f"qdq_disagree on the HTP: {same}")
     if args.write:
         data = json.loads(OUT.read_text())
         data["rule"] = rule.to_json() | {"gap_db": report["clearance_db"]}
@@ -221,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             "variants": per,
             "how": "python scripts/fit_layers_rule.py --corpus DIR --write",
         }
+        data["qdq_disagree_on_htp"] = same
         OUT.write_text(json.dumps(data, indent=1) + "\n")
     return 0
 

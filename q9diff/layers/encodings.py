@@ -6,7 +6,8 @@
 - A *Q/DQ mismatch*: a DequantizeLinear whose scale or zero point differs from that of the QuantizeLinear it
   reads. ONNX Runtime's CPU EP computes each node as written, so every CPU debugger sees the difference;
   the QNN HTP build keeps one encoding per tensor and takes the QuantizeLinear's (measured: such a model's
-  emulator output is bit-identical to the build without the mismatch, scripts/measure_layers.py).
+  tapped tensors on the emulator are identical to the build without the mismatch, scripts/fit_layers_rule.py,
+  `q9diff/layers/measured.json` "qdq_disagree_on_htp").
 
 Reading the model costs nothing beside compiling it.
 """

@@ -5,6 +5,8 @@ from __future__ import annotations
 from q9diff.schemas._commands import real
 from q9diff.schemas._nodes import array, boolean, const, integer, maybe, obj, size, string, strings, words
 
+NEW_FIGURES = ("elements", "grid_db")  # fields a result saved by an earlier q9diff lacks
+
 
 def figures() -> dict:
     return obj(
@@ -33,6 +35,7 @@ def figures() -> dict:
                 )
             ),
         },
+        optional=NEW_FIGURES,
     )
 
 
@@ -60,6 +63,7 @@ def _divergence() -> dict:
             ),
             "borderline": boolean("Its local SQNR is within the rule's borderline band of that allowance."),
         },
+        optional=NEW_FIGURES + ("allowance_db", "borderline"),
     )
 
 
@@ -176,6 +180,7 @@ def _graph() -> dict:
             "encodings": array(_finding(), "Bit-width outliers and Q/DQ mismatches of the QDQ model."),
             "cpu": array(_cpu_only(), "Tensors that diverge on the CPU and not on the HTP build."),
         },
+        optional=("worst", "near", "encodings", "cpu"),
     )
 
 
@@ -206,6 +211,7 @@ def layers_properties() -> dict:
                 "measured_on": string("What the thresholds were measured on (scripts/measure_layers.py)."),
                 "text": string("The rule in words."),
             },
+            optional=("grid_margin_db", "spread", "borderline_db", "worst_gap_db"),
         ),
         "first_divergence": maybe(_divergence())
         | {"description": "The first divergence of the first graph that has one; null: none."},
