@@ -23,8 +23,11 @@ MLP = FIXTURES / "variants" / "models" / "mlp.onnx"  # w8a16 QDQ
 CORPUS = Path(os.environ.get("Q9DIFF_LAYERS_CORPUS", "/work/lcorpus"))
 
 
-def f(local: float, n: int = 4096, grid: float | None = 90.0, cosine: float = 0.9999) -> Figures:
-    return Figures(cosine, 0.1, 0.01, 30.0, None, local, 1, n, grid)
+def f(
+    local: float, n: int = 4096, grid: float | None = 90.0, cosine: float = 0.9999, sqnr: float | None = None
+) -> Figures:
+    """A tensor's figures; against the reference as far as its own error unless `sqnr` says otherwise."""
+    return Figures(cosine, 0.1, 0.01, local if sqnr is None else sqnr, None, local, 1, n, grid)
 
 
 def test_the_allowance_falls_with_the_element_count_and_a_coarse_grid():
@@ -38,9 +41,11 @@ def test_the_allowance_falls_with_the_element_count_and_a_coarse_grid():
 def test_a_two_logit_head_with_cosine_one_is_no_divergence_under_the_shipped_rule():
     shipped = rule()
     # the classifier's 2-logit output of issue 55: own SQNR 6.2 dB over two values, cosine 1.000000
-    head = f(6.2, n=2, grid=70.0, cosine=1.0)
+    head = f(6.2, n=2, grid=70.0, cosine=1.0, sqnr=6.2)
     clean = [f(35.0), f(33.0), f(31.0)]
     assert judge([*clean, head], shipped).divergence is None
+    # a tensor as close to the float model as that (SQNR 60 dB) is none whatever its own error
+    assert judge([*clean, f(-4.7, sqnr=60.0)], shipped).divergence is None
     # the same error over a whole feature map is one
     assert judge([*clean, f(-4.7)], shipped).divergence.index == 3
 

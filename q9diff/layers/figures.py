@@ -237,10 +237,16 @@ def grid_sqnr(local: np.ndarray, scale: float | None) -> float | None:
 
 
 def judged(f: Figures | None) -> float | None:
-    """The SQNR the rule judges a tensor by: its local SQNR (the error its node adds itself)."""
+    """The SQNR the rule judges a tensor by: its local SQNR (the error its node adds itself), unless the
+    tensor is closer than that to the float model itself. A node can only be where the build leaves the
+    float model if its tensor has left it: a device that computes a node more exactly than the QDQ
+    model's rounded inputs allow (a reciprocal fused with what feeds it, a two-logit head at cosine
+    1.000000) shows a large "own" error against the recomputation and none against the reference."""
     if f is None or f.local_sqnr_db is None or math.isnan(f.local_sqnr_db):
         return None
-    return f.local_sqnr_db
+    if math.isnan(f.sqnr_db):
+        return f.local_sqnr_db
+    return max(f.local_sqnr_db, f.sqnr_db)
 
 
 @dataclass(frozen=True)
