@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write", action="store_true", help="write the rule and figures to measured.json")
     p.add_argument("--run-only", action="store_true", help="run the variants not yet run, fit nothing")
     p.add_argument("--no-run", action="store_true", help="fit on the variants already run, run none")
+    p.add_argument("--split", help="run only the variants of this split (fit or held_out)")
     args = p.parse_args(argv)
     args.runs.mkdir(parents=True, exist_ok=True)
     variants = [v for v in rows_of(args.corpus) if Path(v["candidate"]).is_file()]
@@ -246,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for v in variants:
         v["key"] = v["name"]
-        if args.no_run and not (args.runs / f"{v['name']}.json").is_file():
+        done = (args.runs / f"{v['name']}.json").is_file()
+        if not done and (args.no_run or (args.split and v.get("split") != args.split)):
             continue
         try:
             results[v["key"]] = run(v, args.runs)

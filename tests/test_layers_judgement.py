@@ -17,6 +17,7 @@ from q9diff.layers.encodings import findings
 from q9diff.layers.figures import Figures, Rule, judge, rule, spread_db
 from q9diff.layers.result import Divergence, GraphLayers, LayersResult, Row
 from q9diff.present.terminal_layers import verdict_line
+from q9diff.runners.local import LocalRunner
 
 MLP = FIXTURES / "variants" / "models" / "mlp.onnx"  # w8a16 QDQ
 # scripts/make_layers_real.py's corpus of real trained models, where it was built
@@ -98,3 +99,22 @@ def test_the_static_look_names_a_layer_left_at_8_bits_in_a_real_w8a16_detector()
     (found,) = findings(CORPUS / "nudenet-320n" / "w8a16_bitwidth.onnx")
     assert found.kind == "bit_width" and found.tensor == "/model.15/m.0/cv1/act/Mul_output_0"
     assert "activations quantized to uint8, the model's other" in found.text and "to uint16" in found.text
+
+
+ALEXA = CORPUS / "oww-alexa"
+
+
+@pytest.mark.skipif(
+    not (ALEXA / "w8a16_qdq_disagree.onnx").is_file() or LocalRunner().missing() is not None,
+    reason=f"the real-model corpus of scripts/make_layers_real.py is not built at {CORPUS}, or no emulator",
+)
+def test_a_dequantize_the_htp_ignores_is_no_divergence_and_the_cpu_line_says_why():
+    import q9diff as api
+
+    model = ALEXA / "w8a16_qdq_disagree.onnx"
+    (found,) = [x for x in findings(model) if x.kind == "qdq_mismatch"]
+    report = api.layers(model, ALEXA / "float.onnx", inputs=ALEXA / "inputs.npz")
+    g = report.to_json()["graphs"][0]
+    assert report.passed  # the HTP build computes it as the clean build does
+    assert g["cpu"] and g["cpu"][0]["tensor"] == found.tensor  # a CPU debugger would flag it
+    assert "the HTP build takes the QuantizeLinear's" in g["cpu"][0]["why"]

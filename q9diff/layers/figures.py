@@ -140,13 +140,10 @@ class Rule:
             else f"the {self.percentile:g}th percentile of those of the tensors before it"
         )
         allow = f"below {self.floor_db:g} dB"
-        if self.grid_margin_db is not None or self.spread:
-            lowered = []
-            if self.grid_margin_db is not None:
-                lowered.append(f"{self.grid_margin_db:g} dB under what its own grid leaves")
-            if self.spread:
-                lowered.append(f"by {self.spread:g} σ of an SQNR over its element count")
-            allow += f" (lowered to {' and '.join(lowered)})"
+        if self.grid_margin_db is not None:
+            allow += f" (or {self.grid_margin_db:g} dB below what its own grid leaves, if lower)"
+        if self.spread:
+            allow += f" less {self.spread:g} σ of an SQNR over its element count"
         margin = f" and at least {self.margin_db:g} dB below {noise}" if self.margin_db else ""
         return f"the first tensor whose own error (its local SQNR) is {allow}{margin}"
 

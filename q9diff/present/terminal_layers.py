@@ -181,11 +181,13 @@ def encodings_lines(g) -> list[str]:
     lines = [f"encodings: {f.text}" for f in g.encodings[:6]]
     if len(g.encodings) > 6:
         lines.append(f"encodings: {len(g.encodings) - 6} more (--json lists them)")
-    for c in g.cpu:
+    if g.cpu:
+        c = g.cpu[0]
         why = c.why or "the model's encodings do not say why"
+        more = f" ({len(g.cpu) - 1} more after it on the CPU; --json lists them)" if len(g.cpu) > 1 else ""
         lines.append(
             f"cpu: {c.tensor} diverges on ONNX Runtime's CPU EP (own SQNR {db(c.cpu_db)} dB) and not on the "
-            f"HTP build ({db(c.htp_db)} dB): {why}"
+            f"HTP build ({db(c.htp_db)} dB){more}: {why}"
         )
     return lines
 
