@@ -119,6 +119,13 @@ class Rule:
     spread: float = 0.0
     borderline_db: float = 0.0
     worst_gap_db: float = math.inf  # the worst own error is named beside the first when this far below it
+    # a block whose own error over several nodes is below this is tapped inside (None: the floor); more
+    # sensitive than the floor, since a fault's error is diluted over a block's nodes
+    narrow_db: float | None = None
+
+    @property
+    def narrow(self) -> float:
+        return self.floor_db if self.narrow_db is None else self.narrow_db
 
     def allowance(self, f: Figures) -> float:
         """The local SQNR below which tensor `f` diverges, its own grid and element count allowing."""
@@ -156,6 +163,7 @@ class Rule:
             "spread": self.spread,
             "borderline_db": self.borderline_db,
             "worst_gap_db": to_word(self.worst_gap_db),
+            "narrow_db": self.narrow_db,
             "measured_on": self.measured_on,
             "text": self.sentence(),
         }
@@ -172,6 +180,7 @@ class Rule:
             float(d.get("spread", 0.0)),
             float(d.get("borderline_db", 0.0)),
             float(d.get("worst_gap_db", math.inf)),
+            None if d.get("narrow_db") is None else float(d["narrow_db"]),
         )
 
 
@@ -287,7 +296,7 @@ def judge(measured_figures: list[Figures | None], r: Rule, resolved: list[bool] 
         allowance = r.allowance(f)
         if resolved is not None and not resolved[i]:
             if divergence is None:
-                suspects += [i] if value < r.floor_db else []
+                suspects += [i] if value < r.narrow else []
                 lowest_cos = min(lowest_cos, f.cosine)
             continue
         if value - allowance < worst_by:

@@ -239,7 +239,7 @@ _LAYERS = {
     "runs": {"candidate": str, "reference": str},
     "rule": {"percentile": NUM, "margin_db": NUM, "floor_db": NUM, "measured_on": str, "text": str,
              "grid_margin_db": (OPT, Maybe(NUM)), "spread": (OPT, NUM), "borderline_db": (OPT, NUM),
-             "worst_gap_db": (OPT, NUM)},
+             "worst_gap_db": (OPT, NUM), "narrow_db": (OPT, Maybe(NUM))},
     "first_divergence": Maybe(_DIVERGENCE),
     "compiles": {"total": SIZE, "cached": SIZE},
     "seconds": NUM,

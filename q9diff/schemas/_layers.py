@@ -208,10 +208,13 @@ def layers_properties() -> dict:
                 "spread": real("The allowance is lowered by this many σ of an SQNR over the element count."),
                 "borderline_db": real("Within this of its allowance, either side, a tensor is borderline."),
                 "worst_gap_db": real("The worst own error is named beside the first when this far below it."),
+                "narrow_db": maybe(
+                    real("A block whose own error is below this is tapped inside (null: the floor).")
+                ),
                 "measured_on": string("What the thresholds were measured on (scripts/measure_layers.py)."),
                 "text": string("The rule in words."),
             },
-            optional=("grid_margin_db", "spread", "borderline_db", "worst_gap_db"),
+            optional=("grid_margin_db", "spread", "borderline_db", "worst_gap_db", "narrow_db"),
         ),
         "first_divergence": maybe(_divergence())
         | {"description": "The first divergence of the first graph that has one; null: none."},
