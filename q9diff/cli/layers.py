@@ -49,6 +49,9 @@ def layers(
         "time inside the block that diverges",
     ),
     as_json: bool = flag("--json", "print the q9diff.layers/1 JSON"),
+    verbose: bool = flag(
+        "--verbose", "also every line of the diff of each tapped build with the untapped", "-v"
+    ),
     html_out: Path = typer.Option(
         None, "--html", metavar="FILE", help="write a self-contained HTML report (error per tensor)"
     ),
@@ -93,6 +96,6 @@ def layers(
     elif not to_stdout:
         from q9diff.present.terminal_layers import print_layers  # start-up: present.terminal_layers
 
-        print_layers(res)
+        print_layers(res, verbose)
     said(html_out, md_out, to_stdout)
     raise typer.Exit(0 if res.passed else 1)

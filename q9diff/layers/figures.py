@@ -39,6 +39,10 @@ class Figures:
     # inputs (q9diff.layers.local): the error this node adds itself; None: not recomputed.
     local_sqnr_db: float | None = None
     local_nodes: int | None = None  # how many of the reference's nodes that recomputation spanned
+    elements: int | None = None  # how many values the tensor holds
+    # The SQNR rounding to the tensor's own grid alone leaves on its signal, 10·log10(mean(x²) / (scale²/12)):
+    # what its quantization allows; None: no single scale known.
+    grid_db: float | None = None
 
     def own(self) -> str:
         """The local SQNR as the views write it: dB, and the nodes it spans when more than one."""
@@ -54,11 +58,14 @@ class Figures:
     @classmethod
     def from_json(cls, d: dict) -> Figures:
         steps, local, nodes = d.get("steps"), d.get("local_sqnr_db"), d.get("local_nodes")
+        elements, grid = d.get("elements"), d.get("grid_db")
         return cls(
             *(_number(d[k]) for k in ("cosine", "max_abs", "rel", "sqnr_db")),
             None if steps is None else _number(steps),
             None if local is None else _number(local),
             None if nodes is None else int(nodes),
+            None if elements is None else int(elements),
+            None if grid is None else _number(grid),
         )
 
 
@@ -91,20 +98,47 @@ def figures(candidate: np.ndarray, reference: np.ndarray, scale: float | None = 
     cosine = float(a @ b / math.sqrt(na * nb)) if na and nb else float(na == nb)
     max_abs = float(np.abs(d).max(initial=0.0))
     steps = max_abs / scale if scale else None
-    return Figures(max(-1.0, min(1.0, cosine)), max_abs, rel, sqnr, steps)
+    return Figures(max(-1.0, min(1.0, cosine)), max_abs, rel, sqnr, steps, elements=int(a.size))
 
 
 @dataclass(frozen=True)
 class Rule:
-    """The first-divergence rule's thresholds, with what they were measured on: a tensor diverges when its
-    SQNR is below `floor_db` and at least `margin_db` below the noise of the tensors before it, that noise
-    being the `percentile`-th percentile of their SQNRs (a low one: the noisiest tensors so far, but not
-    the one tensor whose SQNR dips alone, which a clean model shows too)."""
+    """The first-divergence rule's thresholds, with what they were fitted on. A tensor's *allowance* is the
+    own error (local SQNR) its quantization leaves room for: `floor_db`, lowered to `grid_margin_db` below
+    the SQNR its own grid leaves on its signal when that is lower (a coarse grid on a small signal), and by
+    `spread` standard deviations of an SQNR measured over its n values (over two logits the figure is a
+    coin toss). A tensor diverges when its local SQNR is below its allowance and at least `margin_db` below
+    the noise of the tensors before it (the `percentile`-th percentile of their local SQNRs). Within
+    `borderline_db` of the allowance, either side, the views say "borderline"."""
 
     percentile: float
     margin_db: float
     floor_db: float
     measured_on: str
+    grid_margin_db: float | None = None  # None: the grid does not lower the allowance
+    spread: float = 0.0
+    borderline_db: float = 0.0
+    worst_gap_db: float = math.inf  # the worst own error is named beside the first when this far below it
+    # a block whose own error over several nodes is below this is tapped inside (None: the floor); more
+    # sensitive than the floor, since a fault's error is diluted over a block's nodes
+    narrow_db: float | None = None
+
+    @property
+    def narrow(self) -> float:
+        return self.floor_db if self.narrow_db is None else self.narrow_db
+
+    def allowance(self, f: Figures) -> float:
+        """The local SQNR below which tensor `f` diverges, its own grid and element count allowing."""
+        a = self.floor_db
+        if self.grid_margin_db is not None and f.grid_db is not None and math.isfinite(f.grid_db):
+            a = min(a, f.grid_db - self.grid_margin_db)
+        if self.spread and f.elements:
+            a -= self.spread * spread_db(f.elements)
+        return a
+
+    def borderline(self, f: Figures) -> bool:
+        v = judged(f)
+        return v is not None and abs(v - self.allowance(f)) < self.borderline_db
 
     def sentence(self) -> str:
         noise = (
@@ -112,23 +146,48 @@ class Rule:
             if self.percentile == 0
             else f"the {self.percentile:g}th percentile of those of the tensors before it"
         )
-        return (
-            f"the first tensor whose own error (its local SQNR) is below {self.floor_db:g} dB and at least "
-            f"{self.margin_db:g} dB below {noise}"
-        )
+        allow = f"below {self.floor_db:g} dB"
+        if self.grid_margin_db is not None:
+            allow += f" (or {self.grid_margin_db:g} dB below what its own grid leaves, if lower)"
+        if self.spread:
+            allow += f" less {self.spread:g} σ of an SQNR over its element count"
+        margin = f" and at least {self.margin_db:g} dB below {noise}" if self.margin_db else ""
+        return f"the first tensor whose own error (its local SQNR) is {allow}{margin}"
 
     def to_json(self) -> dict:
         return {
             "percentile": self.percentile,
             "margin_db": self.margin_db,
             "floor_db": self.floor_db,
+            "grid_margin_db": self.grid_margin_db,
+            "spread": self.spread,
+            "borderline_db": self.borderline_db,
+            "worst_gap_db": to_word(self.worst_gap_db),
+            "narrow_db": self.narrow_db,
             "measured_on": self.measured_on,
             "text": self.sentence(),
         }
 
     @classmethod
     def from_json(cls, d: dict) -> Rule:
-        return cls(float(d["percentile"]), float(d["margin_db"]), float(d["floor_db"]), str(d["measured_on"]))
+        grid = d.get("grid_margin_db")
+        return cls(
+            float(d["percentile"]),
+            float(d["margin_db"]),
+            float(d["floor_db"]),
+            str(d["measured_on"]),
+            None if grid is None else float(grid),
+            float(d.get("spread", 0.0)),
+            float(d.get("borderline_db", 0.0)),
+            float(d.get("worst_gap_db", math.inf)),
+            None if d.get("narrow_db") is None else float(d["narrow_db"]),
+        )
+
+
+def spread_db(n: int) -> float:
+    """The standard deviation, in dB, of an SQNR measured over `n` values of independent error: the error's
+    power, a mean of n squares, is known to a relative sqrt(2/n)."""
+    return 10 / math.log(10) * math.sqrt(2 / max(n, 1))
 
 
 def measured() -> dict:
@@ -169,31 +228,57 @@ def local_sqnr(candidate: np.ndarray, local: np.ndarray, scale: float | None) ->
     return 10 * math.log10(signal / excess) if signal else -math.inf
 
 
+def grid_sqnr(local: np.ndarray, scale: float | None) -> float | None:
+    """The SQNR rounding to a grid of step `scale` alone leaves on the signal `local` (uniform rounding's
+    power, scale²/12 per value): what the tensor's quantization allows. None: no scale; +inf: no signal
+    lost (a zero scale)."""
+    import numpy as np  # in the function: results.py names this module's types on every import
+
+    if not scale:
+        return None
+    signal = float(np.mean(np.asarray(local, np.float64) ** 2)) if np.size(local) else 0.0
+    if not math.isfinite(signal):
+        return None
+    return 10 * math.log10(signal / (scale * scale / 12)) if signal else -math.inf
+
+
 def judged(f: Figures | None) -> float | None:
-    """The SQNR the rule judges a tensor by: its local SQNR (the error its node adds itself)."""
+    """The SQNR the rule judges a tensor by: its local SQNR (the error its node adds itself), unless the
+    tensor is closer than that to the float model itself. A node can only be where the build leaves the
+    float model if its tensor has left it: a device that computes a node more exactly than the QDQ
+    model's rounded inputs allow (a reciprocal fused with what feeds it, a two-logit head at cosine
+    1.000000) shows a large "own" error against the recomputation and none against the reference."""
     if f is None or f.local_sqnr_db is None or math.isnan(f.local_sqnr_db):
         return None
-    return f.local_sqnr_db
+    if math.isnan(f.sqnr_db):
+        return f.local_sqnr_db
+    return max(f.local_sqnr_db, f.sqnr_db)
 
 
 @dataclass(frozen=True)
 class Verdict:
     """Where the rule fired: the index of the tensor (in the list judged), and the noise of the tensors
-    before it: the percentile of their local SQNRs the rule compares with, and their lowest cosine."""
+    before it: the percentile of their local SQNRs the rule compares with, and their lowest cosine; the
+    tensor's allowance, and whether its own error is within the rule's borderline band of it."""
 
     index: int
     before_sqnr_db: float
     before_cosine: float
+    allowance_db: float = math.nan
+    borderline: bool = False
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """The first divergence (None: none), and the tensors before it whose own error, recomputed over
-    tensors not all measured (a block's, in a narrowed run), is below the floor: what to measure inside
-    before the divergence can be called the first."""
+    """The first divergence (None: none); the tensors before it whose own error, recomputed over tensors
+    not all measured (a block's, in a narrowed run), is below the floor: what to measure inside before the
+    divergence can be called the first; the worst own error against its allowance (index, None: no tensor
+    judged), and, with no divergence, the first tensor within the borderline band above its allowance."""
 
     divergence: Verdict | None
     suspects: tuple[int, ...] = ()
+    worst: int | None = None
+    near: int | None = None
 
 
 def judge(measured_figures: list[Figures | None], r: Rule, resolved: list[bool] | None = None) -> Judgement:
@@ -203,20 +288,30 @@ def judge(measured_figures: list[Figures | None], r: Rule, resolved: list[bool] 
     seen: list[float] = []
     suspects: list[int] = []
     lowest_cos = 1.0
+    divergence, worst, worst_by, near = None, None, math.inf, None
     for i, f in enumerate(measured_figures):
         value = judged(f)
         if value is None:
             continue
-        noise = noise_before(seen, r.percentile)
+        allowance = r.allowance(f)
         if resolved is not None and not resolved[i]:
-            if value < r.floor_db:
-                suspects.append(i)
-        elif value < r.floor_db and value <= noise - r.margin_db:
-            return Judgement(Verdict(i, noise, lowest_cos), tuple(suspects))
-        else:
-            seen.append(value)
+            if divergence is None:
+                suspects += [i] if value < r.narrow else []
+                lowest_cos = min(lowest_cos, f.cosine)
+            continue
+        if value - allowance < worst_by:
+            worst, worst_by = i, value - allowance
+        if divergence is not None:
+            continue
+        noise = noise_before(seen, r.percentile)
+        if value < allowance and value <= noise - r.margin_db:
+            divergence = Verdict(i, noise, lowest_cos, allowance, r.borderline(f))
+            continue
+        if near is None and value < allowance + r.borderline_db:
+            near = i
+        seen.append(value)
         lowest_cos = min(lowest_cos, f.cosine)
-    return Judgement(None, tuple(suspects))
+    return Judgement(divergence, tuple(suspects), worst, None if divergence else near)
 
 
 def first_divergence(measured_figures: list[Figures | None], r: Rule) -> Verdict | None:

@@ -100,7 +100,9 @@ def local_values(
             copy = helper.make_node(
                 n.op_type,
                 [rename(x) for x in n.input],
-                [rename(x) for x in n.output],
+                # an output is the copy's own even when the value fed stands for it (a Split's other
+                # output, measured): renamed like an input it would be defined twice
+                [prefix + x if x else x for x in n.output],
                 name=prefix + (n.name or n.output[0]),
                 domain=n.domain,
             )

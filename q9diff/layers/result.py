@@ -3,8 +3,11 @@ draws a saved result again from its JSON alone)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from q9diff.layers.device import CpuOnly
+from q9diff.layers.encodings import Finding
 from q9diff.layers.figures import Figures, Rule, to_word
 
 SCHEMA = "q9diff.layers/1"
@@ -109,6 +112,8 @@ class Divergence:
     before_sqnr_db: float  # the noise the nodes before it add: the rule's percentile of their local SQNRs
     before_cosine: float  # the lowest cosine of the tensors before it
     previous: str | None  # the tensor measured just before it
+    allowance_db: float = math.nan  # the local SQNR below which the rule calls this tensor a divergence
+    borderline: bool = False  # its own error is within the rule's borderline band of that allowance
 
     def to_json(self) -> dict:
         f = self.figures
@@ -126,6 +131,8 @@ class Divergence:
             "local_nodes": f.local_nodes,
             "before": {"sqnr_db": to_word(self.before_sqnr_db), "cosine": to_word(self.before_cosine)},
             "previous": self.previous,
+            "allowance_db": to_word(self.allowance_db),
+            "borderline": self.borderline,
         }
 
     @classmethod
@@ -141,6 +148,8 @@ class Divergence:
             float(b["sqnr_db"]),
             float(b["cosine"]),
             d.get("previous"),
+            float(d.get("allowance_db", math.nan)),
+            bool(d.get("borderline", False)),
         )
 
 
@@ -160,6 +169,12 @@ class GraphLayers:
     compiles: tuple[Compile, ...]
     first_divergence: Divergence | None
     notes: tuple[str, ...] = ()  # what this graph's run could not do (a local error not recomputed)
+    # the tensor whose own error lies furthest below its allowance (None: none below it), and, with no
+    # divergence, the first within the borderline band above its allowance
+    worst: Divergence | None = None
+    near: Divergence | None = None
+    encodings: tuple[Finding, ...] = ()  # the static look at the QDQ model's encodings
+    cpu: tuple[CpuOnly, ...] = ()  # tensors that diverge on the CPU and not on the HTP
 
     def to_json(self) -> dict:
         return {
@@ -176,6 +191,10 @@ class GraphLayers:
             "unmatched": list(self.unmatched),
             "compiles": [c.to_json() for c in self.compiles],
             "notes": list(self.notes),
+            "worst": None if self.worst is None else self.worst.to_json(),
+            "near": None if self.near is None else self.near.to_json(),
+            "encodings": [f.to_json() for f in self.encodings],
+            "cpu": [c.to_json() for c in self.cpu],
         }
 
     @classmethod
@@ -194,6 +213,10 @@ class GraphLayers:
             tuple(Compile.from_json(c) for c in d["compiles"]),
             None if fd is None else Divergence.from_json(fd),
             tuple(d.get("notes", ())),
+            None if d.get("worst") is None else Divergence.from_json(d["worst"]),
+            None if d.get("near") is None else Divergence.from_json(d["near"]),
+            tuple(Finding.from_json(f) for f in d.get("encodings", ())),
+            tuple(CpuOnly.from_json(c) for c in d.get("cpu", ())),
         )
 
 

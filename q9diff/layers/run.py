@@ -12,6 +12,7 @@ build differs from it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -19,8 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from q9diff.layers import encodings
 from q9diff.layers import figures as fig
 from q9diff.layers import graph as gr
+from q9diff.layers.device import cpu_only
 from q9diff.layers.feeds import Feeds
 from q9diff.layers.local import Span, local_values
 from q9diff.layers.result import Compile, Divergence, GraphLayers, LayersResult, Row, Untapped
@@ -101,6 +104,15 @@ def _outputs_figures(names: tuple[str, ...], got: dict, base: dict) -> fig.Figur
     return worst
 
 
+def _off_grid(value: np.ndarray, scale: float | None) -> bool:
+    """True when a tap's values cannot be its DequantizeLinear's: not finite, or beyond what any grid of its
+    step of at most 16 bits reaches."""
+    v = np.asarray(value, np.float64)
+    if not np.isfinite(v).all():
+        return True
+    return bool(scale) and float(np.abs(v).max(initial=0.0)) > scale * 2**16
+
+
 def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) -> GraphLayers:
     name = g.sel.source.name
     cand = EmulatorSide(g.sel.recipe, g.sel.source, g.cand)
@@ -116,6 +128,7 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
     refs: dict[str, np.ndarray] = {}  # the reference's graph inputs (an input's own error is against them)
     taps, stage, verdict, ordered, problem = _first_plan(g, max_taps), 0, None, [], ""
     judgement, resolved = fig.Judgement(None), []
+    unreadable: set[str] = set()  # taps whose values no DequantizeLinear of theirs can give
     tappable = set(g.comparable)
     while taps and stage < MAX_STAGES:
         stage += 1
@@ -125,8 +138,11 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         vs = build_diff(untapped.binary, b.binary) | {"outputs": _outputs_figures(g.cand.outputs, got, base)}
         compiles.append(_compile("candidate", b, vs))
         ref = _reference_values(g, taps, stage, compiles)
+        unreadable.update(t for t in taps if t in got and _off_grid(got[t], scales.get(t)))
         for t in taps:
-            if t in got and t in ref:
+            if t in unreadable:
+                measured[t] = (None, stage)
+            elif t in got and t in ref:
                 measured[t] = (fig.figures(got[t], ref[t], scales.get(t)), stage)
                 values[t] = got[t]
         ordered = sorted(measured, key=g.order.__getitem__)
@@ -140,7 +156,8 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
             if f is not None and t in local:
                 value, span = local[t]
                 own = fig.local_sqnr(values[t], value, scales.get(t))
-                measured[t] = (replace(f, local_sqnr_db=own, local_nodes=span.nodes), at)
+                grid = fig.grid_sqnr(value, scales.get(t))
+                measured[t] = (replace(f, local_sqnr_db=own, local_nodes=span.nodes, grid_db=grid), at)
         unmeasured = {
             t: [x for x in local[t][1].tensors if x in tappable and x not in measured] for t in local
         }
@@ -149,6 +166,14 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         verdict = judgement.divergence
         taps = _inside([unmeasured[ordered[i]] for i in judgement.suspects], g.comparable, max_taps)
     notes = [f"the error each node adds itself was not recomputed: {problem}"] if problem else []
+    if unreadable:
+        shown = sorted(unreadable, key=g.order.__getitem__)
+        notes.append(
+            f"{len(shown)} tap(s) came back from the emulator with values outside their own encoding's range "
+            f"(no DequantizeLinear can give them: a read-out fault of the tapped build, not the graph's "
+            f"computation, which goes on right after them), not judged: {', '.join(shown[:4])}"
+            + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
+        )
     if taps:
         blocks = len(judgement.suspects)
         notes.append(
@@ -160,19 +185,27 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         Row(t, sources[t].node, sources[t].op, g.order[t], measured[t][1], measured[t][0], done)
         for t, done in zip(ordered, resolved)
     )
-    divergence = None
-    if verdict is not None:
-        t = ordered[verdict.index]
-        divergence = Divergence(
-            name,
-            t,
-            sources[t].node,
-            sources[t].op,
-            measured[t][0],
-            verdict.before_sqnr_db,
-            verdict.before_cosine,
-            ordered[verdict.index - 1] if verdict.index else None,
-        )
+    figs = [measured[t][0] for t in ordered]
+
+    def named(i: int | None, v: fig.Verdict | None = None) -> Divergence | None:
+        if i is None:
+            return None
+        t, f = ordered[i], measured[ordered[i]][0]
+        v = v or fig.Verdict(i, verdict.before_sqnr_db if verdict else math.inf, 1.0, rule.allowance(f))
+        return Divergence(
+            name, t, sources[t].node, sources[t].op, f, v.before_sqnr_db, v.before_cosine,
+            ordered[i - 1] if i else None, v.allowance_db, rule.borderline(f),
+        )  # fmt: skip
+
+    divergence = named(verdict.index, verdict) if verdict is not None else None
+    w = judgement.worst
+    worst = named(w) if w is not None and fig.judged(figs[w]) < rule.allowance(figs[w]) else None
+    near = named(judgement.near)
+    found = encodings.findings(g.cand.path) if g.cand.quantized else []
+    progress(f"{name}: the QDQ model on the CPU")
+    cpu, why = cpu_only(g.cand, g.ref, {t: measured[t][0] for t in ordered}, g.feeds.values, rule, found)
+    if why:
+        notes.append(f"the QDQ model did not run on the CPU: {why}")
     return GraphLayers(
         name,
         g.sel.part.name,
@@ -186,6 +219,10 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         tuple(compiles),
         divergence,
         tuple(notes),
+        worst,
+        near,
+        tuple(found),
+        cpu,
     )
 
 

@@ -11,7 +11,25 @@ import math
 from q9diff.layers.figures import judged, noise_before
 from q9diff.present import charts, embed
 from q9diff.present.html import esc, scroll_table, wrap_page
-from q9diff.present.terminal_layers import DIFF_SAYS, cos, db, graph_line, verdict_line
+from q9diff.present.terminal_layers import (
+    DIFF_SAYS,
+    cos,
+    db,
+    encodings_lines,
+    graph_line,
+    next_line,
+    verdict_line,
+    worst_of,
+)
+
+
+def _title(res) -> str:
+    """The h1: the answer in a few words (the verdict's sentence follows it)."""
+    fd = res.first_divergence
+    if fd is None:
+        return "no divergence"
+    w = worst_of(res)
+    return f"first divergence at {fd.tensor}" + (f", worst at {w.tensor}" if w is not None else "")
 
 
 def _finite(v: float) -> float | None:
@@ -19,14 +37,17 @@ def _finite(v: float) -> float | None:
 
 
 def threshold_series(rows, rule) -> list[float | None]:
-    """Per row, the SQNR under which it counts as a divergence: the floor, or the noise of the tensors
-    before it less the margin when that is lower."""
+    """Per row, the own error (local SQNR) under which it counts as a divergence: its allowance (the floor,
+    lowered where its grid or element count allow less), or the noise of the tensors before it less the
+    margin when that is lower. It applies to the own-error series alone."""
     seen, out = [], []
     for r in rows:
-        out.append(min(rule.floor_db, noise_before(seen, rule.percentile) - rule.margin_db))
-        if r.resolved and judged(r.figures) is not None:
-            seen.append(judged(r.figures))
-    return [_finite(v) for v in out]
+        if r.figures is None or judged(r.figures) is None or not r.resolved:
+            out.append(None)
+            continue
+        out.append(min(rule.allowance(r.figures), noise_before(seen, rule.percentile) - rule.margin_db))
+        seen.append(judged(r.figures))
+    return [None if v is None else _finite(v) for v in out]
 
 
 def _hover(r) -> list[str]:
@@ -58,30 +79,33 @@ def figure(g, rule) -> dict:
             "type": "scatter",
             "x": xs,
             "y": sqnr,
-            "mode": "lines+markers",
-            "name": "against the reference",
+            "mode": "lines",
+            "name": "against the reference (not judged: it carries every error before the tensor)",
             "text": hover,
             "hoverinfo": "text",
-            "line": {"color": "#1f77b4", "width": 2},
+            "line": {"color": "#9ecae1", "width": 1, "dash": "dot"},
         },
         {
             "type": "scatter",
             "x": xs,
             "y": own,
-            "mode": "markers",
-            "name": "the error the node adds itself",
+            "mode": "lines+markers",
+            "name": "the error the node adds itself (judged)",
             "text": hover,
             "hoverinfo": "text",
+            "line": {"color": "#ff7f0e", "width": 2},
             "marker": {"color": "#ff7f0e", "size": 7, "symbol": "diamond"},
+            "connectgaps": True,
         },
         {
             "type": "scatter",
             "x": xs,
             "y": threshold_series(rows, rule),
             "mode": "lines",
-            "name": "the rule: its own error diverges below this",
-            "line": {"color": "#888", "dash": "dash", "shape": "hv"},
+            "name": "the rule: the node's own error diverges below this",
+            "line": {"color": "#d62728", "dash": "dash", "shape": "hv", "width": 1},
             "hoverinfo": "skip",
+            "connectgaps": True,
         },
     ]
     fd = g.first_divergence
@@ -186,7 +210,9 @@ def render_layers(res) -> str:
     fd = res.first_divergence
     draw = embed.Charts()
     body = [
-        f"<h1>q9diff layers: {esc(verdict_line(res))}</h1>",
+        f"<h1>q9diff layers: {esc(_title(res))}</h1>",
+        f"<p class=verdict><b>{esc(verdict_line(res))}</b></p>",
+        *(f"<p>{esc(line)}</p>" for line in [next_line(res)] if line),
         f"<p>Rule: {esc(res.rule.sentence())} (measured on {esc(res.rule.measured_on)}).</p>",
         f"<ul><li><b>candidate</b>: {esc(res.candidate)} on the {esc(res.runs['candidate'])}</li>"
         f"<li><b>reference</b>: {esc(res.reference)} on {esc(res.runs['reference'])}</li>"
@@ -198,6 +224,9 @@ def render_layers(res) -> str:
         if g.rows:
             body.append(draw([figure(g, res.rule)]))
             body.append(_rows_table(g))
+        found = encodings_lines(g)
+        if found:
+            body.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in found) + "</ul>")
         body.append("<h3>Compiles</h3>" + _compiles(g))
         if g.untapped:
             items = "".join(

@@ -5,7 +5,16 @@ measured in a folded section), the compiles and the tensors with no tap."""
 from __future__ import annotations
 
 from q9diff.present.markdown import md
-from q9diff.present.terminal_layers import cos, db, graph_line, rows_shown, verdict_line
+from q9diff.present.terminal_layers import (
+    TERMS,
+    cos,
+    db,
+    encodings_lines,
+    graph_line,
+    next_line,
+    rows_shown,
+    verdict_line,
+)
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -37,6 +46,8 @@ def _rows(g, rows) -> str:
 def render_layers(res) -> str:
     status = "divergence" if res.first_divergence is not None else "no divergence"
     out = f"## q9diff layers: {status}\n\n**{md(verdict_line(res))}**\n\n"
+    nxt = next_line(res)
+    out += f"{md(nxt)}\n\n" if nxt else ""
     out += f"Rule: {md(res.rule.sentence())} (measured on {md(res.rule.measured_on)}).\n\n"
     out += f"- **candidate**: {md(res.candidate)} on the {md(res.runs['candidate'])}\n"
     out += f"- **reference**: {md(res.reference)} on {md(res.runs['reference'])}\n"
@@ -66,6 +77,7 @@ def render_layers(res) -> str:
                 + ", ".join(f"{md(u.tensor)} → {md(u.stand_in or 'none')}" for u in g.untapped)
                 + "\n"
             )
+        out += "".join(f"- {md(line)}\n" for line in encodings_lines(g))
         out += "".join(f"- note: {md(n)}\n" for n in g.notes)
     out += "\n" + "".join(f"- {md(n)}\n" for n in res.notes)
-    return out
+    return out + f"\n{md(TERMS)}\n"

@@ -235,14 +235,19 @@ _FIGURES = {k: NUM for k in ("cosine", "max_abs", "rel", "sqnr_db")} | {
     "steps": Maybe(NUM),
     "local_sqnr_db": Maybe(NUM),
     "local_nodes": Maybe(SIZE),
+    "elements": (OPT, Maybe(SIZE)),
+    "grid_db": (OPT, Maybe(NUM)),
 }
 _DIVERGENCE = {"graph": str, "tensor": str, "node": str, "op": str, **_FIGURES,
-               "before": {"sqnr_db": NUM, "cosine": NUM}, "previous": Maybe(str)}  # fmt: skip
+               "before": {"sqnr_db": NUM, "cosine": NUM}, "previous": Maybe(str),
+               "allowance_db": (OPT, NUM), "borderline": (OPT, bool)}  # fmt: skip
 _LAYERS = {
     "candidate": str,
     "reference": str,
     "runs": {"candidate": str, "reference": str},
-    "rule": {"percentile": NUM, "margin_db": NUM, "floor_db": NUM, "measured_on": str, "text": str},
+    "rule": {"percentile": NUM, "margin_db": NUM, "floor_db": NUM, "measured_on": str, "text": str,
+             "grid_margin_db": (OPT, Maybe(NUM)), "spread": (OPT, NUM), "borderline_db": (OPT, NUM),
+             "worst_gap_db": (OPT, NUM), "narrow_db": (OPT, Maybe(NUM))},
     "first_divergence": Maybe(_DIVERGENCE),
     "compiles": {"total": SIZE, "cached": SIZE},
     "seconds": NUM,
@@ -262,6 +267,11 @@ _LAYERS = {
                           "vs_untapped": Maybe({"size": [SIZE], "ops": [SIZE], "words": [str],
                                                 "outputs": Maybe(_FIGURES)})}],
             "notes": [str],
+            "worst": (OPT, Maybe(_DIVERGENCE)),
+            "near": (OPT, Maybe(_DIVERGENCE)),
+            "encodings": (OPT, [{"kind": OneOf("bit_width", "qdq_mismatch"), "tensor": str, "node": str,
+                                 "text": str}]),
+            "cpu": (OPT, [{"tensor": str, "cpu_db": NUM, "htp_db": NUM, "why": str}]),
         }
     ],
 }  # fmt: skip

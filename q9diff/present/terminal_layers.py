@@ -29,9 +29,39 @@ def _over(f) -> str:
     return f" over {f.local_nodes} nodes" if f.local_nodes and f.local_nodes > 1 else ""
 
 
+def _own(d) -> str:
+    """A named tensor's own error as the headline says it: its local SQNR, and "borderline" when it lies
+    within the rule's band of what its grid and element count allow."""
+    f = d.figures
+    return f"own SQNR {db(f.local_sqnr_db)} dB{_over(f)}" + (" (borderline)" if d.borderline else "")
+
+
+def worst_of(res):
+    """The worst own error of the graph that holds the first divergence (or of the first graph with one
+    below its allowance), when the rule names it beside the first: far below it, another tensor."""
+    fd = res.first_divergence
+    for g in res.graphs:
+        if fd is not None and g.first_divergence is not fd:
+            continue
+        w = g.worst
+        if w is None or fd is None or w.tensor == fd.tensor:
+            return None
+        gap = fd.figures.local_sqnr_db - w.figures.local_sqnr_db
+        return w if gap >= res.rule.worst_gap_db else None
+    return None
+
+
 def verdict_line(res) -> str:
     fd = res.first_divergence
     if fd is None:
+        near = next((g.near for g in res.graphs if g.near is not None), None)
+        if near is not None:
+            f = near.figures
+            return (
+                f"no divergence, one borderline: {near.tensor} ({near.op} {near.node}) adds an own error "
+                f"of SQNR {db(f.local_sqnr_db)} dB{_over(f)}, just above the {db(near.allowance_db)} dB its "
+                f"grid and {f.elements or '?'} values allow"
+            )
         rows = [r for g in res.graphs for r in g.rows if r.resolved and judged(r.figures) is not None]
         if not rows:
             return "no divergence: no tensor was judged"
@@ -42,10 +72,27 @@ def verdict_line(res) -> str:
             f"dB at {r.tensor}); lowest cosine against the reference {cos(lowest)}"
         )
     f = fd.figures
+    worst = worst_of(res)
+    also = f"; worst: {worst.tensor} ({worst.op}), {_own(worst)}" if worst is not None else ""
     return (
-        f"first divergence: {fd.tensor} ({fd.op} {fd.node}), cosine {cos(f.cosine)} after "
-        f"{cos(fd.before_cosine)} before; the error it adds itself: SQNR {db(f.local_sqnr_db)} dB"
-        f"{_over(f)}, the nodes before it {db(fd.before_sqnr_db)} dB"
+        f"first divergence: {fd.tensor} ({fd.op} {fd.node}), {_own(fd)}, below the {db(fd.allowance_db)} dB "
+        f"allowed, the nodes before it {db(fd.before_sqnr_db)} dB{also}; cosine {cos(f.cosine)} after "
+        f"{cos(fd.before_cosine)} before"
+    )
+
+
+TERMS = "terms: SQNR, own, first divergence, tap (q9diff explain TERM)"
+
+
+def next_line(res) -> str | None:
+    """What to check on the node named: where a node's own error comes from."""
+    fd = res.first_divergence
+    if fd is None:
+        return None
+    return (
+        f"next: check {fd.node}'s weight encoding (scale, zero point, bit width) if it reads a weight, the "
+        f"activation range of {fd.tensor} against the values it holds, and the calibration data that set "
+        "them"
     )
 
 
@@ -102,7 +149,9 @@ def _table(g):
     return t
 
 
-def compiles_line(g) -> list[str]:
+def compiles_line(g, verbose: bool = False) -> list[str]:
+    """Each compile in a line; where a tapped build differs from the untapped one (q9diff's diff of the
+    two), one line in all unless `verbose` (every line of the diff)."""
     lines = []
     for c in g.compiles:
         what = f"{c.side} {c.label}: {c.taps} taps, {c.size:,} B" + (", cached" if c.cached else "")
@@ -115,21 +164,47 @@ def compiles_line(g) -> list[str]:
             if out is not None:
                 what += f", graph outputs SQNR {db(out.sqnr_db)} dB against the untapped build's"
         lines.append(what)
-        if (vs or {}).get("words"):
+        words = (vs or {}).get("words", [])
+        if words and not verbose:
+            taps = sum("only in the reference" in w for w in words)
+            lines.append(
+                f"  {DIFF_SAYS} {len(words)} lines ({taps} taps made outputs); -v or --json lists them"
+            )
+        elif words:
             lines.append(f"  {DIFF_SAYS}")
-        for w in (vs or {}).get("words", []):
-            lines.append(f"    {w}")
+            lines.extend(f"    {w}" for w in words)
     return lines
 
 
-def print_layers(res) -> None:
+def encodings_lines(g) -> list[str]:
+    """The static look at the model's encodings and the CPU run beside the HTP build, in words."""
+    lines = [f"encodings: {f.text}" for f in g.encodings[:6]]
+    if len(g.encodings) > 6:
+        lines.append(f"encodings: {len(g.encodings) - 6} more (--json lists them)")
+    if g.cpu:
+        c = g.cpu[0]
+        why = c.why or "the model's encodings do not say why"
+        more = f" ({len(g.cpu) - 1} more after it on the CPU; --json lists them)" if len(g.cpu) > 1 else ""
+        lines.append(
+            f"cpu: {c.tensor} diverges on ONNX Runtime's CPU EP (own SQNR {db(c.cpu_db)} dB) and not on the "
+            f"HTP build ({db(c.htp_db)} dB){more}: {why}"
+        )
+    return lines
+
+
+def print_layers(res, verbose: bool = False) -> None:
     fd = res.first_divergence
     console.print(text((verdict_line(res), "bold red" if fd is not None else "bold green")))
+    nxt = next_line(res)
+    if nxt:
+        console.print(text(nxt))
     console.print(text(f"rule: {res.rule.sentence()} (measured on {res.rule.measured_on})"))
     for g in res.graphs:
         console.print(text((graph_line(g), "bold")))
         if g.rows:
             console.print(_table(g))
+        for line in encodings_lines(g):
+            console.print(text(f"  {line}"))
         for n in g.notes:
             console.print(text(f"  note: {n}"))
     console.print(text(f"candidate: {res.candidate} on the {res.runs['candidate']}"))
@@ -139,7 +214,7 @@ def print_layers(res) -> None:
     console.print(text(f"compiles: {total} ({cached} cached), {res.seconds:.0f} s"))
     for g in res.graphs:
         console.print(text(f"inputs of {g.graph}: {g.inputs['detail']}"))
-        for line in compiles_line(g):
+        for line in compiles_line(g, verbose):
             console.print(text(f"  {line}"))
         if g.untapped:
             shown = ", ".join(f"{u.tensor} → {u.stand_in or 'none'}" for u in g.untapped[:6]) + (
@@ -152,3 +227,4 @@ def print_layers(res) -> None:
             )
     for n in res.notes:
         console.print(text(f"note: {n}"))
+    console.print(text(TERMS))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from q9diff.schemas._commands import real
 from q9diff.schemas._nodes import array, boolean, const, integer, maybe, obj, size, string, strings, words
 
+NEW_FIGURES = ("elements", "grid_db")  # fields a result saved by an earlier q9diff lacks
+
 
 def figures() -> dict:
     return obj(
@@ -25,7 +27,15 @@ def figures() -> dict:
             "local_nodes": maybe(
                 size("How many of the reference's nodes that recomputation spanned (1: the node alone).")
             ),
+            "elements": maybe(size("How many values the tensor holds.")),
+            "grid_db": maybe(
+                real(
+                    "The SQNR rounding to the tensor's own grid alone leaves on its signal, "
+                    "10 log10(mean(x^2) / (scale^2/12)): what its quantization allows; null: no scale known."
+                )
+            ),
         },
+        optional=NEW_FIGURES,
     )
 
 
@@ -47,6 +57,39 @@ def _divergence() -> dict:
                 },
             ),
             "previous": maybe(string("The tensor measured just before it; null: none.")),
+            "allowance_db": real(
+                "The local SQNR below which the rule calls this tensor a divergence (its own grid and "
+                "element count allowing)."
+            ),
+            "borderline": boolean("Its local SQNR is within the rule's borderline band of that allowance."),
+        },
+        optional=NEW_FIGURES + ("allowance_db", "borderline"),
+    )
+
+
+def _finding() -> dict:
+    return obj(
+        "What the QDQ model's encodings say, read without running it.",
+        {
+            "kind": words(
+                ("bit_width", "qdq_mismatch"), "A bit-width outlier, or a Q/DQ pair that disagrees."
+            ),
+            "tensor": string("The tensor quantized (a QuantizeLinear's input, a weight's initializer)."),
+            "node": string("The QuantizeLinear or DequantizeLinear concerned."),
+            "text": string("The finding in words."),
+        },
+    )
+
+
+def _cpu_only() -> dict:
+    return obj(
+        "A tensor whose own error on ONNX Runtime's CPU EP (the QDQ model as written) is below its allowance "
+        "while the HTP build's is not.",
+        {
+            "tensor": string("The source tensor."),
+            "cpu_db": real("The CPU run's local SQNR of it."),
+            "htp_db": real("The HTP build's local SQNR of it."),
+            "why": string("What the model's encodings say about it ('' when nothing)."),
         },
     )
 
@@ -130,7 +173,14 @@ def _graph() -> dict:
             "unmatched": strings("Candidate taps the reference has no tensor of that name for."),
             "compiles": array(_compile(), "Every compile for this graph, in order."),
             "notes": strings("What this graph's run could not do, each a sentence."),
+            "worst": maybe(_divergence())
+            | {"description": "The tensor whose own error lies furthest below its allowance; null: none."},
+            "near": maybe(_divergence())
+            | {"description": "With no divergence, the first tensor borderline above its allowance."},
+            "encodings": array(_finding(), "Bit-width outliers and Q/DQ mismatches of the QDQ model."),
+            "cpu": array(_cpu_only(), "Tensors that diverge on the CPU and not on the HTP build."),
         },
+        optional=("worst", "near", "encodings", "cpu"),
     )
 
 
@@ -151,10 +201,20 @@ def layers_properties() -> dict:
             {
                 "percentile": real("The percentile of the local SQNRs before a tensor taken as their noise."),
                 "margin_db": real("How far below that noise a tensor's local SQNR must be."),
-                "floor_db": real("The local SQNR it must also be below."),
+                "floor_db": real("The local SQNR it must also be below (its allowance, at most)."),
+                "grid_margin_db": maybe(
+                    real("The allowance is at most this far below what the tensor's own grid leaves.")
+                ),
+                "spread": real("The allowance is lowered by this many σ of an SQNR over the element count."),
+                "borderline_db": real("Within this of its allowance, either side, a tensor is borderline."),
+                "worst_gap_db": real("The worst own error is named beside the first when this far below it."),
+                "narrow_db": maybe(
+                    real("A block whose own error is below this is tapped inside (null: the floor).")
+                ),
                 "measured_on": string("What the thresholds were measured on (scripts/measure_layers.py)."),
                 "text": string("The rule in words."),
             },
+            optional=("grid_margin_db", "spread", "borderline_db", "worst_gap_db", "narrow_db"),
         ),
         "first_divergence": maybe(_divergence())
         | {"description": "The first divergence of the first graph that has one; null: none."},
