@@ -1,5 +1,6 @@
-"""Measure `q9diff layers`' first-divergence rule on clean and faulty models, and write the rule with its
-evidence to q9diff/layers/measured.json.
+"""Measure `q9diff layers`' first-divergence rule on our own planted-fault models, and write that rule with
+its evidence under "planted" in q9diff/layers/measured.json (the shipped rule is fitted on real trained models
+by scripts/fit_layers_rule.py; every other key of the file is left as it is).
 
     python scripts/measure_layers.py [--corpus DIR] [--check]
 
@@ -24,7 +25,7 @@ evidence to q9diff/layers/measured.json.
 5. `q9diff layers` as users run it (at most 64 taps a compile: decoders narrowed block by block) on every
    model with that rule: what it named, whether that is the fault's tensor or its node, time and compiles.
 
---check measures again and compares the rule with the file's (exit 1 when it differs).
+--check measures again and compares the rule with the file's "planted" rule (exit 1 when it differs).
 """
 
 from __future__ import annotations
@@ -199,22 +200,27 @@ def decide(rows: list[dict], profiles: dict, check: bool) -> int:
         f"{len(rows)} graphs ({', '.join(families)}; w8a16 and w8a8): scripts/measure_layers.py",
     )
     runs = validate(rows, rule, {(r["name"], r["family"]) for r, _, _ in benign})
-    data = {
-        "schema": "q9diff.layers_measured/1",
+    # The shipped rule is fitted on real trained models (scripts/fit_layers_rule.py) and the corpus is listed
+    # by scripts/score_layers_real.py: this measurement of our own planted models goes under "planted" and
+    # leaves every other key of measured.json as it is.
+    data = json.loads(OUT.read_text())
+    planted = {
         "rule": rule.to_json() | {"gap_db": best["gap_db"]},
-        "domain": domain(rows),
         "percentiles_tried": tried,
         "faults_without_effect": [
             {"model": f"{r['family']}/{r['name']}", "effect_db": e, "fault": r["fault"]} for r, _, e in benign
         ],
         "runs": runs,
     }
-    print(json.dumps({k: data[k] for k in ("rule", "percentiles_tried")}, indent=1))
+    print(json.dumps({k: planted[k] for k in ("rule", "percentiles_tried")}, indent=1))
     if check:
-        old = json.loads(OUT.read_text())["rule"]
-        same = all(old.get(k) == data["rule"][k] for k in ("percentile", "margin_db", "floor_db"))
+        old = data.get("planted", {}).get("rule")
+        same = isinstance(old, dict) and all(
+            old.get(k) == planted["rule"][k] for k in ("percentile", "margin_db", "floor_db")
+        )
         print("rule unchanged" if same else f"rule differs: was {old}")
         return 0 if same else 1
+    data |= {"domain": domain(rows), "planted": planted}
     OUT.write_text(json.dumps(data, indent=1) + "\n")
     wrong = [r for r in runs if r["correct"] is False]
     print(f"wrote {OUT}; {len(wrong)} run(s) named the wrong tensor", file=sys.stderr)
