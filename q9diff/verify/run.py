@@ -343,15 +343,15 @@ def binaries_of(path: Path) -> list[Path]:
     found = given(path)
     if found.kind is None:
         raise RunnerError(f"{path}: no such file or directory")
+    if found.kind.name == "folder of parts":  # refused as the runner words it, before the parts are listed
+        for b in sorted(found.given.glob("*.bin")):
+            contained(b.name, found.given, b, RunnerError)
     try:
         bins = [p.path for p in found.parts]
     except genie_config.ConfigError as exc:
         raise RunnerError(str(exc)) from None
     except InputError:  # a folder holding none
         raise RunnerError(f"{path}: no context binaries (*.bin or genie_config.json ctx-bins)") from None
-    if found.kind.name == "folder of parts":
-        for b in bins:
-            contained(b.name, found.given, b, RunnerError)
     return bins
 
 
