@@ -134,10 +134,12 @@ def diff(
 def _dlcs(a: Input, b: Input) -> dict:
     """`dlc`: the record-by-record diff of two context DLCs (given whole, or through the EPContext models
     that name them): SoCs added or removed, per-SoC settings, the shared weights; {} for other files."""
-    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
-
     if a.at.label is not None or b.at.label is not None:
         return {}
+    if not {a.at.container, b.at.container} <= {".dlc", ".onnx"}:  # only these can be or name a DLC
+        return {}
+    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+
     fa, fb = behind(a.at.file, a.at.container), behind(b.at.file, b.at.container)
     if fa is None or fb is None:
         return {}

@@ -10,35 +10,17 @@ the model the CPU tools read, not in what the device computes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from q9diff.layers import figures as fig
-from q9diff.layers.encodings import Finding
 from q9diff.layers.graph import LayersError, ModelGraph
 from q9diff.layers.local import local_values
+from q9diff.layers.result import CpuOnly, Finding
 from q9diff.layers.sides import CpuSide
 
 RUNNER = "onnxruntime CPU, the QDQ model as written"
 SHOWN = 5  # CPU-only divergences listed
-
-
-@dataclass(frozen=True)
-class CpuOnly:
-    """A tensor whose own error on the CPU is below its allowance while the HTP build's is not."""
-
-    tensor: str
-    cpu_db: float  # the CPU run's local SQNR of it
-    htp_db: float  # the HTP build's
-    why: str  # what the encodings say ('' when they say nothing)
-
-    def to_json(self) -> dict:
-        return {k: fig.to_word(v) for k, v in self.__dict__.items()}
-
-    @classmethod
-    def from_json(cls, d: dict) -> CpuOnly:
-        return cls(d["tensor"], float(d["cpu_db"]), float(d["htp_db"]), d["why"])
 
 
 def cpu_only(

@@ -15,28 +15,13 @@ Reading the model costs nothing beside compiling it.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 from q9diff.layers.graph import DEQUANTIZE, QUANTIZE, TYPE_NAMES, load_model
+from q9diff.layers.result import Finding
 
 MULTIPLIES = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 MOST = 2 / 3  # an element type is the model's when at least this share of its tensors have it
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # "bit_width" or "qdq_mismatch"
-    tensor: str  # the tensor quantized (the QuantizeLinear's input, the weight's initializer)
-    node: str  # the QuantizeLinear or DequantizeLinear concerned
-    text: str  # the finding in words
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, d: dict) -> Finding:
-        return cls(d["kind"], d["tensor"], d["node"], d["text"])
 
 
 def _array(inits: dict, name: str):

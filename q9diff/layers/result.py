@@ -6,11 +6,43 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from q9diff.layers.device import CpuOnly
-from q9diff.layers.encodings import Finding
 from q9diff.layers.figures import Figures, Rule, to_word
 
 SCHEMA = "q9diff.layers/1"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the static look at the QDQ model's encodings found (q9diff.layers.encodings)."""
+
+    kind: str  # "bit_width" or "qdq_mismatch"
+    tensor: str  # the tensor quantized (the QuantizeLinear's input, the weight's initializer)
+    node: str  # the QuantizeLinear or DequantizeLinear concerned
+    text: str  # the finding in words
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Finding:
+        return cls(d["kind"], d["tensor"], d["node"], d["text"])
+
+
+@dataclass(frozen=True)
+class CpuOnly:
+    """A tensor whose own error on the CPU is below its allowance while the HTP build's is not."""
+
+    tensor: str
+    cpu_db: float  # the CPU run's local SQNR of it
+    htp_db: float  # the HTP build's
+    why: str  # what the encodings say ('' when they say nothing)
+
+    def to_json(self) -> dict:
+        return {k: to_word(v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> CpuOnly:
+        return cls(d["tensor"], float(d["cpu_db"]), float(d["htp_db"]), d["why"])
 
 
 @dataclass(frozen=True)
