@@ -15,8 +15,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +25,8 @@ from q9diff.oracle.reader import (
     binary_info,
     c_text,
     find_library,
+    run_isolated,
+    stdout_to_stderr,
     system_interface,
     tensor_info,
 )
@@ -124,25 +124,7 @@ def _handles(function, dlc: ctypes.c_void_p, path: Path) -> list[int]:
 
 def read_dlc_isolated(path: str | Path, timeout: float = 60) -> dict:
     """`read_dlc` in a child process: a crash in libQnnSystem is an OracleError."""
-    from q9diff.guard import child_env, package_root, private_work, python_argv  # start-up: guard
-
-    command = python_argv("q9diff.oracle.dlc", [str(Path(path).resolve())])
-    try:
-        with private_work("q9diff-oracle-") as work:
-            child = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                   cwd=package_root(), env=child_env(work))  # fmt: skip
-    except subprocess.TimeoutExpired as exc:
-        raise OracleError(f"{path}: libQnnSystem did not answer within {timeout} s") from exc
-    message = (child.stderr.strip().splitlines() or [""])[-1]
-    if child.returncode == 3:
-        raise OracleUnavailable(message)
-    if child.returncode < 0:
-        raise OracleError(
-            f"{path}: libQnnSystem crashed while reading it ({signal.Signals(-child.returncode).name})"
-        )
-    if child.returncode != 0:
-        raise OracleError(message or f"{path}: the oracle process failed (exit {child.returncode})")
-    return json.loads(child.stdout)
+    return json.loads(run_isolated(path, "q9diff.oracle.dlc", [str(Path(path).resolve())], timeout))
 
 
 def judged(path: str | Path, oracle: dict | None = None) -> tuple[int, list[str]]:
@@ -224,8 +206,6 @@ def disagreements(path: str | Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from q9diff.oracle.reader import stdout_to_stderr
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m q9diff.oracle.dlc FILE", file=sys.stderr)

@@ -374,14 +374,12 @@ _EXIT_ORACLE_ERROR = 2
 _EXIT_UNAVAILABLE = 3
 
 
-def read_binary_info_isolated(
-    path: str | Path, lib: str | Path | None = None, timeout: float = 60
-) -> BinaryInfo:
-    """Like :func:`read_binary_info`, but in a child process, so a crash in libQnnSystem is an OracleError."""
+def run_isolated(path: str | Path, module: str, args: list[str], timeout: float) -> str:
+    """`python -m MODULE ARGS` in a child process, in a private work folder: its standard output, or an
+    OracleError (OracleUnavailable: no libQnnSystem) naming `path`, also when the library crashes it."""
     from q9diff.guard import child_env, package_root, private_work, python_argv  # start-up: guard
 
-    args = ["--json", str(Path(path).resolve())] + (["--lib", str(Path(lib).resolve())] if lib else [])
-    command = python_argv("q9diff.oracle", args)
+    command = python_argv(module, args)
     try:
         with private_work("q9diff-oracle-") as work:
             child = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
@@ -398,8 +396,17 @@ def read_binary_info_isolated(
         raise OracleError(f"{path}: libQnnSystem crashed while reading it ({name})")
     if child.returncode != 0:
         raise OracleError(f"{path}: the oracle process failed (exit {child.returncode}): {message}")
+    return child.stdout
+
+
+def read_binary_info_isolated(
+    path: str | Path, lib: str | Path | None = None, timeout: float = 60
+) -> BinaryInfo:
+    """Like :func:`read_binary_info`, but in a child process, so a crash in libQnnSystem is an OracleError."""
+    args = ["--json", str(Path(path).resolve())] + (["--lib", str(Path(lib).resolve())] if lib else [])
+    out = run_isolated(path, "q9diff.oracle", args, timeout)
     try:
-        return from_dict(json.loads(child.stdout))
+        return from_dict(json.loads(out))
     except (ValueError, KeyError, TypeError) as exc:
         raise OracleError(f"{path}: the oracle process printed no BinaryInfo JSON ({exc})") from exc
 
