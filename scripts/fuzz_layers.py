@@ -29,7 +29,6 @@ import io
 import json
 import os
 import random
-import resource
 import signal
 import sys
 import tempfile
@@ -43,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 import numpy as np  # noqa: E402
-from fuzz_surfaces import Faults, where  # noqa: E402
+from fuzz_surfaces import Faults, figures, report, where  # noqa: E402
 
 from q9diff.errors import Q9Error  # noqa: E402
 
@@ -293,26 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                 if took > faults.slowest[1]:
                     faults.slowest = (i, round(took, 2))
                 faults.cases += 1
-            out[mode] = {
-                "cases": faults.cases,
-                "read": faults.read,
-                "refused": faults.refused,
-                "faults": dict(faults.buckets),
-                "first": faults.first,
-                "slowest": faults.slowest,
-                "seconds": round(time.perf_counter() - start, 1),
-                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-            }
-    if args.json:
-        print(json.dumps(out, indent=2))
-    else:
-        for mode, r in out.items():
-            counts = f"{r['cases']} cases ({r['read']} read, {r['refused']} refused) in {r['seconds']} s"
-            rss, faults = f"peak RSS {r['peak_rss_mib']} MiB", r["faults"] or "none"
-            print(f"{mode}: {counts}, slowest {r['slowest']}, {rss}; faults: {faults}")
-            for bucket, (i, detail) in r["first"].items():
-                print(f"  {bucket}: first case {i}: {detail}")
-    return 1 if any(r["faults"] for r in out.values()) else 0
+            out[mode] = figures(faults, start)
+    return report(out, args.json)
 
 
 if __name__ == "__main__":

@@ -284,6 +284,34 @@ def api_case(i: int, rng: random.Random, tmp: Path, faults: Faults) -> None:
 MODES = {"pte": pte_case, "runtime": runtime_case, "api": api_case}
 
 
+def figures(faults: Faults, start: float) -> dict:
+    """One mode's run as the report gives it."""
+    return {
+        "cases": faults.cases,
+        "read": faults.read,
+        "refused": faults.refused,
+        "faults": dict(faults.buckets),
+        "first": faults.first,
+        "slowest": faults.slowest,
+        "seconds": round(time.perf_counter() - start, 1),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+    }
+
+
+def report(out: dict, as_json: bool) -> int:
+    """Every mode's figures, as JSON or a line each with the first case of each fault; 1 when any faulted."""
+    if as_json:
+        print(json.dumps(out, indent=2))
+    else:
+        for mode, r in out.items():
+            counts = f"{r['cases']} cases ({r['read']} read, {r['refused']} refused) in {r['seconds']} s"
+            rss, faults = f"peak RSS {r['peak_rss_mib']} MiB", r["faults"] or "none"
+            print(f"{mode}: {counts}, slowest {r['slowest']}, {rss}; faults: {faults}")
+            for bucket, (i, detail) in r["first"].items():
+                print(f"  {bucket}: first case {i}: {detail}")
+    return 1 if any(r["faults"] for r in out.values()) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for mode in MODES:
@@ -319,26 +347,8 @@ def main(argv: list[str] | None = None) -> int:
                 faults.cases += 1
                 for f in tmp.glob("[ab]*.pte"):
                     f.unlink()
-            out[mode] = {
-                "cases": faults.cases,
-                "read": faults.read,
-                "refused": faults.refused,
-                "faults": dict(faults.buckets),
-                "first": faults.first,
-                "slowest": faults.slowest,
-                "seconds": round(time.perf_counter() - start, 1),
-                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-            }
-    if args.json:
-        print(json.dumps(out, indent=2))
-    else:
-        for mode, r in out.items():
-            counts = f"{r['cases']} cases ({r['read']} read, {r['refused']} refused) in {r['seconds']} s"
-            rss, faults = f"peak RSS {r['peak_rss_mib']} MiB", r["faults"] or "none"
-            print(f"{mode}: {counts}, slowest {r['slowest']}, {rss}; faults: {faults}")
-            for bucket, (i, detail) in r["first"].items():
-                print(f"  {bucket}: first case {i}: {detail}")
-    return 1 if any(r["faults"] for r in out.values()) else 0
+            out[mode] = figures(faults, start)
+    return report(out, args.json)
 
 
 if __name__ == "__main__":
