@@ -11,6 +11,9 @@ timestamps, that is all that is said.
 A context DLC pair is compared record by record: SoCs (caches) added or removed, each cache's soc_model,
 dsp_arch and VTCM as the metadata lists them, the shared weights; each cache pair is then a context-binary
 pair the usual diff reads (q9diff.read.openers lists them by cache name).
+
+Every change reads candidate → reference, as the rest of q9diff does (what the candidate would become);
+"added" is what the reference holds and the candidate lacks; pairs of values are [candidate, reference].
 """
 
 from __future__ import annotations
@@ -108,9 +111,9 @@ def diff(a: Dlc, b: Dlc) -> dict:
     causes: list[dict] = []
     records = _records(a, b)
     if a.converter_version != b.converter_version and None not in (a.converter_version, b.converter_version):
-        causes.append(_cause("converter_version", f"{b.converter_version} → {a.converter_version}"))
+        causes.append(_cause("converter_version", f"{a.converter_version} → {b.converter_version}"))
     if a.kind != b.kind:
-        causes.append(_cause("kind", f"a {b.kind} DLC → a {a.kind} DLC"))
+        causes.append(_cause("kind", f"a {a.kind} DLC → a {b.kind} DLC"))
     elif a.kind == "graph":
         causes += _graphs(a, b)
     else:
@@ -175,12 +178,12 @@ def _graphs(a: Dlc, b: Dlc) -> list[dict]:
     ga, gb = a.graphs, b.graphs
     out = []
     if len(ga) != len(gb):
-        out.append(_cause("graphs", f"{len(gb)} graphs → {len(ga)}"))
+        out.append(_cause("graphs", f"{len(ga)} graphs → {len(gb)}"))
     for x, y in zip(ga, gb):
         if x.name != y.name:
             out.append(
                 _cause(
-                    "graph_name", f"{y.name} → {x.name} (the name holds a hash of the source model's path)"
+                    "graph_name", f"{x.name} → {y.name} (the name holds a hash of the source model's path)"
                 )
             )
         out += _graph_pair(x, y, a, b)
@@ -223,10 +226,10 @@ def _graph_pair(x: DlcGraph, y: DlcGraph, a: Dlc, b: Dlc) -> list[dict]:
             for i, j in zip(range(i1, i2), range(j1, j2)):
                 pairs.append((x.ops[j], y.ops[i]))
                 if sx[j] != sy[i]:
-                    changed.append(f"{_op_label(x.ops[j])}: {_changes(sy[i], sx[j])}")
+                    changed.append(f"{_op_label(x.ops[j])}: {_changes(sx[j], sy[i])}")
             continue
-        removed += [_op_label(y.ops[i]) for i in range(i1, i2)]
-        added += [_op_label(x.ops[j]) for j in range(j1, j2)]
+        added += [_op_label(y.ops[i]) for i in range(i1, i2)]  # the reference has them, the candidate not
+        removed += [_op_label(x.ops[j]) for j in range(j1, j2)]
     out = []
     if added or removed or changed:
         detail = "; ".join(
@@ -261,16 +264,17 @@ def _op_label(op: DlcOp) -> str:
     return f"{op.type}" + (f"(operation {operation})" if operation is not None else "") + f" [{op.name}]"
 
 
-def _changes(ref: tuple, cand: tuple) -> str:
-    """What differs between two signatures of one op type: each attribute, then the output shapes."""
+def _changes(cand: tuple, ref: tuple) -> str:
+    """What differs between two signatures of one op type (candidate → reference): each attribute, then the
+    output shapes."""
     ra, ca = dict(ref[1]), dict(cand[1])
     said = [
-        f"{n} {_shown(ra.get(n))} → {_shown(ca.get(n))}"
+        f"{n} {_shown(ca.get(n))} → {_shown(ra.get(n))}"
         for n in sorted(set(ra) | set(ca))
         if ra.get(n) != ca.get(n)
     ]
     if ref[2] != cand[2]:
-        said.append(f"output shapes {_shown(ref[2])} → {_shown(cand[2])}")
+        said.append(f"output shapes {_shown(cand[2])} → {_shown(ref[2])}")
     return ", ".join(said)
 
 
@@ -306,10 +310,10 @@ def _encoding_change(t: DlcTensor, u: DlcTensor) -> dict:
     return {
         "tensor": t.name,
         "reference_tensor": u.name,
-        "data_type": [_dtype(u.data_type), _dtype(t.data_type)],
+        "data_type": [_dtype(t.data_type), _dtype(u.data_type)],
         "encoding": [
-            None if u.encoding is None else u.encoding.as_json(),
             None if t.encoding is None else t.encoding.as_json(),
+            None if u.encoding is None else u.encoding.as_json(),
         ],
     }
 
@@ -328,7 +332,7 @@ def _weight_changes(tensors, x: DlcGraph, y: DlcGraph, a: Dlc, b: Dlc) -> list[d
         x, y = np.frombuffer(bp, np.uint8, common), np.frombuffer(bq, np.uint8, common)
         n = int(np.count_nonzero(x != y)) + abs(len(bp) - len(bq))
         out.append(
-            {"tensor": t.name, "reference_tensor": u.name, "size": [q.size, p.size], "bytes_differing": n}
+            {"tensor": t.name, "reference_tensor": u.name, "size": [p.size, q.size], "bytes_differing": n}
         )
     return out
 
@@ -339,15 +343,16 @@ def _weight_changes(tensors, x: DlcGraph, y: DlcGraph, a: Dlc, b: Dlc) -> list[d
 def _caches(a: Dlc, b: Dlc) -> list[dict]:
     out = []
     ca, cb = {c.name: _cache_json(c) for c in a.caches}, {c.name: _cache_json(c) for c in b.caches}
-    added, removed = sorted(set(ca) - set(cb)), sorted(set(cb) - set(ca))
+    # candidate → reference, as every diff reads: + the reference has a cache the candidate lacks
+    added, removed = sorted(set(cb) - set(ca)), sorted(set(ca) - set(cb))
     if added or removed:
-        said = [f"+{n} (soc_model {ca[n]['soc_model']})" for n in added]
-        said += [f"-{n} (soc_model {cb[n]['soc_model']})" for n in removed]
+        said = [f"+{n} (soc_model {cb[n]['soc_model']})" for n in added]
+        said += [f"-{n} (soc_model {ca[n]['soc_model']})" for n in removed]
         out.append(_cause("caches", "SoCs " + ", ".join(said), added=added, removed=removed))
     for name in sorted(set(ca) & set(cb)):
         for key, cause, said in _PER_CACHE:
             if ca[name][key] != cb[name][key]:
-                detail = f"{said(cb[name][key])} → {said(ca[name][key])} (in {name})"
+                detail = f"{said(ca[name][key])} → {said(cb[name][key])} (in {name})"
                 out.append(_cause(cause, detail, cache=name))
     wa = _shared(a)
     wb = _shared(b)
@@ -355,7 +360,7 @@ def _caches(a: Dlc, b: Dlc) -> list[dict]:
         out.append(
             _cause(
                 "shared_weights",
-                f"the shared weights differ ({len(wb)} → {len(wa)} records, "
+                f"the shared weights differ ({len(wa)} → {len(wb)} records, "
                 "their names follow their content)",
             )
         )

@@ -156,7 +156,7 @@ def dlcdiff_properties() -> dict:
                 ),
                 "What differs.",
             ),
-            "detail": string("Reference → candidate, in words."),
+            "detail": string("Candidate (a) → reference (b), in words, as every diff reads."),
         },
     )
     record = obj(
