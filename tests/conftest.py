@@ -123,6 +123,8 @@ SLOW_MODULES = {
     "test_verify",
     "test_layers_cmd",
     "test_layers_faults",
+    "test_layers_real",
+    "test_layers_judgement",
     "test_steps",
     "test_fix_loop",
     "test_ort_qnn_hook",
