@@ -29,7 +29,7 @@ def _causes(a: str, b: str) -> list[str]:
 
 
 def test_the_fixtures_are_there_and_small():
-    assert len(GRAPHS) == 10 and len(CONTEXTS) == 4
+    assert len(GRAPHS) == 10 and len(CONTEXTS) == 5
     assert sum(p.stat().st_size for p in HERE.iterdir()) < 1 << 20
 
 
@@ -292,3 +292,73 @@ def test_doctor_runtime_judges_every_cache_of_a_context_dlc():
     (load,) = [f for f in found["findings"] if f["check"] == "load.runtime"]
     assert r.returncode == 1 and load["severity"] == "error"
     assert "htp.cache.sc8380xp.0" in load["where"] and "htp.cache.sm8750.0" in load["where"]
+
+
+@pytest.mark.parametrize("ext", ["_qnn.bin", ".onnx"])
+def test_a_multi_soc_pair_whose_socs_differ_has_the_socs_as_its_set_root_cause_not_a_split(ext):
+    """ctx_2soc (soc_model 60,69) against ctx_3soc (60,57,69): a cache more is a SoC more, and the fix is
+    the reference's SoC list in the provider options that wrote it, read from each cache's metadata."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from q9diff.schemas import schema
+
+    a, b = str(HERE / f"ctx_2soc{ext}"), str(HERE / f"ctx_3soc{ext}")
+    data = json.loads(q9diff(a, b, "--json").stdout)
+    jsonschema.Draft202012Validator(schema(data["schema"])).validate(data)
+    roots = [c for c in data["causes"] if c["role"] == "root"]
+    assert [c["name"] for c in roots] == ["soc_set"]
+    (socs,) = roots
+    assert (socs["a"], socs["b"]) == ([60, 69], [60, 57, 69])
+    assert socs["ort_options"] == {"soc_model": "60,57,69", "htp_arch": "73,75,79"}
+    shown = q9diff(a, b).stdout
+    assert "Root causes over the set: soc_set 60 / 69 → 60 / 57 / 69" in shown and "split" not in shown
+    assert "soc_model=60,57,69" in shown and "htp_arch=73,75,79" in shown and "No setting" not in shown
+    # the other way round, and through suggest: the candidate becomes the reference
+    back = json.loads(q9diff(b, a, "--json").stdout)
+    assert [c["ort_options"] for c in back["causes"] if c["name"] == "soc_set"] == [
+        {"soc_model": "60,69", "htp_arch": "73,79"}
+    ]
+    said = q9diff("suggest", a, b)
+    assert said.returncode == 1 and "soc_model=60,57,69" in said.stdout
+
+
+def test_caches_for_other_socs_at_the_same_place_are_not_paired_as_a_build_for_the_wrong_soc():
+    """ctx_2soc (60,69) against ctx_2soc_other (60,57): the same number of caches, one for another SoC. The
+    SM8750 cache is no wrong-SoC build of the SM8650 one: a SoC removed and one added, nothing more."""
+    a, b = str(HERE / "ctx_2soc_qnn.bin"), str(HERE / "ctx_2soc_other_qnn.bin")
+    data = json.loads(q9diff(a, b, "--json").stdout)
+    assert [c["name"] for c in data["causes"] if c["role"] == "root"] == ["soc_set"]
+    assert [p["part"] for p in data["parts"]] == ["ctx_2soc_qnn.bin#htp.cache.sc8380xp.0"]
+    assert data["unpaired_a"] == [a + "#htp.cache.sm8750.0"] and data["unpaired_b"] == [
+        b + "#htp.cache.sm8650.0"
+    ]
+    assert data["causes"][0]["ort_options"] == {"soc_model": "60,57", "htp_arch": "73,75"}
+
+
+def test_a_multi_soc_pair_with_the_same_socs_keeps_its_per_cache_causes_and_no_soc_set():
+    data = json.loads(
+        q9diff(str(HERE / "ctx_2soc_qnn.bin"), str(HERE / "ctx_2soc_vtcm_qnn.bin"), "--json").stdout
+    )
+    names = {c["name"] for c in data["causes"] if c["role"] == "root"}
+    assert names == {"vtcm_size"}
+
+
+def test_the_reports_of_a_multi_soc_pair_give_the_soc_list_as_the_fix(tmp_path):
+    a, b = str(HERE / "ctx_2soc_qnn.bin"), str(HERE / "ctx_3soc_qnn.bin")
+    r = q9diff(a, b, "--markdown", str(tmp_path / "r.md"), "--html", str(tmp_path / "r.html"))
+    assert r.returncode == 1
+    md = (tmp_path / "r.md").read_text()
+    assert "soc\\_set 60 / 69 → 60 / 57 / 69" in md and "soc_model=60,57,69" in md
+    page = (tmp_path / "r.html").read_text()
+    fix = page.index("soc_model=60,57,69")  # the set's fix, once, before the parts' own sections
+    assert page.count("soc_model=60,57,69") == 1 and fix < page.index("<hr><h2>")
+
+
+def test_diff_runtime_judges_each_cache_of_a_context_dlc():
+    r = q9diff(str(HERE / "ctx_2soc_qnn.bin"), str(HERE / "ctx_3soc_qnn.bin"), "--runtime", "2.48", "--json")
+    load = json.loads(r.stdout)["load"]
+    assert r.returncode == 1 and load["verdict"] == "will not load"
+    assert [p["part"] for p in load["parts"]] == [
+        "ctx_2soc_qnn.bin#htp.cache.sc8380xp.0",
+        "ctx_2soc_qnn.bin#htp.cache.sm8750.0",
+    ]
+    assert all(p["verdict"] == "will not load" for p in load["parts"])

@@ -23,7 +23,8 @@ from q9diff.cli.common import (
 )
 from q9diff.cli.diff import REFERENCE
 from q9diff.compare.toolchains import precision_fix
-from q9diff.present.terminal import print_precision, print_suggestions
+from q9diff.present.fixes import soc_set_fix
+from q9diff.present.terminal import print_precision, print_soc_set, print_suggestions
 
 if TYPE_CHECKING:  # resolved by q9diff.inputs, imported when the command runs
     from q9diff.inputs import Input
@@ -74,7 +75,7 @@ def suggest(
         from q9diff.recipes.recipe import check_out  # start-up: recipes.recipe
 
         check_out(out or Path("q9diff-out"), [candidate, reference])  # before --apply writes anything
-    models = None
+    models, over_set = None, None  # over_set: a set diff's JSON
     if reference is None:
         data = judged(a, device)
         if not as_json:
@@ -91,7 +92,7 @@ def suggest(
         with busy(f"comparing the parts of {candidate.name} and {reference.name}", as_json) as say:
             _, data = compared(a, b, say)
         suggestions, identical, causes = data["suggestions"], data["identical"], data["causes"]
-        pairs = [(p["a"], p["b"]) for p in data["parts"]]
+        pairs, over_set = [(p["a"], p["b"]) for p in data["parts"]], data
         models = data.get("different_models", {}).get("evidence")
     else:
         from q9diff.compare.sets import compared  # start-up: compare.sets, numpy, construct
@@ -126,7 +127,10 @@ def suggest(
         lead = report["toolchain"]["form"]  # every form, the candidate's own first
         # a precision no setting makes: where it is made, not "No setting to change." and exit 1
         precision = precision_fix(causes) if reference is not None and not suggestions else None
-        if precision is None:
+        socs = soc_set_fix(over_set) if over_set is not None else None
+        if socs is not None:  # a multi-SoC DLC's SoC list, which no part's setting makes
+            print_soc_set(socs)
+        elif precision is None:
             print_suggestions(suggestions, form, notes=True, lead=lead)
         else:
             print_precision(precision, form, lead)

@@ -367,6 +367,39 @@ def _caches(a: Dlc, b: Dlc) -> list[dict]:
     return out
 
 
+def soc_set(a: Dlc, b: Dlc) -> dict | None:
+    """The set-level root cause of two context DLCs whose caches are for different SoCs (q9diff.setdiff/1's
+    cause `soc_set`): each side's soc_models in cache order, and the provider options that build the
+    reference's list where every cache's metadata names its SoC and arch (None for either side: no line).
+    None where both hold caches for the same SoCs, or either is no context DLC. It stands in for the set's
+    "split": a cache more or fewer is a SoC more or fewer, not a model split differently."""
+    if a.kind != "context" or b.kind != "context":
+        return None
+    ca, cb = [_cache_json(c) for c in a.caches], [_cache_json(c) for c in b.caches]
+    if {c["name"] for c in ca} == {c["name"] for c in cb}:
+        return None
+    names_a = {c["name"] for c in ca}
+    names_b = {c["name"] for c in cb}
+    said = [f"{c['name']} (soc_model {c['soc_model']}) is in the reference only" for c in cb
+            if c["name"] not in names_a]  # fmt: skip
+    said += [f"{c['name']} (soc_model {c['soc_model']}) is in the candidate only" for c in ca
+             if c["name"] not in names_b]  # fmt: skip
+    socs, archs = [c["soc_model"] for c in cb], [c["dsp_arch"] for c in cb]
+    read = all(isinstance(v, int) for v in socs + archs)
+    options = {"soc_model": ",".join(map(str, socs)), "htp_arch": ",".join(map(str, archs))} if read else None
+    return {
+        "name": "soc_set",
+        "role": "root",
+        "a": [c["soc_model"] for c in ca],
+        "b": socs,
+        "bytes": None,
+        "evidence": said
+        + ["a device whose SoC has no cache in the build has no cache to load"]
+        + ([] if read else ["a cache's metadata does not name its SoC or arch: no option line is given"]),
+        "ort_options": options,
+    }
+
+
 def _mib(v: list) -> str:
     return ", ".join(f"{x} MiB" for x in v) or "not listed"
 

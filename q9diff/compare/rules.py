@@ -151,14 +151,15 @@ ROOT_SETTINGS = (
 )
 
 # What each root cause decides on the device, the order a verdict names them in: a build for the wrong SoC or
-# arch computes garbage (or does not load), a QAIRT or model difference changes what runs, VTCM, the
+# arch computes garbage (or does not load), a QAIRT or model difference changes what runs (a multi-SoC
+# build's SoCs, soc_set, which devices have a cache to load), VTCM, the
 # optimization level, HVX threads and DLBC change only how fast, packing and sharing only how big.
 MATTERS: dict[str, str] = {
     "soc_model": "correctness", "dsp_arch": "correctness", "quantization": "accuracy",
     "graph_structure": "the model", "graph_set": "the model", "tensor_names": "the model",
-    "split": "the model", "sdk_version": "loading", "vtcm_size": "speed", "optimization_level": "speed",
-    "hvx_threads": "speed", "dlbc": "speed", "weights_packing": "size", "native_hmx_a16w4": "size",
-    "weight_sharing": "size",
+    "split": "the model", "soc_set": "loading", "sdk_version": "loading", "vtcm_size": "speed",
+    "optimization_level": "speed", "hvx_threads": "speed", "dlbc": "speed", "weights_packing": "size",
+    "native_hmx_a16w4": "size", "weight_sharing": "size",
 }  # fmt: skip
 MATTERS_ORDER = ("correctness", "accuracy", "the model", "loading", "speed", "size")
 

@@ -51,7 +51,9 @@ def diff_sets(a: Input, b: Input, on_part=None) -> SetDiff:
     names_b = {_name(p): p for p in lb}
     pairs, ua = [], []
     for i, pa in enumerate(la):
-        pb = names_b.get(_name(pa)) or (lb[i] if i < len(lb) and _name(lb[i]) not in names_a else None)
+        pb = names_b.get(_name(pa))
+        if pb is None and not _per_soc(pa):  # else the part at the same place, if it has no counterpart
+            pb = lb[i] if i < len(lb) and _name(lb[i]) not in names_a else None
         if pb is None:
             ua.append(pa)
             continue
@@ -75,6 +77,13 @@ def _name(part) -> str:
     """What pairs a part with its counterpart: a container's context by its label (a context DLC's
     htp.cache.<soc>.0 in both files), any other part by its file name."""
     return part.label if part.label is not None else part.path.name
+
+
+def _per_soc(part) -> bool:
+    """A context DLC's cache (htp.cache.<soc>.0): built for one SoC, it pairs only with the other side's
+    cache for that SoC; a cache for another SoC at the same place is a SoC added and one removed, not a
+    build for the wrong SoC."""
+    return part.label is not None and part.label.startswith("htp.cache.")
 
 
 def distinct_causes(parts: list[dict]) -> list[dict]:
@@ -136,7 +145,11 @@ def compared(a: Input, b: Input, progress=None) -> tuple[DiffResult | SetDiff, d
             raise
         except (OSError, *read_errors()) as exc:
             raise InputError(f"{a.given} / {b.given}: {exc}") from exc
-        return sd, set_to_json(sd)
+        data = set_to_json(sd)
+        socs = _soc_set(a, b)
+        if socs is not None:  # a cache more or fewer is a SoC more or fewer, not a model split otherwise
+            data["causes"] = [socs, *(c for c in data["causes"] if c["name"] != "split")]
+        return sd, data
     ca, cb = a.at.open(), b.at.open()
     try:
         pair = diff(ca, cb)
@@ -147,3 +160,20 @@ def compared(a: Input, b: Input, progress=None) -> tuple[DiffResult | SetDiff, d
             f"{a.given} / {b.given}: not a context binary q9diff can read ({type(exc).__name__}: {exc})"
         ) from exc
     return pair, to_json(pair)
+
+
+def _soc_set(a: Input, b: Input) -> dict | None:
+    """Two multi-SoC context DLCs (given whole, or through the EPContext models naming them) whose caches
+    are for different SoCs: that set cause (q9diff.compare.dlc.soc_set); None for any other pair."""
+    if a.at.label is not None or b.at.label is not None:
+        return None
+    if not {a.at.container, b.at.container} <= {".dlc", ".onnx"}:  # only these can be or name a DLC
+        return None
+    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+
+    fa, fb = behind(a.at.file, a.at.container), behind(b.at.file, b.at.container)
+    if fa is None or fb is None:
+        return None
+    from q9diff.compare.dlc import soc_set  # start-up: compare.dlc
+
+    return soc_set(Dlc.open(fa), Dlc.open(fb))

@@ -113,3 +113,19 @@ def precision_rows(data: dict) -> tuple[str, list[tuple[str, str]]] | None:
     rows = [(LABELS[f], p["lines"][f]) for f in sorted(LABELS, key=lambda f: f != lead)]
     rows += [("AI Hub", f"the compile option {p['ai_hub']}")] if p["ai_hub"] else []
     return f"quantization {p['change']}: {p['lead']}", rows
+
+
+def soc_set_fix(data: dict) -> tuple[str, list[str]] | None:
+    """Two multi-SoC context DLCs built for different SoCs (the set cause `soc_set`): the fix is the
+    reference's SoC list, in ONNX Runtime's QNN EP provider options (the one tool measured to write such a
+    DLC), as its caches' metadata names them: (the sentence, the option lines); no lines where a cache does
+    not name its SoC or arch; None where the SoCs do not differ. It stands in for the parts' fixes, which
+    cannot add a cache."""
+    socs = next((c for c in data.get("causes") or [] if c.get("name") == "soc_set"), None)
+    if socs is None:
+        return None
+    options = socs.get("ort_options")
+    if options is None:
+        return "build for the reference's SoCs (a cache's metadata does not name its SoC or arch)", []
+    lines = [f"{k}={v}" for k, v in options.items()]
+    return "build for the reference's SoCs, in ONNX Runtime QNN EP provider options", lines

@@ -164,9 +164,10 @@ def _attribution(data: dict) -> str:
     )
 
 
-def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
+def fixes_list(suggestions: list[dict], data: dict | None = None, over_set: bool = False) -> str:
     """The fix in every toolchain form, the one the candidate's files say first, each a block to paste;
-    no fix where the arguments look swapped (it would break the good build), and what to run next."""
+    no fix where the arguments look swapped (it would break the good build), and what to run next.
+    `over_set`: the set's own fix, where a SoC list to build for (fixes.soc_set_fix) stands first."""
     from q9diff.present import fixes  # start-up: present.fixes
 
     if (data or {}).get("reference_looks_wrong"):
@@ -176,6 +177,12 @@ def fixes_list(suggestions: list[dict], data: dict | None = None) -> str:
     if precision is not None:  # a change to make that no setting makes
         items = "".join(f"<li><b>{esc(f)}</b>: {esc(w)}</li>" for f, w in precision[1])
         said = f"<p>{esc(precision[0])}:</p><ul>{items}</ul>"
+    socs = fixes.soc_set_fix(data or {}) if over_set else None
+    if socs is not None:  # a SoC list to build for, which no part's setting makes
+        body = "\n".join(esc(x) for x in socs[1])
+        return f"<h3>Fix</h3><p><b>{esc(socs[0])}</b></p>" + (
+            f"<pre class='fix'>{body}</pre>" if body else ""
+        )
     if not suggestions:
         if said:
             return "<h3>Fix</h3>" + said
@@ -359,7 +366,7 @@ def render_set(data: dict) -> str:
         + f"<p>q9diff: candidate {esc(ra)} vs reference {esc(rb)}</p>"
         + f"<p>{na} vs {nb} parts, {esc(size_change(data['a_total'], data['b_total']))}</p>"
         + totals
-        + fixes_list(data["suggestions"], data)
+        + fixes_list(data["suggestions"], data, over_set=True)
         + load_section(data)
         + across
         + "".join(sections)

@@ -179,6 +179,9 @@ def _fixes(suggestions: list[dict], data: dict | None = None) -> str:
     said = ""
     if precision is not None:  # a change to make that no setting makes
         said = f"\n{md(precision[0])}:\n\n" + "".join(f"- **{md(f)}**: {md(w)}\n" for f, w in precision[1])
+    socs = fixes.soc_set_fix(data or {})
+    if socs is not None:  # a SoC list to build for, which no part's setting makes
+        return f"\n### Fix\n\n**{md(socs[0])}**:\n\n" + (code_block(socs[1]) if socs[1] else "")
     if not suggestions:
         return "\n### Fix\n" + (said or "\nNo setting to change.\n")
     first, *others = fixes.blocks(suggestions, data)

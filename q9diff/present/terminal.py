@@ -204,6 +204,14 @@ def print_fix(
         print_precision(precision, form, fixes.chosen(data or {}), said_why=not suggestions)
 
 
+def print_soc_set(found: tuple[str, list[str]], heading: str = "") -> None:
+    """The fix of two multi-SoC DLCs built for different SoCs (q9diff.present.fixes.soc_set_fix): the
+    sentence, then each option line."""
+    console.print(text((f"{heading}{found[0]}", "bold")))
+    for line in found[1]:
+        console.print(text(f"  {line}"), soft_wrap=True)
+
+
 def print_precision(precision: dict, form: str | None, lead: str, said_why: bool = False) -> None:
     """Where the reference's precision is made (q9diff.compare.toolchains.precision_fix), in the form
     `form` (None: every form, `lead` first), and AI Hub's option for it."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from q9diff.present.terminal import console, print_fix, print_more, print_packing, text, whole
+from q9diff.present.terminal import console, print_fix, print_more, print_packing, print_soc_set, text, whole
 from q9diff.present.terminal_target import print_refusal
 from q9diff.present.verdict import (
     bundle_lines,
@@ -108,6 +108,8 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
                 print_fix(r.suggestions, f"Fix for {pa.name}", data, verbose)
     if swapped(data):
         pass
+    elif _soc_set_fix(data):
+        pass
     elif agree:
         heading = "Fix (the same for every part)" if len(parts) > 1 else "Fix"
         print_fix(data["suggestions"], heading, data, verbose)
@@ -117,6 +119,16 @@ def print_set(sd, data: dict, verbose: bool = False) -> None:
             if part["suggestions"]:
                 print_fix(part["suggestions"], f"Fix for {pa.name}", data)
     print_more(verbose, data)
+
+
+def _soc_set_fix(data: dict) -> bool:
+    """The fix of two multi-SoC DLCs built for different SoCs, in place of the parts' (fixes.soc_set_fix)."""
+    from q9diff.present import fixes  # start-up: present.fixes
+
+    found = fixes.soc_set_fix(data)
+    if found is not None:
+        print_soc_set(found, "Fix: ")
+    return found is not None
 
 
 def _set_causes(sd, data: dict) -> None:
@@ -131,7 +143,7 @@ def _set_causes(sd, data: dict) -> None:
         if c["role"] != "root":
             continue
         found = parts_of.get(_key(c), [])
-        where = "" if c["name"] == "split" or found == names else f" (in {', '.join(found)})"
+        where = "" if c["name"] in ("split", "soc_set") or found == names else f" (in {', '.join(found)})"
         console.print(text("  ", (c["name"], "bold"), f" (root): {change(c).split(' ', 1)[1]}{where}"))
     effects = list(dict.fromkeys(label(c) for c in data["causes"] if c["role"] != "root"))
     if effects:

@@ -34,7 +34,9 @@ from q9diff.schemas._nodes import (
 
 # What a set diff adds to the rules' causes: one model's body differs (graph_structure, also a rule) and
 # a different number of parts (split).
-CAUSE_NAMES = sorted({r.name for r in CAUSE_RULES} | {"graph_structure", "split", "compiler_option"})
+CAUSE_NAMES = sorted(
+    {r.name for r in CAUSE_RULES} | {"graph_structure", "split", "soc_set", "compiler_option"}
+)
 CAUSE_ROLES = ("root", "effect", "model", "unexplained")
 BUCKETS = sorted(set(KIND_BUCKETS.values()) | {DEFAULT_BUCKET, MOVED_BUCKET})
 
@@ -257,8 +259,18 @@ def _cause() -> dict:
                 integer("Effects that carry an attribution row only: that row's size delta, b minus a.")
             ),
             "evidence": strings("Sentences saying how the difference was found and what it means."),
+            "ort_options": maybe(
+                obj(
+                    "soc_set only: the ONNX Runtime QNN EP provider options that build caches for the "
+                    "reference's SoCs, as its caches' metadata names them; null where a cache's does not.",
+                    {
+                        "soc_model": string("The reference's soc_models, comma-separated."),
+                        "htp_arch": string("Their HTP arches, in the same order."),
+                    },
+                )
+            ),
         },
-        optional=("size_delta", "option"),
+        optional=("size_delta", "option", "ort_options"),
     )
 
 
