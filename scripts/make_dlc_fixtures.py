@@ -29,6 +29,8 @@ EPContext model NAME.onnx and the DLC it names, NAME_qnn.bin:
 - ctx_2soc: htp_arch 73,79, soc_model 60,69;
 - ctx_3soc: htp_arch 73,75,79, soc_model 60,57,69 (a SoC added);
 - ctx_2soc_vtcm: as ctx_2soc with vtcm_mb 2,8 (per-SoC VTCM);
+- ctx_2soc_vtcm4: as ctx_2soc with vtcm_mb 4,4 (each records 4 MiB, as ctx_2soc's do; the compiler is given
+  4 MiB instead of each SoC's whole VTCM);
 - ctx_2soc_weight: as ctx_2soc with the weight of mlp_fp32_weight.dlc;
 - ctx_2soc_other: htp_arch 73,75, soc_model 60,57 (as many SoCs as ctx_2soc, one of them another);
 - mlp_w8a16_compiled: mlp_w8a16.dlc's model built for one SoC (60, v73, VTCM 8 MB): a plain context binary
@@ -67,6 +69,7 @@ CONTEXT_DLCS = {
     "ctx_3soc": ("fp32", {"htp_arch": "73,75,79", "soc_model": "60,57,69"}),
     "ctx_2soc_vtcm": ("fp32", {"htp_arch": "73,79", "soc_model": "60,69", "vtcm_mb": "2,8"}),
     "ctx_2soc_weight": ("weight", {"htp_arch": "73,79", "soc_model": "60,69"}),
+    "ctx_2soc_vtcm4": ("fp32", {"htp_arch": "73,79", "soc_model": "60,69", "vtcm_mb": "4,4"}),
     "ctx_2soc_other": ("fp32", {"htp_arch": "73,75", "soc_model": "60,57"}),
     # one SoC: a plain context binary, mlp_w8a16.dlc's graph compiled
     "mlp_w8a16_compiled": ("w8a16", {"htp_arch": "73", "soc_model": "60", "vtcm_mb": "8"}),

@@ -29,7 +29,7 @@ def _causes(a: str, b: str) -> list[str]:
 
 
 def test_the_fixtures_are_there_and_small():
-    assert len(GRAPHS) == 10 and len(CONTEXTS) == 5
+    assert len(GRAPHS) == 10 and len(CONTEXTS) == 6
     assert sum(p.stat().st_size for p in HERE.iterdir()) < 1 << 20
 
 
@@ -362,3 +362,19 @@ def test_diff_runtime_judges_each_cache_of_a_context_dlc():
         "ctx_2soc_qnn.bin#htp.cache.sm8750.0",
     ]
     assert all(p["verdict"] == "will not load" for p in load["parts"])
+
+
+def test_a_vtcm_given_only_to_the_compiler_is_a_root_cause_and_never_only_timestamps():
+    """ctx_2soc (no vtcm_mb) against ctx_2soc_vtcm4 (4,4): every cache records 4 MiB on both sides, and the
+    SC8380XP cache's compiler option says 8 MiB (its whole VTCM) against 4 MiB: that is the root cause, and
+    the fix sets it. The DLC's metadata differs only in time, but its caches do not: never 'only
+    timestamps'."""
+    a, b = str(HERE / "ctx_2soc_qnn.bin"), str(HERE / "ctx_2soc_vtcm4_qnn.bin")
+    data = json.loads(q9diff(a, b, "--json").stdout)
+    assert data["dlc"]["only_timestamps"] is False
+    assert [c["cause"] for c in data["dlc"]["causes"]] == ["caches"]
+    (part,) = [p for p in data["parts"] if p["part"].endswith("sc8380xp.0")]
+    (vtcm,) = [c for c in part["causes"] if c["role"] == "root"]
+    assert (vtcm["name"], vtcm["a"], vtcm["b"]) == ("vtcm_size", 8 << 20, 4 << 20)
+    assert [(s["setting"], s["value"]) for s in part["suggestions"]] == [("vtcm_size", 4)]
+    assert "Only timestamps" not in q9diff(a, b).stdout

@@ -137,6 +137,7 @@ def diff(a: ContextBinary, b: ContextBinary) -> DiffResult:
         evidence += [note] if note else []
         cause = Cause(rule.name, rule.role, jsonable(va), jsonable(vb), None, tuple(evidence))
         res.causes.insert(0, cause) if note and rule.leads else res.causes.append(cause)
+    roots = explained.vtcm_asked(res, a, b, roots)
     explained.model_itself(res, a, b, oa, ob, roots)
     explained.unexplained_options(res, a, b, {c.name for c in res.causes if c.role == "root"})
     res.suggestions = suggestions(res.causes, a, b.dsp_arch)

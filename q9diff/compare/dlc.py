@@ -121,6 +121,9 @@ def diff(a: Dlc, b: Dlc) -> dict:
     meta = _metadata(a, b)
     if meta == "content" and not causes:  # no cause above explains it
         causes.append(_cause("metadata", "the metadata JSON differs beyond its timestamps"))
+    apart = [r["name"] for r in records if not r["same"] and not r["name"].startswith("dlc.metadata")]
+    if apart and not causes:  # bytes differ that no category above says: never "only timestamps"
+        causes.append(_unsaid(a, apart))
     identical = all(r["same"] for r in records)
     only_time = not identical and not causes and meta == "timestamps"
     if only_time:
@@ -136,6 +139,15 @@ def diff(a: Dlc, b: Dlc) -> dict:
         "causes": causes,
         "records": records,
     }
+
+
+def _unsaid(a: Dlc, apart: list[str]) -> dict:
+    """Records whose bytes differ where no category says why: a context DLC's caches (each cache's own
+    diff, a context binary's, says what differs in it), or a graph DLC's records."""
+    named = ", ".join(apart[:4]) + (f" and {len(apart) - 4} more" if len(apart) > 4 else "")
+    if a.kind == "context":
+        return _cause("caches", f"the bytes of {named} differ (each cache's own diff says why)", differ=apart)
+    return _cause("records", f"the bytes of {named} differ where no category read says why", differ=apart)
 
 
 def _cause(name: str, detail: str, **more) -> dict:
@@ -360,8 +372,9 @@ def _caches(a: Dlc, b: Dlc) -> list[dict]:
         out.append(
             _cause(
                 "shared_weights",
-                f"the shared weights differ ({len(wa)} → {len(wb)} records, "
-                "their names follow their content)",
+                f"the shared weights differ ({len(wa)} → {len(wb)} records, their names follow their "
+                "content): the model's weights, or their layout for another setting (measured: VTCM moves "
+                "them); each cache's diff says which settings differ",
             )
         )
     return out

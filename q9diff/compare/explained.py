@@ -87,6 +87,7 @@ def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]
     these builds' QAIRT), or is listed by name as a difference whose cause is not known."""
     if "sdk_version" in roots or res.different_models:
         return  # two compilers' or two models' options: every option may differ
+    changes = option_changes(a, b)
     measured = [m for m in (a.measured, b.measured) if m]
     moved = set()
     for root in roots:
@@ -101,7 +102,7 @@ def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]
     if any(u["setting"] == "soc_model" for u in res.unknown):
         untold = set().union(*(m.follows.get("soc_model", frozenset()) for m in measured))
     sides = [(Path(x.path).name, generic.qairt_of(x.build_id), x.dsp_arch, x.graph_number) for x in (a, b)]
-    for key, (va, vb) in option_changes(a, b).items():
+    for key, (va, vb) in changes.items():
         if key in moved:
             continue
         state = inprocess.carried(sides, key)
@@ -124,3 +125,33 @@ def unexplained_options(res, a: ContextBinary, b: ContextBinary, roots: set[str]
             f"compiler option {key}: {va} → {vb}, cause not known (no setting q9diff reads moves it; {where})"
         )
         res.causes.append(Cause("compiler_option", "unexplained", va, vb, None, (why,), option=key))
+
+
+def vtcm_asked(res, a: ContextBinary, b: ContextBinary, roots: set[str]) -> set[str]:
+    """The VTCM the compiler was given (its option vtcm_size, bytes) differing where the graphs record the
+    same size: a vtcm_size root cause read from the option, added to `res.causes`; the roots with it."""
+    others = roots & {"soc_model", "dsp_arch", "sdk_version", "graph_structure", "graph_set"}
+    if others or res.different_models or any(u["setting"] == "soc_model" for u in res.unknown):
+        return roots  # the option may follow the target, the compiler or the model: theirs to say
+    asked = _vtcm_asked(*option_changes(a, b).get("vtcm_size", (None, None)), roots)
+    if asked is None:
+        return roots
+    res.causes.append(asked)
+    return roots | {"vtcm_size"}
+
+
+def _vtcm_asked(va, vb, roots: set[str]) -> Cause | None:
+    """The option's two values as that root cause. Measured on QAIRT 2.51 (onnxruntime-qnn 2.7.0,
+    multi-SoC builds): a SoC's cache built with no vtcm_mb records 4 MiB and its option holds the SoC's
+    whole VTCM (8 MiB on SC8380XP); vtcm_mb 4 records 4 MiB and its option holds 4 MiB. None where
+    vtcm_size is already a root, or either value is not one size in bytes."""
+    if "vtcm_size" in roots:
+        return None
+    if not all(isinstance(v, str) and v.isdigit() and int(v) > 0 for v in (va, vb)):
+        return None
+    why = (
+        f"compiler option vtcm_size: {va} → {vb}: the VTCM the compiler was given, where the graphs "
+        "record the same size (a build without vtcm_mb records 4 MiB and gives the compiler the SoC's "
+        "whole VTCM; measured on QAIRT 2.51)"
+    )
+    return Cause("vtcm_size", "root", int(va), int(vb), None, (why,))

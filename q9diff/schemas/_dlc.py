@@ -153,6 +153,7 @@ def dlcdiff_properties() -> dict:
                     "shared_weights",
                     "target",
                     "io_encoding",
+                    "records",
                 ),
                 "What differs.",
             ),
