@@ -33,6 +33,9 @@ EPContext model NAME.onnx and the DLC it names, NAME_qnn.bin:
   4 MiB instead of each SoC's whole VTCM);
 - ctx_2soc_weight: as ctx_2soc with the weight of mlp_fp32_weight.dlc;
 - ctx_2soc_other: htp_arch 73,75, soc_model 60,57 (as many SoCs as ctx_2soc, one of them another);
+- ctx_2soc_qairt_2.49 (with --qairt-2.49 PYTHON, onnxruntime-qnn 2.5.0): ctx_2soc built by QAIRT 2.49, whose
+  cache records are named backend.metadata<n> (QAIRT 2.48, onnxruntime-qnn 2.4.0, writes no DLC for SoC lists:
+  an ordinary context binary for the first SoC);
 - mlp_w8a16_compiled: mlp_w8a16.dlc's model built for one SoC (60, v73, VTCM 8 MB): a plain context binary
   (mlp_w8a16_compiled_qnn.bin), what a compile of that DLC adds.
 """
@@ -239,6 +242,26 @@ def make_older(out: Path, seed: int, python: str) -> list[Path]:
             os.chdir(here)
 
 
+def make_context_249(out: Path, seed: int, python: str) -> list[Path]:
+    """ctx_2soc_qairt_2.49: ctx_2soc's model and options built by QAIRT 2.49 (`python`: an interpreter
+    with onnxruntime-qnn 2.5.0, scripts/fixtures-constraints/qairt-2.49.txt). It names its cache records
+    backend.metadata<n>, where 2.51 names them htp.cache.<soc>.0: the metadata's cacheList says which record
+    is which SoC's."""
+    with tempfile.TemporaryDirectory(prefix="q9diff-dlc-") as tmp:
+        work = Path(tmp)
+        here = os.getcwd()
+        os.chdir(work)
+        try:
+            variant, options = CONTEXT_DLCS["ctx_2soc"]
+            write_model(variant, work, seed)
+            build = work / "build"
+            build.mkdir()
+            fresh(options, build / "ctx_2soc_qairt_2.49.onnx", python)
+            return [Path(shutil.copyfile(f, out / f.name)) for f in sorted(build.iterdir())]
+        finally:
+            os.chdir(here)
+
+
 def make(out: Path, seed: int) -> list[Path]:
     """Every fixture into `out`; the files written."""
     import onnxruntime_qnn as oq
@@ -277,7 +300,10 @@ def main() -> None:
     ap.add_argument(
         "--qairt-2.48", dest="older", metavar="PYTHON", help="also mlp_fp32_qairt_2.48.dlc, by PYTHON"
     )
-    ap.add_argument("--only-older", action="store_true", help="with --qairt-2.48: that file alone")
+    ap.add_argument(
+        "--qairt-2.49", dest="older_context", metavar="PYTHON", help="also ctx_2soc_qairt_2.49, by PYTHON"
+    )
+    ap.add_argument("--only-older", action="store_true", help="with --qairt-2.48/2.49: those files alone")
     ap.add_argument("--session", help=argparse.SUPPRESS)  # the child side of fresh()
     args = ap.parse_args()
     if args.session:
@@ -287,6 +313,8 @@ def main() -> None:
     files = [] if args.only_older else make(args.out, args.seed)
     if args.older:
         files += make_older(args.out, args.seed, args.older)
+    if args.older_context:
+        files += make_context_249(args.out, args.seed, args.older_context)
     for f in files:
         print(f"{f.stat().st_size:>9,}  {f}")
     print(f"{sum(f.stat().st_size for f in files):>9,}  total")

@@ -29,7 +29,7 @@ def _causes(a: str, b: str) -> list[str]:
 
 
 def test_the_fixtures_are_there_and_small():
-    assert len(GRAPHS) == 10 and len(CONTEXTS) == 6
+    assert len(GRAPHS) == 10 and len(CONTEXTS) == 7
     assert sum(p.stat().st_size for p in HERE.iterdir()) < 1 << 20
 
 
@@ -378,3 +378,30 @@ def test_a_vtcm_given_only_to_the_compiler_is_a_root_cause_and_never_only_timest
     assert (vtcm["name"], vtcm["a"], vtcm["b"]) == ("vtcm_size", 8 << 20, 4 << 20)
     assert [(s["setting"], s["value"]) for s in part["suggestions"]] == [("vtcm_size", 4)]
     assert "Only timestamps" not in q9diff(a, b).stdout
+
+
+def test_a_qairt_2_49_context_dlc_names_its_caches_otherwise_and_they_pair_by_soc():
+    """QAIRT 2.49 names the cache records backend.metadata<n> (the metadata's cacheList says whose), 2.51
+    htp.cache.<soc>.0: ctx_2soc from each pairs SoC by SoC, and the root cause is the QAIRT version."""
+    old = HERE / "ctx_2soc_qairt_2.49_qnn.bin"
+    dlc = Dlc.open(old)
+    assert dlc.kind == "context"
+    assert [(c.name, c.info["socModel"]) for c in dlc.caches] == [
+        ("backend.metadata0", 60),
+        ("backend.metadata1", 69),
+    ]
+    data = json.loads(q9diff(str(old), str(HERE / "ctx_2soc_qnn.bin"), "--json").stdout)
+    pairs = {(p["a"]["path"].split("#")[1], p["b"]["path"].split("#")[1]) for p in data["parts"]}
+    assert pairs == {
+        ("backend.metadata0", "htp.cache.sc8380xp.0"),
+        ("backend.metadata1", "htp.cache.sm8750.0"),
+    }
+    assert [c["name"] for c in data["causes"] if c["role"] == "root"] == ["sdk_version"]
+    assert "caches" not in [c["cause"] for c in data["dlc"]["causes"]]
+    # through the EPContext models, against three SoCs: the SoC added is all the DLC line adds
+    data = json.loads(
+        q9diff(str(HERE / "ctx_2soc_qairt_2.49.onnx"), str(HERE / "ctx_3soc.onnx"), "--json").stdout
+    )
+    assert [c["name"] for c in data["causes"] if c["role"] == "root"][:1] == ["soc_set"]
+    (socs,) = [c for c in data["dlc"]["causes"] if c["cause"] == "caches"]
+    assert (socs["added"], socs["removed"]) == (["htp.cache.sm8650.0"], [])

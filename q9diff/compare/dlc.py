@@ -354,17 +354,25 @@ def _weight_changes(tensors, x: DlcGraph, y: DlcGraph, a: Dlc, b: Dlc) -> list[d
 
 def _caches(a: Dlc, b: Dlc) -> list[dict]:
     out = []
-    ca, cb = {c.name: _cache_json(c) for c in a.caches}, {c.name: _cache_json(c) for c in b.caches}
+    ca, cb = _by_soc(a), _by_soc(b)
     # candidate → reference, as every diff reads: + the reference has a cache the candidate lacks
-    added, removed = sorted(set(cb) - set(ca)), sorted(set(ca) - set(cb))
+    added, removed = [k for k in cb if k not in ca], [k for k in ca if k not in cb]
     if added or removed:
-        said = [f"+{n} (soc_model {cb[n]['soc_model']})" for n in added]
-        said += [f"-{n} (soc_model {ca[n]['soc_model']})" for n in removed]
-        out.append(_cause("caches", "SoCs " + ", ".join(said), added=added, removed=removed))
-    for name in sorted(set(ca) & set(cb)):
+        said = [f"+{cb[k]['name']} (soc_model {cb[k]['soc_model']})" for k in added]
+        said += [f"-{ca[k]['name']} (soc_model {ca[k]['soc_model']})" for k in removed]
+        out.append(
+            _cause(
+                "caches",
+                "SoCs " + ", ".join(said),
+                added=[cb[k]["name"] for k in added],
+                removed=[ca[k]["name"] for k in removed],
+            )
+        )
+    for k in [k for k in ca if k in cb]:
+        name = ca[k]["name"] if ca[k]["name"] == cb[k]["name"] else f"{ca[k]['name']} / {cb[k]['name']}"
         for key, cause, said in _PER_CACHE:
-            if ca[name][key] != cb[name][key]:
-                detail = f"{said(ca[name][key])} → {said(cb[name][key])} (in {name})"
+            if ca[k][key] != cb[k][key]:
+                detail = f"{said(ca[k][key])} → {said(cb[k][key])} (in {name})"
                 out.append(_cause(cause, detail, cache=name))
     wa = _shared(a)
     wb = _shared(b)
@@ -388,15 +396,14 @@ def soc_set(a: Dlc, b: Dlc) -> dict | None:
     "split": a cache more or fewer is a SoC more or fewer, not a model split differently."""
     if a.kind != "context" or b.kind != "context":
         return None
-    ca, cb = [_cache_json(c) for c in a.caches], [_cache_json(c) for c in b.caches]
-    if {c["name"] for c in ca} == {c["name"] for c in cb}:
+    by_a, by_b = _by_soc(a), _by_soc(b)
+    if set(by_a) == set(by_b):
         return None
-    names_a = {c["name"] for c in ca}
-    names_b = {c["name"] for c in cb}
-    said = [f"{c['name']} (soc_model {c['soc_model']}) is in the reference only" for c in cb
-            if c["name"] not in names_a]  # fmt: skip
-    said += [f"{c['name']} (soc_model {c['soc_model']}) is in the candidate only" for c in ca
-             if c["name"] not in names_b]  # fmt: skip
+    ca, cb = list(by_a.values()), list(by_b.values())
+    said = [f"{c['name']} (soc_model {c['soc_model']}) is in the reference only" for k, c in by_b.items()
+            if k not in by_a]  # fmt: skip
+    said += [f"{c['name']} (soc_model {c['soc_model']}) is in the candidate only" for k, c in by_a.items()
+             if k not in by_b]  # fmt: skip
     socs, archs = [c["soc_model"] for c in cb], [c["dsp_arch"] for c in cb]
     read = all(isinstance(v, int) for v in socs + archs)
     options = {"soc_model": ",".join(map(str, socs)), "htp_arch": ",".join(map(str, archs))} if read else None
@@ -411,6 +418,14 @@ def soc_set(a: Dlc, b: Dlc) -> dict | None:
         + ([] if read else ["a cache's metadata does not name its SoC or arch: no option line is given"]),
         "ort_options": options,
     }
+
+
+def _by_soc(dlc: Dlc) -> dict:
+    """Each cache's JSON by the SoC it is for (its soc_model; its record name where the metadata names
+    none), sorted by record name: QAIRT 2.49 names the records backend.metadata<n> and 2.51
+    htp.cache.<soc>.0, so caches pair across versions by SoC."""
+    caches = sorted((_cache_json(c) for c in dlc.caches), key=lambda c: c["name"])
+    return {(c["soc_model"] if isinstance(c["soc_model"], int) else c["name"]): c for c in caches}
 
 
 def _mib(v: list) -> str:

@@ -23,7 +23,7 @@ WHAT = {
     ".pte": "the QNN delegates' context binaries",
     ".tflite": "the DISPATCH_OPs' NPU bytecode",
     ".onnx": "the EPContext nodes' context binaries",
-    ".dlc": "the DLC's caches (htp.cache records)",
+    ".dlc": "the DLC's caches (its context records)",
 }
 
 

@@ -47,13 +47,14 @@ def diff_sets(a: Input, b: Input, on_part=None) -> SetDiff:
     """Pair the parts of two inputs (q9diff.inputs) and diff each pair; `on_part(pa, pb, result)` runs
     while both files are mapped, then the pair's JSON is kept and both mappings are released."""
     la, lb = a.parts, b.parts
-    names_a = {_name(x) for x in la}
-    names_b = {_name(p): p for p in lb}
+    key = _keys(la + lb)
+    names_a = {key[x] for x in la}
+    names_b = {key[p]: p for p in lb}
     pairs, ua = [], []
     for i, pa in enumerate(la):
-        pb = names_b.get(_name(pa))
-        if pb is None and not _per_soc(pa):  # else the part at the same place, if it has no counterpart
-            pb = lb[i] if i < len(lb) and _name(lb[i]) not in names_a else None
+        pb = names_b.get(key[pa])
+        if pb is None and not key[pa].startswith(_SOC):  # else the part at the same place, if unpaired
+            pb = lb[i] if i < len(lb) and key[lb[i]] not in names_a else None
         if pb is None:
             ua.append(pa)
             continue
@@ -73,17 +74,37 @@ def diff_sets(a: Input, b: Input, on_part=None) -> SetDiff:
     )
 
 
-def _name(part) -> str:
-    """What pairs a part with its counterpart: a container's context by its label (a context DLC's
-    htp.cache.<soc>.0 in both files), any other part by its file name."""
-    return part.label if part.label is not None else part.path.name
+_SOC = "soc_model "  # the pairing key of a context DLC's cache
 
 
-def _per_soc(part) -> bool:
-    """A context DLC's cache (htp.cache.<soc>.0): built for one SoC, it pairs only with the other side's
-    cache for that SoC; a cache for another SoC at the same place is a SoC added and one removed, not a
-    build for the wrong SoC."""
-    return part.label is not None and part.label.startswith("htp.cache.")
+def _keys(parts: list) -> dict:
+    """What pairs each part with its counterpart: a context DLC's cache by the SoC its metadata names
+    (QAIRT 2.51 names the record htp.cache.<soc>.0, 2.49 backend.metadata<n>, so names do not pair
+    across versions), and it pairs only so: a cache for another SoC at the same place is a SoC added and
+    one removed, not a build for the wrong SoC. Any other context of a container by its label, any other
+    part by its file name."""
+    socs: dict = {}  # (file, container) -> {cache name: soc_model}, each DLC read once
+    out = {}
+    for p in parts:
+        if p.label is not None and p.container in (".dlc", ".onnx"):
+            if (p.file, p.container) not in socs:
+                socs[p.file, p.container] = _cache_socs(p.file, p.container)
+            soc = socs[p.file, p.container].get(p.label)
+            if soc is not None:
+                out[p] = f"{_SOC}{soc}"
+                continue
+        out[p] = p.label if p.label is not None else p.path.name
+    return out
+
+
+def _cache_socs(file: Path, container: str) -> dict:
+    """Each cache's soc_model, as the DLC a file is or names lists it ({} for no DLC)."""
+    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+
+    found = behind(file, container)
+    if found is None:
+        return {}
+    return {c.name: c.info.get("socModel") for c in Dlc.open(found).caches}
 
 
 def distinct_causes(parts: list[dict]) -> list[dict]:

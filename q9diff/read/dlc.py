@@ -262,12 +262,14 @@ class Dlc:
 
     @cached_property
     def caches(self) -> tuple[Cache, ...]:
+        """The context records: named htp.cache.<soc>.<n> (QAIRT 2.51), or whatever the metadata's cacheList
+        names (QAIRT 2.49 writes backend.metadata<n>), each with what the cacheList says of it."""
         listed = self.metadata.get("cacheList") or []
         info = {c.get("cacheName"): c for c in listed if isinstance(c, dict)}
         return tuple(
             Cache(e.name, e.offset, e.size, info.get(e.name, {}))
             for e in self.entries
-            if e.name.startswith(D.CACHE_PREFIX)
+            if e.name.startswith(D.CACHE_PREFIX) or e.name in info
         )
 
     # -- a graph DLC's graphs ------------------------------------------------------------------------
