@@ -347,6 +347,7 @@ def test_the_reports_of_a_multi_soc_pair_give_the_soc_list_as_the_fix(tmp_path):
     r = q9diff(a, b, "--markdown", str(tmp_path / "r.md"), "--html", str(tmp_path / "r.html"))
     assert r.returncode == 1
     md = (tmp_path / "r.md").read_text()
+    assert md.startswith("## q9diff set diff: ctx\\_2soc\\_qnn.bin vs ctx\\_3soc\\_qnn.bin\n")  # the files
     assert "soc\\_set 60 / 69 → 60 / 57 / 69" in md and "soc_model=60,57,69" in md
     page = (tmp_path / "r.html").read_text()
     fix = page.index("soc_model=60,57,69")  # the set's fix, once, before the parts' own sections

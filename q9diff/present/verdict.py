@@ -354,8 +354,12 @@ def short_verdict(causes, verb: str = "differ", most: int = 3) -> str:
 
 
 def set_root(data: dict, side: str) -> str:
-    """The folder a side's parts come from (the common parent), for the title."""
+    """Where a side's parts come from, for the title: the one container file they are contexts of
+    (FILE#LABEL), else their folder (the common parent)."""
     paths = [p[side]["path"] for p in data["parts"]] + data[f"unpaired_{side}"]
+    files = {p.partition("#")[0] for p in paths if "#" in p}
+    if len(files) == 1 and all("#" in p for p in paths):
+        return files.pop()
     parents = {p.rpartition("/")[0] or "." for p in paths}
     return parents.pop() if len(parents) == 1 else ", ".join(sorted(parents))
 
