@@ -54,6 +54,7 @@ class Curated:
     signals: tuple[str, ...]
     source: str
     pieces: tuple[str, ...]
+    level: str = ""  # for a third-party message: the level its printer logs it at ('' for unknown)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -85,7 +86,7 @@ def curated() -> tuple[Curated, ...]:
     return tuple(
         Curated(r["text"], r.get("library", ""), r["meaning"], tuple(r.get("codes", ())),
                 tuple(table[c] for c in r.get("causes", ())), tuple(r.get("signals", ())), r["source"],
-                catalogue.pieces_of(r["text"])[0])
+                catalogue.pieces_of(r["text"])[0], r.get("level", ""))
         for r in data["messages"]
     )  # fmt: skip
 
@@ -121,7 +122,7 @@ def _logged() -> dict[str, tuple[tuple[Curated, catalogue.Entry], ...]]:
     out: dict[str, list] = {}
     for c in curated():
         if c.library:
-            e = catalogue.make_entry(c.text, {c.library: "- "})
+            e = catalogue.make_entry(c.text, {c.library: f"{c.level or '-'} "})
             words = catalogue.safe_words(e.pieces, e.starts_with_field) or {""}
             out.setdefault(max(words, key=len), []).append((c, e))
     return {k: tuple(v) for k, v in out.items()}
@@ -274,8 +275,14 @@ def words_of(entry: catalogue.Entry) -> int:
 
 def _weak(hit: catalogue.Hit | None, lost, codes) -> bool:
     """A line known only as a catalogued message of fewer than four words (`NOT supported`, `fail to
-    initialize`): it is said what it is, but it decides no verdict alone (no library, no number)."""
-    return hit is not None and not lost and not codes and words_of(hit.entry) < classes.MIN_WORDS
+    initialize`): it is said what it is, but it decides no verdict alone (no library, no number). A field
+    between two pieces of words counts as a word: the line holds its value there, bound on both sides
+    ('Backend %s is not registered.' is four)."""
+    if hit is None or lost or codes:
+        return False
+    worded = [bool(catalogue.WORD.search(p)) for p in hit.entry.pieces]
+    inner = sum(a and b for a, b in zip(worded, worded[1:]))
+    return words_of(hit.entry) + inner < classes.MIN_WORDS
 
 
 def _finding(
