@@ -153,3 +153,31 @@ def test_the_prefilter_says_plain_only_of_lines_a_full_reading_finds_plain():
                 *read(n, raw, shown, body), frozenset(), False
             )
     assert plain > 1000
+
+
+def test_reading_a_paste_in_one_loop_finds_what_reading_each_line_finds():
+    """log.find_all (one loop over a paste, the paste lowered once, its words looked up once) is equal to
+    log.find of each line with one `seen`: on the lines of both corpora, repeated, with timestamps, carriage
+    returns, non-ASCII digits and random text."""
+    import random
+
+    from q9diff.explain import log
+    from q9diff.explain.catalogue import WORD, normal
+
+    lines = [line for c in explain_eval.cases() + explain_eval.threads() for line in c["log"]]
+    rng = random.Random(56)
+    alphabet = "abcdefghijklmnopqrstuvwxyzQNN_0123456789 \t_-.:/[]<>()#$%=,'\"EWIVD١٢"
+    lines += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 50))) for _ in range(3000)]
+    stamp = "01-05 15:23:12.072 29837 29837 E Tag: "
+    paste = [(stamp if i % 3 else "") + rng.choice(lines) for i in range(6000)]
+    paste.append("x" * 5000 + " err")
+    raws = [r.rstrip("\r") for r in paste]
+    lowered = [normal(r) for r in raws]
+    words = frozenset(WORD.findall(normal("\n".join(raws))))
+    seen: dict = {}
+    one_by_one = [log.find(i + 1, r, frozenset(), False, seen) for i, r in enumerate(raws)]
+    assert log.find_all(raws, lowered, words, frozenset(), False) == one_by_one
+    seen = {}  # a query of one line is also looked for as a piece of a message: three lines suffice
+    assert log.find_all(raws[:3], lowered[:3], words, frozenset(), True) == [
+        log.find(i + 1, r, frozenset(), True, seen) for i, r in enumerate(raws[:3])
+    ]
