@@ -44,7 +44,8 @@ def test_every_cause_has_a_class_and_every_signal_is_long_enough():
 def test_the_threads_the_rules_were_written_from_stay_right():
     """The training half, and the held-out half once folded in after it was scored: every thread explained
     right when the rules landed stays right (the second batch: as scored after its rules and after its
-    held-out half was folded in, `after_batch2` and `folded_batch2`; the third: `after_batch3`, `folded_batch3`)."""
+    held-out half was folded in, `after_batch2` and `folded_batch2`; the third: `after_batch3` and
+    `folded_batch3`)."""
     scores = json.loads(explain_eval.SCORES.read_text(encoding="utf-8"))
     later = {
         k: v
