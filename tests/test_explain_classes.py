@@ -44,11 +44,12 @@ def test_every_cause_has_a_class_and_every_signal_is_long_enough():
 def test_the_threads_the_rules_were_written_from_stay_right():
     """The training half, and the held-out half once folded in after it was scored: every thread explained
     right when the rules landed stays right (the second batch: as scored after its rules and after its
-    held-out half was folded in, `after_batch2` and `folded_batch2`)."""
+    held-out half was folded in, `after_batch2` and `folded_batch2`; the third: `after_batch3` and
+    `folded_batch3`)."""
     scores = json.loads(explain_eval.SCORES.read_text(encoding="utf-8"))
     later = {
         k: v
-        for key in ("after_batch2", "folded_batch2")
+        for key in ("after_batch2", "folded_batch2", "after_batch3", "folded_batch3")
         for k, v in scores.get(key, {}).get("cases", {}).items()
     }
     saved = {**scores["folded"]["cases"], **later}
@@ -84,6 +85,27 @@ def test_benign_lines_are_said_benign_and_give_no_cause():
     )
     v = explain(log).verdict
     assert v.benign == (1, 2) and not v.causes and "benign" in v.summary
+
+
+def test_the_loader_and_platform_words_of_the_whole_stack_name_their_class():
+    """Batch 3 (issue 56): words other layers than QNN print, from their own sources (CPython, Windows,
+    bash, bionic, glibc, ONNX Runtime, ExecuTorch), and FastRPC's test-signature probe as benign."""
+    for line, klass in (
+        ("ImportError: DLL load failed while importing onnxruntime_pybind11_state: (module)", "packaging"),
+        ("OSError: [WinError 193] %1 is not a valid Win32 application", "packaging"),
+        ("/bin/sh: ./qnn-net-run: cannot execute binary file: Exec format error", "packaging"),
+        ('dlopen failed: "/data/app/lib/arm64/libQnnHtp.so" is 32-bit instead of 64-bit', "packaging"),
+        ("E 00:00:00.001 executorch:method.cpp:100] Backend QnnBackend is not registered.", "packaging"),
+        ("what(): The ORT format model version [4] is not supported this build 1.7.0", "version_skew"),
+        ("[ERROR] [Qnn ExecuTorch]:  <E> op_7[2] has incorrect Value 68, expected >= 73.", "op_support"),
+    ):  # fmt: skip
+        assert explain(line + "\n").verdict.klass == klass, line
+    v = explain(
+        "apps_std_imp.c:744: Warning: apps_std_fopen_with_env failed with 0x2 for testsig.so (No such file)\n"
+        '[ERROR] "Failed to advise OS on memory usage err: Invalid argument"\n'
+        '[ERROR] "Could not create context from binary for context index = 0 : err 5000"\n'
+    ).verdict
+    assert v.benign == (1, 2) and v.decisive.line.number == 3 and v.klass == "version_skew"
 
 
 def _stdin(data: bytes) -> subprocess.CompletedProcess:
@@ -132,3 +154,31 @@ def test_the_prefilter_says_plain_only_of_lines_a_full_reading_finds_plain():
                 *read(n, raw, shown, body), frozenset(), False
             )
     assert plain > 1000
+
+
+def test_reading_a_paste_in_one_loop_finds_what_reading_each_line_finds():
+    """log.find_all (one loop over a paste, the paste lowered once, its words looked up once) is equal to
+    log.find of each line with one `seen`: on the lines of both corpora, repeated, with timestamps, carriage
+    returns, non-ASCII digits and random text."""
+    import random
+
+    from q9diff.explain import log
+    from q9diff.explain.catalogue import WORD, normal
+
+    lines = [line for c in explain_eval.cases() + explain_eval.threads() for line in c["log"]]
+    rng = random.Random(56)
+    alphabet = "abcdefghijklmnopqrstuvwxyzQNN_0123456789 \t_-.:/[]<>()#$%=,'\"EWIVD١٢"
+    lines += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 50))) for _ in range(3000)]
+    stamp = "01-05 15:23:12.072 29837 29837 E Tag: "
+    paste = [(stamp if i % 3 else "") + rng.choice(lines) for i in range(6000)]
+    paste.append("x" * 5000 + " err")
+    raws = [r.rstrip("\r") for r in paste]
+    lowered = [normal(r) for r in raws]
+    words = frozenset(WORD.findall(normal("\n".join(raws))))
+    seen: dict = {}
+    one_by_one = [log.find(i + 1, r, frozenset(), False, seen) for i, r in enumerate(raws)]
+    assert log.find_all(raws, lowered, words, frozenset(), False) == one_by_one
+    seen = {}  # a query of one line is also looked for as a piece of a message: three lines suffice
+    assert log.find_all(raws[:3], lowered[:3], words, frozenset(), True) == [
+        log.find(i + 1, r, frozenset(), True, seen) for i, r in enumerate(raws[:3])
+    ]

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
 
-from q9diff.explain import catalogue, classes
+from q9diff.explain import catalogue, classes, needles
 from q9diff.explain.catalogue import WORD, collapse, normal
 from q9diff.explain.codes import CODES_PATH, Cause, Code, by_name, by_value, causes, fastrpc_value
 from q9diff.explain.lines import (
@@ -54,6 +54,7 @@ class Curated:
     signals: tuple[str, ...]
     source: str
     pieces: tuple[str, ...]
+    level: str = ""  # for a third-party message: the level its printer logs it at ('' for unknown)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -85,7 +86,7 @@ def curated() -> tuple[Curated, ...]:
     return tuple(
         Curated(r["text"], r.get("library", ""), r["meaning"], tuple(r.get("codes", ())),
                 tuple(table[c] for c in r.get("causes", ())), tuple(r.get("signals", ())), r["source"],
-                catalogue.pieces_of(r["text"])[0])
+                catalogue.pieces_of(r["text"])[0], r.get("level", ""))
         for r in data["messages"]
     )  # fmt: skip
 
@@ -121,7 +122,7 @@ def _logged() -> dict[str, tuple[tuple[Curated, catalogue.Entry], ...]]:
     out: dict[str, list] = {}
     for c in curated():
         if c.library:
-            e = catalogue.make_entry(c.text, {c.library: "- "})
+            e = catalogue.make_entry(c.text, {c.library: f"{c.level or '-'} "})
             words = catalogue.safe_words(e.pieces, e.starts_with_field) or {""}
             out.setdefault(max(words, key=len), []).append((c, e))
     return {k: tuple(v) for k, v in out.items()}
@@ -147,6 +148,7 @@ def _allowed(hit: catalogue.Hit, tools: frozenset[str]) -> bool:
 
 # A line's head that varies between otherwise equal lines: a timestamp, process and thread ids.
 _HEAD = re.compile(r"^[\d:.\-/ tz\[\]]{0,48}")
+_HEAD_CHARS = "0123456789:.-/ tz[]"  # _HEAD's characters in an ASCII line
 
 
 def find(
@@ -179,32 +181,91 @@ def find(
     return done
 
 
+def find_all(
+    raws: list[str],
+    lowered: list[str],
+    words_of_paste: frozenset[str],
+    tools: frozenset[str],
+    whole_query: bool,
+) -> list[Finding]:
+    """`find` of every line of a paste, in order, sharing one `seen`: equal to
+    [find(i + 1, r, tools, whole_query, seen) for i, r in enumerate(raws, ...)], in one loop. `lowered`:
+    the same lines with ASCII letters in lower case (the paste lowered once: `normal` maps one character to
+    one, so a lowered line collapsed is the collapsed line lowered). `words_of_paste`: WORD's words of the
+    whole lowered paste; a line's words are among them (blanks never join nor split a word), so when none
+    of them files a message no line that is not cut short needs its own words looked up."""
+    seen: dict = {}
+    out: list[Finding] = []
+    known, start, found, rest = _prefilter()
+    head, words, failure = _HEAD.match, WORD.findall, _FAILURE.search
+    anywhere_known = not known.isdisjoint(words_of_paste)
+    plain = read_in_full = 0
+    for number, (raw, low) in enumerate(zip(raws, lowered), 1):
+        cut = len(raw) > MAX_LINE
+        shown = " ".join(raw[:MAX_LINE].split())
+        body = " ".join(low[:MAX_LINE].split())
+        if body.isascii():  # _HEAD without a regex: its characters, at most 48 of them
+            key = body[min(len(body) - len(body.lstrip(_HEAD_CHARS)), 48) :]
+        else:
+            key = body[head(body).end() :]
+        d = seen.get(key)
+        if d is not None:
+            old = d.line
+            line = Line(number, cut, shown, body, old.level, old.tools, old.layer, old.context)
+            out.append(Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number,
+                               d.missing, d.signals, d.layer, d.note, d.level, d.failure, d.signal,
+                               d.weak, d.hint))  # fmt: skip
+            continue
+        if (
+            not whole_query
+            and (not (anywhere_known or cut) or known.isdisjoint(words(body)))
+            and start.match(body) is None
+            and found.search(body) is None
+            and (rest is None or rest.search(body) is None)
+        ):
+            plain += 1
+            line = Line(number, cut, shown, body, "", NO_TOOLS, "", "")
+            fails = failure(body) is not None
+            d = Finding(line, UNKNOWN, "", None, None, (), False, (), (), "", "", "", fails)
+        else:
+            read_in_full += 1
+            d = _find(*read(number, raw, shown, body), tools, whole_query)
+        seen[key] = d
+        out.append(d)
+    WORK["plain"] += plain
+    WORK["read"] += read_in_full
+    return out
+
+
 # How many lines were read in full and how many were found plain by the prefilter (a count of work, for
 # the test that a paste costs work linear in its lines).
 WORK: Counter = Counter()
 
 
 @cache
-def _prefilter() -> tuple[frozenset[str], re.Pattern, re.Pattern]:
+def _prefilter() -> tuple[frozenset[str], re.Pattern, re.Pattern, re.Pattern | None]:
     """The words any catalogued, curated or tool-naming lookup files a message under; one pattern joining
-    the patterns a line's reading tries at its start, one joining every other pattern of its reading and of
-    the failure classes (lines.triggers)."""
+    the patterns a line's reading tries at its start; and every other pattern of its reading and of the
+    failure classes (lines.triggers), as the needles one of which any of their matches holds (one trie
+    pattern) and the patterns that have none (needles.split)."""
     known = frozenset(catalogue.index()) | frozenset(_logged()) | frozenset(TOOL_WORDS)
     anchored, others = triggers()
-    joined = [*others, classes.pattern_text(), classes.hint_pattern_text()]
-    return (
-        known,
-        re.compile("|".join(f"(?:{p})" for p in anchored)),
-        re.compile("|".join(f"(?:{p})" for p in joined)),
-    )
+    found, rest = needles.split([*others, classes.pattern_text(), classes.hint_pattern_text()])
+    return known, re.compile("|".join(f"(?:{p})" for p in anchored)), found, rest
 
 
 def _plain(body: str, tokens: list[str]) -> bool:
     """A line no lookup can say more of than 'unknown': none of its words files a message or names a tool,
-    and no pattern of its reading matches it. Most of a long paste's lines are such; they are found in one
-    set test and two searches instead of a full reading."""
-    known, start, anywhere = _prefilter()
-    return known.isdisjoint(tokens) and start.match(body) is None and anywhere.search(body) is None
+    no pattern of its reading matches it at its start, and it holds none of the needles of the others nor
+    matches those that have none. Most of a long paste's lines are such; they are found in one set test
+    and a few searches instead of a full reading."""
+    known, start, found, rest = _prefilter()
+    return (
+        known.isdisjoint(tokens)
+        and start.match(body) is None
+        and found.search(body) is None
+        and (rest is None or rest.search(body) is None)
+    )
 
 
 def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query: bool) -> Finding:
@@ -274,8 +335,14 @@ def words_of(entry: catalogue.Entry) -> int:
 
 def _weak(hit: catalogue.Hit | None, lost, codes) -> bool:
     """A line known only as a catalogued message of fewer than four words (`NOT supported`, `fail to
-    initialize`): it is said what it is, but it decides no verdict alone (no library, no number)."""
-    return hit is not None and not lost and not codes and words_of(hit.entry) < classes.MIN_WORDS
+    initialize`): it is said what it is, but it decides no verdict alone (no library, no number). A field
+    between two pieces of words counts as a word: the line holds its value there, bound on both sides
+    ('Backend %s is not registered.' is four)."""
+    if hit is None or lost or codes:
+        return False
+    worded = [bool(catalogue.WORD.search(p)) for p in hit.entry.pieces]
+    inner = sum(a and b for a, b in zip(worded, worded[1:]))
+    return words_of(hit.entry) + inner < classes.MIN_WORDS
 
 
 def _finding(

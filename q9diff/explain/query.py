@@ -3,8 +3,10 @@ line with one verdict over it), and the JSON it is written as."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -12,7 +14,7 @@ from pathlib import Path
 from q9diff.explain import catalogue
 from q9diff.explain.codes import Cause, Code, by_name, by_value, codes, fastrpc_value, primary
 from q9diff.explain.lines import tools_of
-from q9diff.explain.log import CONTEXT, EXPLAINED, UNKNOWN, Finding, curated, find
+from q9diff.explain.log import CONTEXT, EXPLAINED, UNKNOWN, Finding, curated, find_all
 from q9diff.explain.verdict import Verdict, judge
 
 __all__ = ["Cause", "Code", "Explanation", "Term", "explain", "load", "primary", "sizes", "term", "terms"]
@@ -21,6 +23,7 @@ TERMS_PATH = Path(__file__).with_name("terms.json")  # the words q9diff's report
 MAX_LINES = 200_000
 _NUMBER = re.compile(r"(-?\d{1,10}|0x[0-9a-f]{1,8})")
 _NAME = re.compile(r"(?:QNN|GENIE|AEE)_[A-Z0-9_]{2,80}")
+_NAME_STARTS = ("QNN_", "GENIE_", "AEE_")
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ class Explanation:
         return tuple(out)
 
     def counts(self) -> dict[str, int]:
-        return {s: sum(f.status == s for f in self.findings) for s in (EXPLAINED, CONTEXT, UNKNOWN)}
+        n = Counter(f.status for f in self.findings)
+        return {s: n[s] for s in (EXPLAINED, CONTEXT, UNKNOWN)}
 
     def to_json(self) -> dict:
         """The q9diff.explain/1 document (without its schema id)."""
@@ -192,13 +196,25 @@ def explain(query: str) -> Explanation:
     raw = query.split("\n")[:MAX_LINES]
     if raw and raw[-1] == "":
         raw = raw[:-1]
-    tools = tools_of(frozenset(catalogue.WORD.findall(catalogue.normal(query))))
-    whole = sum(bool(r.strip()) for r in raw) == 1
-    seen: dict = {}
-    findings = [find(i + 1, r.rstrip("\r"), tools, whole, seen) for i, r in enumerate(raw)]
+    lowered = catalogue.normal(query)
+    words = frozenset(catalogue.WORD.findall(lowered))
+    tools = tools_of(words)
+    nonblank = (r for r in raw if r.strip())
+    whole = next(nonblank, None) is not None and next(nonblank, None) is None  # one line with text
+    low = lowered.split("\n")[: len(raw)]
+    if "\r" in query:
+        raw, low = [r.rstrip("\r") for r in raw], [r.rstrip("\r") for r in low]
+    enabled = gc.isenabled()
+    gc.disable()  # a paste's findings hold no cycles: a collector pass over them per 700 made is waste
+    try:
+        findings = find_all(raw, low, words, tools, whole)
+    finally:
+        if enabled:
+            gc.enable()
     named = [c for f in findings for c in f.codes]
-    for f in findings:
-        named += [c for n in _NAME.findall(f.line.shown) for c in by_name(n)]
+    if any(n in query for n in _NAME_STARTS):  # (a paste with no such name skips a search per line)
+        for f in findings:
+            named += [c for n in _NAME.findall(f.line.shown) for c in by_name(n)]
     return Explanation(query, tuple(dict.fromkeys(named)), (), tuple(findings), judge(findings))
 
 
