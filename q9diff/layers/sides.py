@@ -65,7 +65,7 @@ def interpreter(recipe: Recipe) -> tuple[str, str] | None:
     fields = want.split(".")
     if len(fields) < 2 or not all(f.isdigit() and len(f) <= 4 for f in fields[:2]):
         raise LayersError(f"{where}: qairt_version {want[:24]!r} is no QAIRT version (expected e.g. 2.48)")
-    python = OrtQnnBackend()._python_for(want)
+    python = OrtQnnBackend().python_for(want)
     env = f"Q9DIFF_PYTHON_{fields[0]}_{fields[1]}"
     if python == sys.executable:
         raise LayersError(
@@ -234,7 +234,8 @@ class CpuSide:
             except Exception as exc:
                 why = " ".join(str(exc).split())[:200]
                 raise LayersError(f"{self.graph.path}: ONNX Runtime failed on the CPU ({why})") from None
-        return dict(zip(names, values, strict=True))
+        by_tap = {s.tap: s.name for s in self.graph.sources if s.tap is not None}  # a QDQ model's: its DQs
+        return {by_tap.get(k, k): v for k, v in zip(names, values, strict=True)}
 
 
 _NUMPY = {

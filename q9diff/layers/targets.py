@@ -181,6 +181,13 @@ def reference_pairs(text: str, selected: list[Selected]) -> tuple[dict, str, lis
             continue
         ref = refs[match[0]]
         graph = gr.read(match[0])
+        said = f"{match[0]}: a QDQ model as the reference"
+        if ref is None and graph.quantized and not any(n.startswith(said) for n in notes):
+            notes.append(
+                f"{said}: it ran on ONNX Runtime's CPU as written (its QuantizeLinear/DequantizeLinear "
+                "computed by the CPU, not as the HTP computes them); to compare two builds on the emulator, "
+                "give a recipe as --reference"
+            )
         side = CpuSide(graph) if ref is None else EmulatorSide(ref.recipe, ref.source, graph)
         pairs[sel.source.name] = (side, graph)
     if not pairs:
