@@ -57,10 +57,16 @@ def verdict_line(res) -> str:
         near = next((g.near for g in res.graphs if g.near is not None), None)
         if near is not None:
             f = near.figures
+            allow = f"the {db(near.allowance_db)} dB its grid and {f.elements or '?'} values allow"
+            # below the allowance, it stays undivergent only by the margin over the nodes before it
+            where = (
+                f"just above {allow}"
+                if judged(f) >= near.allowance_db
+                else f"below {allow}, but not {res.rule.margin_db:g} dB below the nodes before it"
+            )
             return (
                 f"no divergence, one borderline: {near.tensor} ({near.op} {near.node}) adds an own error "
-                f"of SQNR {db(f.local_sqnr_db)} dB{_over(f)}, just above the {db(near.allowance_db)} dB its "
-                f"grid and {f.elements or '?'} values allow"
+                f"of SQNR {db(f.local_sqnr_db)} dB{_over(f)}, {where}"
             )
         rows = [r for g in res.graphs for r in g.rows if r.resolved and judged(r.figures) is not None]
         if not rows:
