@@ -164,7 +164,7 @@ def reference_pairs(text: str, selected: list[Selected]) -> tuple[dict, str, lis
     else:
         recipe = _recipe_of(path)
         refs = {s.model: s for s in _select(recipe, path, selector)}
-        runner = f"the {emulator_words(recipe)}: the reference recipe's graphs, tapped alike"
+        runner = f"{emulator_words(recipe)}: the reference recipe's graphs, tapped alike"
     signatures = {m: _signature(m) for m in refs}
     pairs, notes = {}, []
     for sel in selected:

@@ -65,7 +65,7 @@ def verdict_line(res) -> str:
                 else f"below {allow}, but not {res.rule.margin_db:g} dB below the nodes before it"
             )
             return (
-                f"no divergence, one borderline: {near.tensor} ({near.op} {near.node}) adds an own error "
+                f"no divergence, one borderline: {near.tensor} ({_made_by(near)}) adds an own error "
                 f"of SQNR {db(f.local_sqnr_db)} dB{_over(f)}, {where}"
             )
         rows = [r for g in res.graphs for r in g.rows if r.resolved and judged(r.figures) is not None]
@@ -81,10 +81,15 @@ def verdict_line(res) -> str:
     worst = worst_of(res)
     also = f"; worst: {worst.tensor} ({worst.op}), {_own(worst)}" if worst is not None else ""
     return (
-        f"first divergence: {fd.tensor} ({fd.op} {fd.node}), {_own(fd)}, below the {db(fd.allowance_db)} dB "
+        f"first divergence: {fd.tensor} ({_made_by(fd)}), {_own(fd)}, below the {db(fd.allowance_db)} dB "
         f"allowed, the nodes before it {db(fd.before_sqnr_db)} dB{also}; cosine {cos(f.cosine)} after "
         f"{cos(fd.before_cosine)} before"
     )
+
+
+def _made_by(d) -> str:
+    """What computes a named tensor, in the headline's parentheses: its node, or that it is a graph input."""
+    return "graph input" if d.op == "input" else f"{d.op} {d.node}"
 
 
 TERMS = "terms: SQNR, own, first divergence, tap (q9diff explain TERM)"
@@ -95,6 +100,8 @@ def next_line(res) -> str | None:
     fd = res.first_divergence
     if fd is None:
         return None
+    if fd.op == "input":  # its own error is its quantization against the values fed
+        return f"next: check graph input {fd.tensor}'s encoding (scale, zero point) against the values fed"
     return (
         f"next: check {fd.node}'s weight encoding (scale, zero point, bit width) if it reads a weight, the "
         f"activation range of {fd.tensor} against the values it holds, and the calibration data that set "
