@@ -203,3 +203,31 @@ def test_a_lone_decoder_block_without_inputs_runs_seeded_and_says_what_to_give(d
     assert done.returncode in (0, 1), done.stderr[-2000:]
     line = next(r for r in done.stdout.splitlines() if r.startswith("inputs of "))
     assert "seeded as any input" in line and line.endswith("give --inputs")
+
+
+@pytest.fixture(scope="module")
+def magika(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("two-builds-magika")
+    return _corpus(out, "magika==1.0.3", "magika", "w8a16_clean")
+
+
+def test_a_convnet_classifier_by_qairt_248_leaves_qairt_251s_at_its_second_layernorm(magika, tmp_path):
+    """Measured: magika's w8a16 build by QAIRT 2.48 computes its second LayerNorm otherwise than 2.51's (the
+    one-value sum of squares 9.8 dB apart, its variance at cosine 0.91), and its output differs (cosine 0.62).
+    Every tensor before that LayerNorm is alike (cosine > 0.999). The verdict is a divergence; where the rule
+    names it depends on the own error, which is the candidate's against the reference's nodes on the CPU."""
+    _older()
+    model = magika / "magika"
+    cand = _recipe(tmp_path, model / "w8a16_clean.onnx")
+    ref = _recipe(tmp_path, model / "w8a16_clean.onnx", "2.48")
+    code, data = _layers(cand, ref, model / "inputs.npz")
+    assert code == 1 and data["first_divergence"] is not None
+    (g,) = data["graphs"]
+    rows = [t for t in g["tensors"] if t["figures"] is not None]
+    first = next(
+        t for t in rows if isinstance(t["figures"]["sqnr_db"], float) and t["figures"]["sqnr_db"] < 20
+    )
+    assert "/LayerNorm_1/" in first["tensor"]
+    assert all(t["figures"]["cosine"] > 0.999 for t in rows if t["order"] < first["order"])
+    out = next(t for t in rows if t["tensor"] == "target_label")
+    assert out["figures"]["cosine"] < 0.9  # the two builds' outputs differ, not only a tap
