@@ -52,6 +52,8 @@ def test_another_qairt_with_no_interpreter_for_it(tmp_path, cache):
         str(_recipe(tmp_path, "2.48.40", "cand")), "--reference", str(MLP.with_name("mlp.float.onnx"))
     )
     assert "cand.recipe.json: asks for QAIRT 2.48.40" in line  # the candidate's recipe alike
+    line = _refused(str(MLP), "--reference", str(_recipe(tmp_path, "2.48." + "9" * 5000)))
+    assert "set Q9DIFF_PYTHON_2_48" in line and len(line) < 400
     assert not cache.exists() or not list(cache.rglob("*.bin"))  # nothing was compiled
 
 

@@ -66,7 +66,7 @@ def interpreter(recipe: Recipe) -> tuple[str, str] | None:
     if len(fields) < 2 or not all(f.isdigit() and len(f) <= 4 for f in fields[:2]):
         raise LayersError(f"{where}: qairt_version {want[:24]!r} is no QAIRT version (expected e.g. 2.48)")
     python = OrtQnnBackend().python_for(want)
-    env = f"Q9DIFF_PYTHON_{fields[0]}_{fields[1]}"
+    env, want = f"Q9DIFF_PYTHON_{fields[0]}_{fields[1]}", want[:24]
     if python == sys.executable:
         raise LayersError(
             f"{where}: asks for QAIRT {want}, and this q9diff's onnxruntime-qnn is QAIRT {ours}: set {env} "
