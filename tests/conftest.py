@@ -124,6 +124,7 @@ SLOW_MODULES = {
     "test_layers_cmd",
     "test_layers_faults",
     "test_layers_real",
+    "test_layers_two_builds",
     "test_layers_judgement",
     "test_steps",
     "test_fix_loop",

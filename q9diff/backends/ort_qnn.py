@@ -101,7 +101,7 @@ class OrtQnnBackend:
                 )
         return None
 
-    def _python_for(self, qairt_version: str | None) -> str:
+    def python_for(self, qairt_version: str | None) -> str:
         """The interpreter for a recipe's QAIRT version: `pythons`, else env Q9DIFF_PYTHON_2_48, else ours."""
         if qairt_version:
             for version, python in self.pythons.items():
@@ -116,7 +116,7 @@ class OrtQnnBackend:
 
     def compile(self, recipe: Recipe, out_dir: Path) -> list[Path]:
         options = ep_options(recipe.settings)
-        problem = self.missing() if self._python_for(recipe.qairt_version) == sys.executable else None
+        problem = self.missing() if self.python_for(recipe.qairt_version) == sys.executable else None
         if problem:
             raise BackendUnavailable(problem)
         out_dir = Path(out_dir).resolve()  # children run elsewhere: no relative paths
@@ -141,7 +141,7 @@ class OrtQnnBackend:
         for model in models:
             if not Path(model).is_file():
                 raise BackendUnavailable(f"part {part.name}: model {model} not found")
-        python = self._python_for(recipe.qairt_version)
+        python = self.python_for(recipe.qairt_version)
         # A fresh directory inside out_dir: the EP refuses existing outputs, and the final move is atomic.
         work = Path(tempfile.mkdtemp(prefix=f".{part.name}.", dir=out_dir))
         try:

@@ -87,7 +87,13 @@ def seeded(specs: tuple[TensorSpec, ...], graph: str, seed: int, where: Path | N
 
     spec = GraphSpec(graph, graph, specs, ())
     check_io_size(where or graph, spec)
-    return Feeds(seeded_inputs(spec, seed), "seeded", f"seed {seed}: float N(0, 0.5), integers in [0, 16)")
+    detail = f"seed {seed}: float N(0, 0.5), integers in [0, 16)"
+    if {"attention_mask", "position_ids_cos"} <= {t.name for t in specs}:  # Genie's names, no whole LLM
+        detail += (
+            "; a decoder's attention mask and positions among them, seeded as any input (no LLM in Genie's "
+            "layout to decode for them): give --inputs"
+        )
+    return Feeds(seeded_inputs(spec, seed), "seeded", detail)
 
 
 class _Recording:
@@ -119,7 +125,8 @@ def genie_feeds(recipe, floats: dict[str, Path], seed: int) -> dict[str, Feeds] 
     for part in recipe.parts:
         graphs = tuple(replace(g, model=str(floats.get(g.name) or recipe.model_path(g))) for g in part.graphs)
         parts.append(replace(part, graphs=graphs))
-    models = replace(recipe, parts=tuple(parts))
+    # a QDQ .onnx given alone is a recipe with no file: the CPU session names its first model instead
+    models = replace(recipe, parts=tuple(parts), path=recipe.path or Path(parts[0].graphs[0].model))
     graphs = [g for p in models.parts for g in p.graphs]
     if not all(Path(g.model).is_file() for g in graphs):
         return None

@@ -27,7 +27,7 @@ from q9diff.layers.device import cpu_only
 from q9diff.layers.feeds import Feeds
 from q9diff.layers.local import Span, local_values
 from q9diff.layers.result import Compile, Divergence, GraphLayers, LayersResult, Row, Untapped
-from q9diff.layers.sides import Build, CpuSide, EmulatorSide, build_diff
+from q9diff.layers.sides import Build, CpuSide, EmulatorSide, build_diff, emulator_words
 from q9diff.layers.targets import Selected, candidate_graphs, feeds_for, reference_pairs
 
 DEFAULT_MAX_TAPS = 128
@@ -308,11 +308,9 @@ def layers(
         "says where it differs from the untapped build."
     )
     notes.append(CANNOT_SHOW)
-    from q9diff.backends.ort_qnn import our_qairt  # start-up: backends.ort_qnn
-
     runs = {
-        "candidate": f"x86 HTP emulator (onnxruntime-qnn, QAIRT {our_qairt() or 'unknown'}), CPU fallback "
-        "disabled (session.disable_cpu_ep_fallback)",
+        "candidate": f"{emulator_words(selected[0].recipe)}, CPU fallback disabled "
+        "(session.disable_cpu_ep_fallback)",
         "reference": ref_runner,
     }
     return LayersResult(

@@ -49,6 +49,66 @@ def _qairt(recipe: Recipe) -> str:
     return recipe.qairt_version or our_qairt() or "unknown"
 
 
+def interpreter(recipe: Recipe) -> tuple[str, str] | None:
+    """The Python whose onnxruntime-qnn compiles `recipe`'s builds and runs them on its emulator, and its
+    QAIRT version, when the recipe names another QAIRT than this q9diff's (q9diff.backends.ort_qnn: env
+    Q9DIFF_PYTHON_2_48 for 2.48); None for this one's. Asked once, before any compile: an interpreter
+    missing, or of another QAIRT, is one line (a cached build would otherwise run on the wrong one)."""
+    import sys
+
+    from q9diff.backends.ort_qnn import OrtQnnBackend, our_qairt, same_version  # start-up: backends.ort_qnn
+
+    want, ours = recipe.qairt_version, our_qairt()
+    if recipe.backend != "ort-qnn" or not want or ours is None or same_version(want, ours):
+        return None
+    where = recipe.path or "the recipe"
+    fields = want.split(".")
+    if len(fields) < 2 or not all(f.isdigit() and len(f) <= 4 for f in fields[:2]):
+        raise LayersError(f"{where}: qairt_version {want[:24]!r} is no QAIRT version (expected e.g. 2.48)")
+    python = OrtQnnBackend().python_for(want)
+    env, want = f"Q9DIFF_PYTHON_{fields[0]}_{fields[1]}", want[:24]
+    if python == sys.executable:
+        raise LayersError(
+            f"{where}: asks for QAIRT {want}, and this q9diff's onnxruntime-qnn is QAIRT {ours}: set {env} "
+            f"to a Python 3.11 with the onnxruntime-qnn of QAIRT {fields[0]}.{fields[1]} (pins: "
+            f"scripts/fixtures-constraints/qairt-{fields[0]}.{fields[1]}.txt)"
+        )
+    if python not in _VERSIONS:
+        _VERSIONS[python] = _qairt_of(python)
+    got = _VERSIONS[python]
+    if not same_version(want, got):
+        raise LayersError(f"{where}: asks for QAIRT {want}, and {env}={python} has {got}")
+    return python, got
+
+
+_VERSIONS: dict[str, str] = {}
+_ASK = "from onnxruntime_qnn import build_and_package_info as b; print(b.qnn_version)"
+
+
+def _qairt_of(python: str) -> str:
+    """The QAIRT version of another interpreter's onnxruntime-qnn, in words when it has none."""
+    import subprocess
+
+    try:
+        done = subprocess.run([python, "-I", "-c", _ASK], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"no Python that answers ({type(exc).__name__})"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"no onnxruntime-qnn ({last[:120]})"
+    return done.stdout.strip()[:40] or "no QAIRT version"
+
+
+def emulator_words(recipe: Recipe) -> str:
+    """Where a recipe's builds compile and run, in the words of a result's `runs`."""
+    from q9diff.backends.ort_qnn import our_qairt  # start-up: backends.ort_qnn
+
+    other = interpreter(recipe)
+    if other is None:
+        return f"x86 HTP emulator (onnxruntime-qnn, QAIRT {our_qairt() or 'unknown'})"
+    return f"x86 HTP emulator of QAIRT {other[1]} (the onnxruntime-qnn of {other[0]}), which compiled it too"
+
+
 def _cache() -> Path:
     from q9diff.runners.local import cache_root  # start-up: runners.local
 
@@ -101,6 +161,8 @@ class EmulatorSide:
 
     def __init__(self, recipe: Recipe, source: GraphSource, graph: ModelGraph, timeout_s: float = 600):
         self.recipe, self.source, self.graph, self.timeout_s = recipe, source, graph, timeout_s
+        other = interpreter(recipe)  # another QAIRT's: its build runs on its own emulator
+        self.python = other[0] if other else None
 
     def build(self, taps: list[str], label: str) -> Build:
         return compile_graph(self.recipe, self.source, self.graph, taps, label)
@@ -112,7 +174,7 @@ class EmulatorSide:
         from q9diff.runners.local import LocalRunner  # start-up: runners.local
 
         try:
-            session = LocalRunner(self.timeout_s).open([build.binary])
+            session = LocalRunner(self.timeout_s, self.python).open([build.binary])
         except RunnerError as exc:
             raise LayersError(
                 f"{self.graph.path}: {build.label} build of {self.source.name}: {exc}"
@@ -172,7 +234,8 @@ class CpuSide:
             except Exception as exc:
                 why = " ".join(str(exc).split())[:200]
                 raise LayersError(f"{self.graph.path}: ONNX Runtime failed on the CPU ({why})") from None
-        return dict(zip(names, values, strict=True))
+        by_tap = {s.tap: s.name for s in self.graph.sources if s.tap is not None}  # a QDQ model's: its DQs
+        return {by_tap.get(k, k): v for k, v in zip(names, values, strict=True)}
 
 
 _NUMPY = {

@@ -16,7 +16,7 @@ from q9diff.errors import Q9Error
 from q9diff.guard import nameable
 from q9diff.layers import graph as gr
 from q9diff.layers.feeds import Feeds, from_npz, genie_feeds, input_specs, seeded
-from q9diff.layers.sides import CpuSide, EmulatorSide
+from q9diff.layers.sides import CpuSide, EmulatorSide, emulator_words
 from q9diff.recipes import recipe as rcp
 from q9diff.recipes.recipe import GraphSource, Part, Recipe
 
@@ -162,8 +162,9 @@ def reference_pairs(text: str, selected: list[Selected]) -> tuple[dict, str, lis
         refs = {m: None for m in models}
         runner = "onnxruntime CPU (the ONNX model as written, no graph optimization)"
     else:
-        refs = {s.model: s for s in _select(_recipe_of(path), path, selector)}
-        runner = "x86 HTP emulator (the reference recipe's graphs, tapped alike)"
+        recipe = _recipe_of(path)
+        refs = {s.model: s for s in _select(recipe, path, selector)}
+        runner = f"{emulator_words(recipe)}: the reference recipe's graphs, tapped alike"
     signatures = {m: _signature(m) for m in refs}
     pairs, notes = {}, []
     for sel in selected:
@@ -180,6 +181,13 @@ def reference_pairs(text: str, selected: list[Selected]) -> tuple[dict, str, lis
             continue
         ref = refs[match[0]]
         graph = gr.read(match[0])
+        said = f"{match[0]}: a QDQ model as the reference"
+        if ref is None and graph.quantized and not any(n.startswith(said) for n in notes):
+            notes.append(
+                f"{said}: it ran on ONNX Runtime's CPU as written (its QuantizeLinear/DequantizeLinear "
+                "computed by the CPU, not as the HTP computes them); to compare two builds on the emulator, "
+                "give a recipe as --reference"
+            )
         side = CpuSide(graph) if ref is None else EmulatorSide(ref.recipe, ref.source, graph)
         pairs[sel.source.name] = (side, graph)
     if not pairs:

@@ -57,10 +57,16 @@ def verdict_line(res) -> str:
         near = next((g.near for g in res.graphs if g.near is not None), None)
         if near is not None:
             f = near.figures
+            allow = f"the {db(near.allowance_db)} dB its grid and {f.elements or '?'} values allow"
+            # below the allowance, it stays undivergent only by the margin over the nodes before it
+            where = (
+                f"just above {allow}"
+                if judged(f) >= near.allowance_db
+                else f"below {allow}, but not {res.rule.margin_db:g} dB below the nodes before it"
+            )
             return (
-                f"no divergence, one borderline: {near.tensor} ({near.op} {near.node}) adds an own error "
-                f"of SQNR {db(f.local_sqnr_db)} dB{_over(f)}, just above the {db(near.allowance_db)} dB its "
-                f"grid and {f.elements or '?'} values allow"
+                f"no divergence, one borderline: {near.tensor} ({_made_by(near)}) adds an own error "
+                f"of SQNR {db(f.local_sqnr_db)} dB{_over(f)}, {where}"
             )
         rows = [r for g in res.graphs for r in g.rows if r.resolved and judged(r.figures) is not None]
         if not rows:
@@ -75,10 +81,15 @@ def verdict_line(res) -> str:
     worst = worst_of(res)
     also = f"; worst: {worst.tensor} ({worst.op}), {_own(worst)}" if worst is not None else ""
     return (
-        f"first divergence: {fd.tensor} ({fd.op} {fd.node}), {_own(fd)}, below the {db(fd.allowance_db)} dB "
+        f"first divergence: {fd.tensor} ({_made_by(fd)}), {_own(fd)}, below the {db(fd.allowance_db)} dB "
         f"allowed, the nodes before it {db(fd.before_sqnr_db)} dB{also}; cosine {cos(f.cosine)} after "
         f"{cos(fd.before_cosine)} before"
     )
+
+
+def _made_by(d) -> str:
+    """What computes a named tensor, in the headline's parentheses: its node, or that it is a graph input."""
+    return "graph input" if d.op == "input" else f"{d.op} {d.node}"
 
 
 TERMS = "terms: SQNR, own, first divergence, tap (q9diff explain TERM)"
@@ -89,6 +100,8 @@ def next_line(res) -> str | None:
     fd = res.first_divergence
     if fd is None:
         return None
+    if fd.op == "input":  # its own error is its quantization against the values fed
+        return f"next: check graph input {fd.tensor}'s encoding (scale, zero point) against the values fed"
     return (
         f"next: check {fd.node}'s weight encoding (scale, zero point, bit width) if it reads a weight, the "
         f"activation range of {fd.tensor} against the values it holds, and the calibration data that set "

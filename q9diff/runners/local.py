@@ -92,8 +92,9 @@ def unshared_rebuild(binary: Path) -> tuple[list[Path], str]:
 
 
 class LocalSession(WorkerSession):
-    def __init__(self, binaries: list[Path], timeout_s: float) -> None:
+    def __init__(self, binaries: list[Path], timeout_s: float, python: str | None = None) -> None:
         self.timeout_s = timeout_s
+        self.python = python
         self.notes: tuple[str, ...] = ()
         self._client: WorkerClient | None = None
         self._work: Path | None = None
@@ -106,7 +107,7 @@ class LocalSession(WorkerSession):
     def _start(self, paths: list[Path]) -> list[GraphSpec]:
         # The worker's folder is made and removed here: a child the emulator kills cannot clean up.
         self._work = Path(tempfile.mkdtemp(prefix="q9diff-worker-"))
-        argv = python_argv("q9diff.runners.worker", ["--work", str(self._work)])
+        argv = python_argv("q9diff.runners.worker", ["--work", str(self._work)], self.python)
         # Its TMPDIR inside that folder, ONNX Runtime's telemetry off: nothing left behind, nothing sent.
         self._client = WorkerClient(argv, "x86 HTP emulator", child_env(self._work), self.timeout_s)
         reply, _ = self._client.request({"op": "load", "binaries": [str(Path(p).resolve()) for p in paths]})
@@ -199,8 +200,9 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, timeout_s: float = 600) -> None:
+    def __init__(self, timeout_s: float = 600, python: str | None = None) -> None:
         self.timeout_s = timeout_s
+        self.python = python  # another interpreter's onnxruntime-qnn (another QAIRT's emulator); None: ours
 
     def missing(self) -> str | None:
         if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
@@ -214,7 +216,7 @@ class LocalRunner:
         problem = self.missing()
         if problem:
             raise RunnerUnavailable(problem)
-        return LocalSession([Path(b) for b in binaries], self.timeout_s)
+        return LocalSession([Path(b) for b in binaries], self.timeout_s, self.python)
 
 
 _ORT_TO_NUMPY = {"tensor(float)": "float32", "tensor(int32)": "int32", "tensor(int64)": "int64",
