@@ -240,6 +240,12 @@ def first_fired(v: dict, rule: fig.Rule) -> int | None:
     with np.errstate(invalid="ignore"):
         fires = ok & (own < allow) & (own <= before - rule.margin_db)
     hit = np.flatnonzero(fires)
+    if hit.size and v["role"] == "fault" and v["index"] is not None and hit[0] != v["index"]:
+        # the headline's "worst:" beside the first: the own error furthest below its allowance, named
+        # when it lies rule.worst_gap_db below the first's
+        below = np.where(ok, own - allow, np.inf)
+        w = int(np.argmin(below))
+        v["worst"] = w if below[w] < 0 and own[w] <= own[hit[0]] - rule.worst_gap_db else None
     return int(hit[0]) if hit.size else None
 
 
@@ -252,7 +258,9 @@ def outcome(v: dict, rule: fig.Rule) -> str:
         return "quiet" if d is None else "false alarm"
     if d is None:
         return "missed"
-    return "named" if d == v["index"] else "wrong"
+    if d == v["index"]:
+        return "named"
+    return "wrong, named as worst" if v.get("worst") == v["index"] else "wrong"
 
 
 def score(variants: list[dict], rule: fig.Rule) -> dict:
@@ -266,7 +274,8 @@ def score(variants: list[dict], rule: fig.Rule) -> dict:
         elif v["role"] == "fault":
             out["faults"] += 1
             out["named"] += o == "named"
-            out["wrong"] += o == "wrong"
+            out["wrong"] += o.startswith("wrong")
+            out["named_as_worst"] = out.get("named_as_worst", 0) + (o == "wrong, named as worst")
             out["missed"] += o == "missed"
         else:
             out["clean"] += 1
