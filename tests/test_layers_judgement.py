@@ -6,6 +6,7 @@ QDQ model's encodings names a layer left at another bit width and a Q/DQ pair th
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -49,6 +50,21 @@ def test_a_two_logit_head_with_cosine_one_is_no_divergence_under_the_shipped_rul
     assert judge([*clean, f(-4.7, sqnr=60.0)], shipped).divergence is None
     # the same error over a whole feature map is one
     assert judge([*clean, f(-4.7)], shipped).divergence.index == 3
+
+
+def test_a_one_value_output_a_few_steps_of_its_grid_off_is_no_divergence_under_the_shipped_rule():
+    shipped = rule()
+    assert shipped.within_steps is not None and shipped.within_steps >= 1
+    # openWakeWord's hey-marvin head, clean w8a16 (the fit half): its one sigmoid output reads 1e-6 on the
+    # float model and 2.19 steps of its grid off on the HTP: own SQNR 0.1 dB, cosine 0
+    out = replace(f(0.1, n=1, cosine=0.0, sqnr=0.0), steps=2.19)
+    clean = [f(45.0), f(42.0), f(40.0)]
+    assert judge([*clean, out], shipped).divergence is None
+    # the same output 248 steps off with its own error far beyond what one value's SQNR can be by chance
+    far = replace(out, steps=248.0, local_sqnr_db=-20.0, sqnr_db=-31.4)
+    assert judge([*clean, far], shipped).divergence.index == 3
+    # a tensor within the steps is not judged at all: it neither fires nor lowers the noise before the next
+    assert judge([*clean, out, f(25.0)], shipped).worst == 4
 
 
 def test_near_the_line_the_verdict_says_borderline_and_names_the_worst_beside_the_first():

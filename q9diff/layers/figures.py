@@ -122,6 +122,13 @@ class Rule:
     # a block whose own error over several nodes is below this is tapped inside (None: the floor); more
     # sensitive than the floor, since a fault's error is diluted over a block's nodes
     narrow_db: float | None = None
+    # a tensor no value of which is further than this many steps of its own grid from the float model is
+    # within what its quantization allows, whatever its SQNR (one sigmoid output two steps off reads 0 dB)
+    within_steps: float | None = None
+
+    def within(self, f: Figures) -> bool:
+        """Whether every value of tensor `f` is within the rule's steps of its own grid of the float model."""
+        return self.within_steps is not None and f.steps is not None and f.steps <= self.within_steps
 
     @property
     def narrow(self) -> float:
@@ -152,7 +159,12 @@ class Rule:
         if self.spread:
             allow += f" less {self.spread:g} σ of an SQNR over its element count"
         margin = f" and at least {self.margin_db:g} dB below {noise}" if self.margin_db else ""
-        return f"the first tensor whose own error (its local SQNR) is {allow}{margin}"
+        within = (
+            f", unless every value is within {self.within_steps:g} steps of its grid of the float model"
+            if self.within_steps is not None
+            else ""
+        )
+        return f"the first tensor whose own error (its local SQNR) is {allow}{margin}{within}"
 
     def to_json(self) -> dict:
         return {
@@ -164,6 +176,7 @@ class Rule:
             "borderline_db": self.borderline_db,
             "worst_gap_db": to_word(self.worst_gap_db),
             "narrow_db": self.narrow_db,
+            "within_steps": self.within_steps,
             "measured_on": self.measured_on,
             "text": self.sentence(),
         }
@@ -181,6 +194,7 @@ class Rule:
             float(d.get("borderline_db", 0.0)),
             float(d.get("worst_gap_db", math.inf)),
             None if d.get("narrow_db") is None else float(d["narrow_db"]),
+            None if d.get("within_steps") is None else float(d["within_steps"]),
         )
 
 
@@ -291,7 +305,7 @@ def judge(measured_figures: list[Figures | None], r: Rule, resolved: list[bool] 
     divergence, worst, worst_by, near = None, None, math.inf, None
     for i, f in enumerate(measured_figures):
         value = judged(f)
-        if value is None:
+        if value is None or r.within(f):
             continue
         allowance = r.allowance(f)
         if resolved is not None and not resolved[i]:

@@ -211,10 +211,23 @@ def layers_properties() -> dict:
                 "narrow_db": maybe(
                     real("A block whose own error is below this is tapped inside (null: the floor).")
                 ),
+                "within_steps": maybe(
+                    real(
+                        "A tensor no value of which is further than this many steps of its grid from the "
+                        "reference is not judged (null: every tensor is)."
+                    )
+                ),
                 "measured_on": string("What the thresholds were measured on (scripts/measure_layers.py)."),
                 "text": string("The rule in words."),
             },
-            optional=("grid_margin_db", "spread", "borderline_db", "worst_gap_db", "narrow_db"),
+            optional=(
+                "grid_margin_db",
+                "spread",
+                "borderline_db",
+                "worst_gap_db",
+                "narrow_db",
+                "within_steps",
+            ),
         ),
         "first_divergence": maybe(_divergence())
         | {"description": "The first divergence of the first graph that has one; null: none."},
