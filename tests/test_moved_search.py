@@ -128,8 +128,32 @@ def test_could_match_is_the_reference_on_repeated_words():
     tops = (blocks.word_key(hay.view(np.uint64)[:, 5].copy()) >> np.uint64(48)).astype(np.uint16)
     hrows = np.arange(1, len(hay), 2)
     for nrows in (np.arange(len(needles)), np.array([1]), np.array([0])):
-        for rows, t in ((None, None), (hrows, None), (hrows, tops)):
+        for rows, t in ((None, None), (None, tops), (hrows, None), (hrows, tops)):
             got = blocks.could_match(hay, rows, needles, nrows, t)
             assert (got == reference_could_match(hay, rows, needles, nrows, t)).all()
     many = np.arange(0, len(hay), 2)  # wanted words many: the index at its larger sizes
     assert (blocks.could_match(hay, None, hay, many) == reference_could_match(hay, None, hay, many)).all()
+
+
+@pytest.mark.parametrize("longer", ["a", "b"])
+def test_regions_of_other_sizes_are_scanned_as_numpy_does(monkeypatch, longer):
+    """For regions of other sizes the scan keeps every row's key tops of the shorter side (the longer's
+    extra blocks are searched among its rows) and hashes the content sample: the compiled pass and numpy's
+    passes give the same arrays, and the tops are word_key's top 16 bits of each of the shorter's rows."""
+    fused = blocks.FUSED
+    if fused is None:
+        pytest.skip("no C compiler or Python headers: q9diff.compare._scan was not built")
+    a, b, _ = next(p for p in _bench_style_pairs() if p[2] == f"a third moved, {longer} longer")
+    x, y = Region("pool", 0, len(a), "weights"), Region("pool", 0, len(b), "weights")
+    nb = min(len(a), len(b)) // blocks.BLOCK
+    monkeypatch.setattr(attribution, "_SAMPLED", np.uint64(1 << 62))  # a quarter of the rows sampled
+    scans = []
+    for kernel in (fused, None):
+        monkeypatch.setattr(blocks, "FUSED", kernel)
+        scans.append(attribution._scan(Pool(a), x, Pool(b), y, nb, True, True))
+    one, other = scans
+    for name in ("sa", "sb", "sb_changed", "hash_a", "hash_b", "weight_b", "tops"):
+        assert len(getattr(one, name)) and (getattr(one, name) == getattr(other, name)).all(), name
+    shorter = np.frombuffer(b if longer == "a" else a, np.uint64, count=nb * 16).reshape(nb, 16)
+    assert (one.tops == blocks.word_key(shorter[:, 5]) >> np.uint64(48)).all()
+    assert (one.hash_a == blocks.block_hash(blocks.as_blocks(a, 0, len(a))[one.sa])).all()
