@@ -157,3 +157,63 @@ def test_regions_of_other_sizes_are_scanned_as_numpy_does(monkeypatch, longer):
     shorter = np.frombuffer(b if longer == "a" else a, np.uint64, count=nb * 16).reshape(nb, 16)
     assert (one.tops == blocks.word_key(shorter[:, 5]) >> np.uint64(48)).all()
     assert (one.hash_a == blocks.block_hash(blocks.as_blocks(a, 0, len(a))[one.sa])).all()
+
+
+def _resident_pages(path) -> int:
+    """How many of the file's pages are in the page cache (mincore over a mapping of it)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        at = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    try:
+        assert libc.mincore(at, size, vec) == 0, ctypes.get_errno()
+    finally:
+        libc.munmap(at, size)
+    return sum(v & 1 for v in vec)
+
+
+def test_read_ahead_brings_regular_files_in_and_leaves_the_rest(tmp_path):
+    """read_ahead asks for the first bytes of each regular file (they are in the page cache when its
+    thread is done, after they were dropped from it); a folder, a FIFO and a missing path are left to the
+    reading that reports them, without a wait."""
+    import os
+    import time
+
+    from q9diff.read.files import read_ahead
+
+    files = [tmp_path / "a.bin", tmp_path / "b.bin"]
+    for i, f in enumerate(files):
+        f.write_bytes(np.random.default_rng(i).integers(0, 256, 4 << 20, dtype=np.uint8).tobytes())
+        fd = os.open(f, os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    if any(_resident_pages(f) for f in files):
+        pytest.skip("this file system keeps the pages in memory (tmpfs): nothing to read ahead")
+    thread = read_ahead([*files, None], first=2 << 20)
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    pages = (2 << 20) // 4096
+    for _ in range(600):  # the kernel reads what was asked for after the call returns: wait for it
+        if all(_resident_pages(f) >= pages for f in files):
+            break
+        time.sleep(0.05)
+    assert all(_resident_pages(f) >= pages for f in files)
+    os.mkfifo(tmp_path / "fifo")
+    assert read_ahead([tmp_path, tmp_path / "fifo", tmp_path / "missing"]) is None
