@@ -318,5 +318,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, me
 
 PyMODINIT_FUNC PyInit__scan(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* the calls' form (blocks.INTERFACE): a module built from an older source is left unused, not called */
+    if (m && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -47,16 +47,20 @@ _DISTANCES = 8  # the most common anchor distances tried after a row's neighbour
 # The compiled passes (q9diff/compare/_scan.c), where the build made them: a block read once for what numpy
 # takes a pass and a temporary per operation for. The same answers; Q9DIFF_NUMPY_SCAN=1 takes numpy's.
 FUSED = None
+INTERFACE = 2  # the form of _scan's calls (its INTERFACE): one built from an older _scan.c is not called
 _UNBUILT = False  # no compiled scan because the build made none (a source tree run in place), not by choice
 if not os.environ.get("Q9DIFF_NUMPY_SCAN"):
     try:
         from q9diff.compare import _scan as FUSED
     except ImportError:
         _UNBUILT = True
+    if FUSED is not None and getattr(FUSED, "INTERFACE", None) != INTERFACE:
+        FUSED, _UNBUILT = None, True  # a checkout updated in place, its module not built again
 _SAID = threading.Lock()
 UNBUILT_NOTE = (
-    "q9diff: note: the compiled scan (q9diff/compare/_scan.c) is not built, so diffs take numpy's passes (the"
-    " same answers, slower); build it with `pip install -e .` or `python setup.py build_ext --inplace`"
+    "q9diff: note: the compiled scan (q9diff/compare/_scan.c) is not built, or built from an older source,"
+    " so diffs take numpy's passes (the same answers, slower); build it with `pip install -e .` or"
+    " `python setup.py build_ext --inplace`"
 )
 
 
@@ -388,7 +392,7 @@ def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None, 
     if not n or not no:
         return np.zeros(0, dtype=np.int64)
     wanted = distinct(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, SCAN)]))
-    narrowed = tops is not None and rows is not None
+    narrowed = tops is not None
     # 16 bits for the tops; else enough that at most 1 in 16 flags is set, up to 4 Mi flags (4 MiB)
     bits = 16 if narrowed else min(_INDEX_BITS, max(16, len(wanted).bit_length() + 4))
     shift = np.uint64(64 - bits)
@@ -403,8 +407,12 @@ def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None, 
 
     def step(s: int) -> np.ndarray:
         if narrowed:
-            r = rows[s : s + _MATCH_STEP]
-            r = r[index[tops[r]]]
+            if rows is None:
+                r = np.arange(s, min(n, s + _MATCH_STEP))
+                r = r[index[tops[s : s + len(r)]]]
+            else:
+                r = rows[s : s + _MATCH_STEP]
+                r = r[index[tops[r]]]
             k = words[r, 5]
         else:
             r, k = _word5(view, rows, s, _MATCH_STEP)
