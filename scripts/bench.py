@@ -1,6 +1,6 @@
 """Speed and memory of q9diff, each figure a ratio against a baseline measured in the same run.
 
-    python scripts/bench.py [--check] [--no-seed] [--no-verify] [--repeat N] [A.bin B.bin]
+    python scripts/bench.py [--check] [--no-seed] [--no-verify] [--no-shared] [--repeat N] [A.bin B.bin]
 
 Each case is timed --repeat times (3 by default), alternating with its baseline, and the medians are
 compared; --check exits 1 when any figure is over its goal (memory included). The 1 GB pairs and the
@@ -22,6 +22,12 @@ reused from its cache folder ($Q9DIFF_CACHE/bench, else ~/.cache/q9diff/bench). 
   tests/data/explain_eval.json among information lines, and a hostile one (lines of "err" and blanks, the
   input that once took 150 s); and, as a note without a goal, the worst case for its cost per line: 1 MiB of
   7-byte lines (145,000 lines, each read and accounted for). `--explain` measures (h) alone.
+- (i)-(k) the pairs the goals are set on, built by ../shared/bench/make_pairs.py (its README; where it is
+  here) at --shared-mb MB of weights (1000: 1 GB, the real check): (i) `diff --json` of soc0 vs soc77 (the
+  same weights) against its numpy_floor.py as a whole process (start-up and numpy's import included, as
+  q9diff's are), goal 1.2x; (j) soc77 vs seed2 (weights from another seed, ONNX
+  Runtime's quantization: many repeated 8-byte words; seed2 28 KiB longer), goal 1.3x; (k) (i) cold
+  against `cat`, as (c), goal 1.2x.
 
 Memory is sampled every few ms while q9diff runs, in a run of its own (not a timed one): the peak
 anonymous memory (RssAnon of /proc/PID/status, goal <= 256 MiB) and the peak resident pages of its
@@ -167,11 +173,17 @@ def memory(peak: Peak, part_size: int | None = None) -> tuple[str, bool]:
     return text, ok
 
 
-def case_diff(label: str, a: Path, b: Path, repeat: int) -> Row:
+def case_diff(
+    label: str, a: Path, b: Path, repeat: int, goal: float = 2.0, process: Path | None = None
+) -> Row:
+    """diff --json of a b against the numpy floor: in this process, or with `process` (a floor script taking
+    A B) as a whole process, start-up and numpy's import included as q9diff's are."""
     argv = [*CLI, "diff", "--json", str(a), str(b)]
-    q, f = paired(repeat, lambda: run(argv)[0], lambda: numpy_floor([(a, b)]))
+    floor = (lambda: run([sys.executable, str(process), str(a), str(b)])[0]) if process else None
+    q, f = paired(repeat, lambda: run(argv)[0], floor or (lambda: numpy_floor([(a, b)])))
     text, ok = memory(run(argv, sample=True, inputs=[a, b])[1])
-    return Row(label, q, "numpy floor", f, 2.0, memory=text, memory_ok=ok)
+    base = f"{process.name} (process)" if process else "numpy floor"
+    return Row(label, q, base, f, goal, memory=text, memory_ok=ok)
 
 
 def drop_caches() -> None:
@@ -180,9 +192,9 @@ def drop_caches() -> None:
     subprocess.run([sys.executable, "-c", WARM_CODE], check=True)
 
 
-def case_cold(a: Path, b: Path, repeat: int) -> Row | str:
+def case_cold(a: Path, b: Path, repeat: int, label: str = "(c) (a)", goal: float = 1.3) -> Row | str:
     if os.geteuid() != 0:
-        return "(c) cold cache: skipped, dropping the page cache needs root"
+        return f"{label.split()[0]} cold cache: skipped, dropping the page cache needs root"
     argv = [*CLI, "diff", "--json", str(a), str(b)]
 
     def cold(cmd, **kw):
@@ -193,7 +205,7 @@ def case_cold(a: Path, b: Path, repeat: int) -> Row | str:
     q, c = paired(max(repeat, 5), lambda: cold(argv), lambda: cold(["cat", str(a), str(b)]))  # to /dev/null
     drop_caches()
     text, ok = memory(run(argv, sample=True, inputs=[a, b])[1])
-    return Row("(c) (a) with a cold page cache", q, "cat A B > /dev/null, cold", c, 1.3, memory=text,
+    return Row(f"{label} with a cold page cache", q, "cat A B > /dev/null, cold", c, goal, memory=text,
                memory_ok=ok)  # fmt: skip
 
 
@@ -224,6 +236,23 @@ def case_seed(folder: Path, repeat: int) -> list[Row]:
             rows.append(Row(f"(f) seed set, {label}", q, "numpy floor, all parts", f, 2.0, memory=text,
                             memory_ok=ok))  # fmt: skip
     return rows
+
+
+def case_shared(mb: int, repeat: int) -> list[Row | str]:
+    """(i)-(k): the pairs of ../shared/bench/make_pairs.py, built once into the cache folder."""
+    import bench_pairs
+
+    folder = bench_pairs.build_shared(mb)
+    if folder is None:
+        return [f"(i)-(k) shared pairs: skipped, {bench_pairs.SHARED_PAIRS} is not here"]
+    soc0, soc77, seed2 = folder / "soc0.bin", folder / "soc77.bin", folder / "seed2.bin"
+    size = f"{soc0.stat().st_size / 1e9:.1f} GB"
+    floor = bench_pairs.SHARED_PAIRS.with_name("numpy_floor.py")  # as a whole process, as its README says
+    return [
+        case_diff(f"(i) shared {size} soc_model 0 vs 77, diff --json", soc0, soc77, repeat, 1.2, floor),
+        case_diff(f"(j) shared {size} another seed's weights, diff --json", soc77, seed2, repeat, 1.3, floor),
+        case_cold(soc0, soc77, repeat, "(k) (i)", 1.2),
+    ]
 
 
 def case_verify(repeat: int) -> list[Row | str]:
@@ -389,6 +418,9 @@ def main() -> None:
     ap.add_argument("--no-seed", action="store_true", help="leave out (f), the seed's 6-part set")
     ap.add_argument("--no-verify", action="store_true", help="leave out (g), verify of qwen-mini")
     ap.add_argument("--explain", action="store_true", help="measure (h) alone, explain of a 1 MiB paste")
+    ap.add_argument("--no-shared", action="store_true", help="leave out (i)-(k), the shared pairs")
+    ap.add_argument("--shared", action="store_true", help="measure (i)-(k) alone, the shared pairs")
+    ap.add_argument("--shared-mb", type=int, default=1000, help="the shared pairs' MB of weights (1000)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure, the median is shown (>= 3)")
     args = ap.parse_args()
     repeat = max(args.repeat, 3)
@@ -402,6 +434,8 @@ def main() -> None:
     rows: list[Row | str] = []
     if args.explain:
         rows += case_explain(repeat)
+    elif args.shared:
+        rows += case_shared(args.shared_mb, repeat)
     elif args.files:
         a, b = args.files
         rows.append(case_diff(f"diff --json {a.name} {b.name}", a, b, repeat))
@@ -419,6 +453,8 @@ def main() -> None:
         if not args.no_verify:
             rows += case_verify(repeat)
         rows += case_explain(repeat)
+        if not args.no_shared:
+            rows += case_shared(args.shared_mb, repeat)
     print(f"load average at the end: {load()}")
     print(table(rows))
     if args.check and not all(r.ok for r in rows if isinstance(r, Row)):

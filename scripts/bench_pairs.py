@@ -1,6 +1,7 @@
 """Build (once) and cache the large pairs scripts/bench.py measures, with the real compiler.
 
     python scripts/bench_pairs.py [pair|seed ...]     # build what is missing, print the paths
+    python scripts/bench_pairs.py shared [MB]
 
 Outputs go to $Q9DIFF_CACHE/bench (else ~/.cache/q9diff/bench), never into the repository: each 1 GB
 binary takes minutes of CPU to compile, so a benchmark run reuses what an earlier run built. A folder is
@@ -12,16 +13,22 @@ complete when its `done` file exists (written last), so an interrupted build is 
   weight differs, the settings do not).
 - `seed`: the seed's scale, 6 parts of ~780 MB, each part a prompt (32 rows) and a token (1 row) graph
   over shared weights, other weights per part; `a/` soc_model 0 + VTCM 4 MB, `b/` soc_model 77 + VTCM 8 MB.
+- `shared [MB]`: the pairs q9diff's speed goals are set on, built by ../shared/bench/make_pairs.py (its
+  README; not part of this repository, used where it is here) into `shared/w8_<MB>M` (1000 by default):
+  `soc0.bin` and `soc77.bin` (the same weights) and `seed2.bin` (soc77's settings, weights from another
+  seed, quantized by ONNX Runtime's QNN config, so many 8-byte words repeat).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+SHARED_PAIRS = REPO.parent / "shared" / "bench" / "make_pairs.py"
 sys.path.insert(0, str(REPO))
 
 N = 4096
@@ -173,8 +180,26 @@ def build_seed() -> Path:
     return folder
 
 
+def build_shared(mb: int = 1000) -> Path | None:
+    """soc0.bin, soc77.bin and seed2.bin of ../shared/bench/make_pairs.py at `mb` MB of weights, built
+    once (with this Python, which has onnx and onnxruntime-qnn); None where that script is not here."""
+    folder = cache_dir() / "shared" / f"w8_{mb}M"
+    if (folder / "done").exists():
+        return folder
+    if not SHARED_PAIRS.exists():
+        return None
+    room(folder, 10 * mb * 10**6 + 10**9)  # float and quantized models, three binaries, the compiler's copies
+    env = dict(os.environ, PY=sys.executable)
+    subprocess.run([sys.executable, str(SHARED_PAIRS), str(folder.parent), str(mb)], check=True, env=env)
+    (folder / "done").write_text("")
+    return folder
+
+
 def main() -> None:
     which = sys.argv[1:] or ["pair"]
+    if which[0] == "shared":
+        print(build_shared(*[int(mb) for mb in which[1:2]]) or f"{SHARED_PAIRS}: not here")
+        return
     for w in which:
         folder = {"pair": build_pair, "seed": build_seed}[w]()
         print(folder)

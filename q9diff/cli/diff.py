@@ -66,6 +66,9 @@ def diff_cmd(
     Exit status: 0 identical, 1 different, 2 error.
     With --target alone: 0 every setting as the target's, 1 one is not.
     A reference built for another device than --target: 1."""
+    from q9diff.read.files import read_ahead  # start-up: read.files
+
+    read_ahead([candidate, reference])  # a cold page cache read while the rest starts up
     from q9diff import api, inputs  # start-up: api, construct
     from q9diff.results import SWAPPED  # start-up: results
 

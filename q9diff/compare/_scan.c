@@ -1,7 +1,7 @@
 /* The compiled passes over 128-byte blocks, each reading a block once where numpy takes a pass (and a
  * temporary) per operation:
  * - step: the scan of a step of two regions: each block pair's changed flag, its changed bytes, and
- *   from each side's word-5 key the content sample's rows and a's key tops, and the sampled blocks'
+ *   from each side's word-5 key the content sample's rows and one side's key tops, and the sampled blocks'
  *   hashes and changed bytes while they are in cache (numpy: xor, not-equal, per-row any, count, keys,
  *   then a pass and a temporary for each of the sample's sets, and a gather from memory to hash them);
  * - same: whether blocks (consecutive, or at given rows) of one buffer equal those of another, byte for
@@ -117,10 +117,10 @@ static PyObject *step(PyObject *self, PyObject *args)
                            vwb = {0};
     PyObject *tops_obj, *sa_obj, *sb_obj, *sbc_obj, *mult_obj, *ha_obj, *hb_obj, *wb_obj, *result = NULL;
     long long base;
-    int every;
+    int every, tops_b = 0;
     unsigned long long key, below;
-    if (!PyArg_ParseTuple(args, "y*y*w*OLOOOpKKOOOO", &a, &b, &flags, &tops_obj, &base, &sa_obj, &sb_obj,
-                          &sbc_obj, &every, &key, &below, &mult_obj, &ha_obj, &hb_obj, &wb_obj))
+    if (!PyArg_ParseTuple(args, "y*y*w*OLOOOpKKOOOO|p", &a, &b, &flags, &tops_obj, &base, &sa_obj, &sb_obj,
+                          &sbc_obj, &every, &key, &below, &mult_obj, &ha_obj, &hb_obj, &wb_obj, &tops_b))
         return NULL;
     Py_ssize_t m = a.len / BLOCK;
     void *tops, *sa, *sb, *sbc, *mult, *ha, *hb, *wb;
@@ -165,8 +165,8 @@ static PyObject *step(PyObject *self, PyObject *args)
         if (!keyed || !(differs || every))
             continue;
         uint64_t k = load(pa + 40) * key, l = load(pb + 40) * key; /* blocks.word_key of each side */
-        if (tops && differs) {
-            uint16_t t = (uint16_t)(k >> 48);
+        if (tops) { /* reached for the changed blocks, or for every block with every */
+            uint16_t t = (uint16_t)((tops_b ? l : k) >> 48);
             memcpy((unsigned char *)tops + 2 * i, &t, 2);
         }
         if (sa && k < below) {
@@ -297,13 +297,14 @@ done:
 
 static PyMethodDef methods[] = {
     {"step", step, METH_VARARGS,
-     "step(a, b, flags, tops, base, sa, sb, sbc, every, key, below, mult, ha, hb, wb) -> (changed bytes, "
-     "changed blocks, len sa, len sb, len sbc): a and b equal runs of 128-byte blocks; flags[i] set to "
-     "whether block i differs. With k = word 5 times key (a's; l b's): tops (uint16, or None) gets k >> 48 "
-     "of each changed block; sa, sb (int64, or None) get base + i of the blocks with k < below, l < below "
-     "(of the changed blocks, or of all with every); sbc (or None) of the changed blocks with l < below. "
-     "With mult (16 uint64, or None): ha (uint64, or None) gets the hash of a's block of each row of sa, "
-     "hb b's block's of each row of sbc, wb (int64, or None) its changed bytes."},
+     "step(a, b, flags, tops, base, sa, sb, sbc, every, key, below, mult, ha, hb, wb[, tops_b]) -> "
+     "(changed bytes, changed blocks, len sa, len sb, len sbc): a and b equal runs of 128-byte blocks; "
+     "flags[i] set to whether block i differs. With k = word 5 times key (a's; l b's): tops (uint16, or "
+     "None) gets k >> 48 (l >> 48 with tops_b) of each changed block (of every block with every); sa, sb "
+     "(int64, or None) get base + i of the blocks with k < below, l < below (of the changed blocks, or of "
+     "all with every); sbc (or None) of the changed blocks with l < below. With mult (16 uint64, or "
+     "None): ha (uint64, or None) gets the hash of a's block of each row of sa, hb b's block's of each row "
+     "of sbc, wb (int64, or None) its changed bytes."},
     {"same", same, METH_VARARGS,
      "same(a, b, out, rows_a, rows_b): out[i] set to whether block rows_a[i] of a (int64 rows, or None: "
      "block i) is block rows_b[i] of b, byte for byte."},
@@ -317,5 +318,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, me
 
 PyMODINIT_FUNC PyInit__scan(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* the calls' form (blocks.INTERFACE): a module built from an older source is left unused, not called */
+    if (m && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

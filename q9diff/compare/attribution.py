@@ -141,7 +141,7 @@ def _search(needles, nrows, hay, hrows, weigh, total: int, sample, tops=None) ->
         rest = _exact(needles, rows, hay, hrows, tops)
         return total - int(weigh(rows[~rest]).sum()), None
     rows, hrows = (np.arange(nn) if nrows is None else _whole(nrows)), _whole(hrows)
-    return int(weigh(rows[_exact(needles, rows, hay, hrows)]).sum()), None
+    return int(weigh(rows[_exact(needles, rows, hay, hrows, tops)]).sum()), None
 
 
 def _exact(needles, rows: np.ndarray, hay, hrows, tops=None) -> np.ndarray:
@@ -168,9 +168,9 @@ _GROUP = 64  # scan steps a worker takes at a time: 64 MiB of each side
 class Scanned:
     """What one pass over a region pair found: its changed bytes and rows; with a sample, the sampled
     rows of a and b (all of them for regions of other sizes, else the changed ones) and b's changed
-    sampled rows; for regions of one size also the sampled blocks' hashes (`hash_a`, `hash_b`) and b's
-    sampled rows' changed bytes (`weight_b`), taken in the scan (no random reads after it), and `tops`,
-    which narrows a few-against-many word match to reading 2 bytes a hay row, not its block's word."""
+    sampled rows; also the sampled blocks' hashes (`hash_a`, `hash_b`) and b's sampled rows' changed
+    bytes (`weight_b`), taken in the scan (no random reads after it), and `tops`, which narrows a
+    few-against-many word match to reading 2 bytes a hay row, not its block's word."""
 
     changed: int
     rows: Parts
@@ -180,7 +180,7 @@ class Scanned:
     hash_a: np.ndarray
     hash_b: np.ndarray
     weight_b: np.ndarray
-    tops: np.ndarray | None  # the top 16 bits of word_key of each of a's changed rows (by row; else unset)
+    tops: np.ndarray | None  # word_key >> 48 by row: of a's changed rows, or (other sizes) the shorter's all
 
 
 def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
@@ -197,11 +197,12 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
             a.will_need(x.offset + lo * BLOCK, (min(nb, lo + span) - lo) * BLOCK)
             b.will_need(y.offset + lo * BLOCK, (min(nb, lo + span) - lo) * BLOCK)
 
-    tops = np.empty(nb, dtype=np.uint16) if sample and not every else None  # each worker its rows
+    tops = np.empty(nb, dtype=np.uint16) if sample else None  # each worker its rows
+    tops_b = every and x.size > y.size
 
     def group(lo: int):
         ahead(lo + WORKERS * span)
-        return _steps(wa, wb, lo, min(nb, lo + span), dtype, sample, every, tops)
+        return _steps(wa, wb, lo, min(nb, lo + span), dtype, sample, every, tops, tops_b)
 
     starts = range(0, nb, span)
     for lo in starts[:WORKERS]:
@@ -224,13 +225,13 @@ def _scan(a, x, b, y, nb: int, sample: bool, every: bool) -> Scanned:
     )
 
 
-def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None):
+def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None, tops_b: bool = False):
     """The scan of rows lo..hi (words `wa`, `wb`) a step of SCAN blocks at a time: changed bytes, and the
     lists of Scanned's arrays, in file order. A step changed throughout (every step of an all-differ
     pair) lists no rows: its range stands for them. By the compiled pass where the build made it, else
     by numpy's passes (the same arrays)."""
     if blocks.FUSED is not None:
-        return _steps_compiled(wa, wb, lo, hi, dtype, sample, every, tops)
+        return _steps_compiled(wa, wb, lo, hi, dtype, sample, every, tops, tops_b)
     blocks.numpy_instead()
     xor = np.empty((min(hi - lo, SCAN), BLOCK // 8), dtype=np.uint64)
     nonzero = np.empty(xor.shape, dtype=bool)
@@ -262,6 +263,7 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
             continue
         if every:
             ka, kb = key_a[:m] < _SAMPLED, key_b[:m] < _SAMPLED
+            tops[s : s + m] = (key_b if tops_b else key_a)[:m] >> _TOP
             sa.append(np.flatnonzero(ka) + s)
             sb.append(np.flatnonzero(kb) + s)
             sb_changed.append((np.flatnonzero(kb) if full else r[kb[r]]) + s)
@@ -282,20 +284,20 @@ def _steps(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None
             inline = 2 * n_changed > m
         else:
             inline = False
-    return _sampled_hashes(wa, wb, dtype, sample and not every, changed, rows, sa, sb, sb_changed)
+    return _sampled_hashes(wa, wb, dtype, sample, changed, rows, sa, sb, sb_changed)
 
 
-def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None):
+def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, tops=None, tops_b=False):
     """_steps by _scan.step: a step's blocks read once for its flags, its changed bytes and, sampling, the
-    content sample's rows and a's key tops, and for regions of one size the sampled blocks' hashes and b's
-    weights, written by the pass while the blocks are in cache (numpy takes a pass and a temporary for
+    content sample's rows, the key tops (tops_b: b's) and the sampled blocks' hashes and b's weights,
+    written by the pass while the blocks are in cache (numpy takes a pass and a temporary for
     each: 50 of the 100 ms an all-differ 1 GB pair's scan took, measured; hashing the sample after the
     group, read again from memory, took 25-28 ms of the two workers' time more)."""
     m0 = min(hi - lo, SCAN)
     flags = np.empty(m0, dtype=np.uint8)
     # the sample's rows of a, of b, of b's changed rows (b's all only for regions of other sizes)
     found = [np.empty(m0, dtype=np.int64) if sample and (k != 1 or every) else None for k in range(3)]
-    hashed = sample and not every
+    hashed = sample
     # the hashes of a's sampled rows, of b's changed sampled rows, and b's weights: uint64, uint64, int64
     sums = [np.empty(m0, dtype=np.uint64 if k < 2 else np.int64) if hashed else None for k in range(3)]
     key, below, mult = int(KEY), int(_SAMPLED), blocks.MULT if hashed else None
@@ -307,7 +309,7 @@ def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, 
         m = len(ca)
         step_tops = None if tops is None else tops[s : s + m]
         step_changed, n_changed, *n = blocks.FUSED.step(
-            ca, cb, flags[:m], step_tops, s, *found, every, key, below, mult, *sums
+            ca, cb, flags[:m], step_tops, s, *found, every, key, below, mult, *sums, tops_b
         )
         if not n_changed and not every:
             continue
@@ -322,7 +324,7 @@ def _steps_compiled(wa, wb, lo: int, hi: int, dtype, sample: bool, every: bool, 
 
 
 def _sampled_hashes(wa, wb, dtype, hashed: bool, changed: int, rows, sa, sb, sb_changed):
-    """A group's scan as _steps returns it: with `hashed` (regions of one size, sampling), the group's
+    """A group's scan as _steps returns it: with `hashed` (sampling), the group's
     sampled blocks hashed and b's weighed at its end in one set of calls (a set per step cost more than
     its work, and held the GIL the other worker waited for), read again from memory (the compiled pass
     takes them in the scan instead)."""
@@ -391,9 +393,12 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
             )
         else:
             all_a = as_blocks(a.data, x.offset, x.size)
-            if sample:
-                sa = np.concatenate([sa, _sampled_rows(all_a, len(xa))])
-            found, est = _search(xb, rows, all_a, None, weigh, block_changed, (sb_changed, sa))
+            pre = ()
+            if sample:  # a's sampled rows past b's end too, hashed here (the scan hashed the others)
+                past = _sampled_rows(all_a, len(xa))
+                sa, hash_a = np.concatenate([sa, past]), np.concatenate([scanned.hash_a, hashes(all_a, past)])
+                pre = (scanned.hash_b, hash_a, scanned.weight_b)
+            found, est = _search(xb, rows, all_a, None, weigh, block_changed, (sb_changed, sa, *pre))
         moved += found
         estimate = est + estimate if est else estimate
         if extra:
@@ -403,9 +408,9 @@ def moved_new(a, ra: list, b, rb: list) -> MovedNew:
             hay = as_blocks(other.data, orr.offset, orr.size)
             hay_sample = (sa if other is a else sb) if sample else None
             ext_sample = (_sampled_rows(ext), hay_sample) if sample else None
-            found, est = _search(
-                ext, None, hay, None, lambda r: np.full(len(r), BLOCK), len(ext) * BLOCK, ext_sample
-            )
+            whole = lambda r: np.full(len(r), BLOCK)  # noqa: E731
+            # the hay's key tops: the scan kept them for every row of the shorter side
+            found, est = _search(ext, None, hay, None, whole, len(ext) * BLOCK, ext_sample, scanned.tops)
             moved += found
             estimate = est + estimate if est else estimate
     for extra_regions in (ra[len(rb) :], rb[len(ra) :]):

@@ -40,22 +40,27 @@ _BYTES = np.dtype((np.void, BLOCK))  # a block as one value: sorted and compared
 _ALL_TRUE = np.uint64(0x0101010101010101)  # 8 bools, all True, seen as one word
 KEY = np.uint64(0x9E3779B97F4A7C15)  # word_key's multiplier (2^64 / golden ratio, odd)
 _MATCH_STEP = 1 << 17  # rows of the many side could_match reads a word of per step (32 to 21 ms on 2.4M)
+_INDEX_BITS = 22  # could_match's index of fingerprints: at most 4 Mi flags
 _DISTANCES = 8  # the most common anchor distances tried after a row's neighbouring anchors
 
 
 # The compiled passes (q9diff/compare/_scan.c), where the build made them: a block read once for what numpy
 # takes a pass and a temporary per operation for. The same answers; Q9DIFF_NUMPY_SCAN=1 takes numpy's.
 FUSED = None
+INTERFACE = 2  # the form of _scan's calls (its INTERFACE): one built from an older _scan.c is not called
 _UNBUILT = False  # no compiled scan because the build made none (a source tree run in place), not by choice
 if not os.environ.get("Q9DIFF_NUMPY_SCAN"):
     try:
         from q9diff.compare import _scan as FUSED
     except ImportError:
         _UNBUILT = True
+    if FUSED is not None and getattr(FUSED, "INTERFACE", None) != INTERFACE:
+        FUSED, _UNBUILT = None, True  # a checkout updated in place, its module not built again
 _SAID = threading.Lock()
 UNBUILT_NOTE = (
-    "q9diff: note: the compiled scan (q9diff/compare/_scan.c) is not built, so diffs take numpy's passes (the"
-    " same answers, slower); build it with `pip install -e .` or `python setup.py build_ext --inplace`"
+    "q9diff: note: the compiled scan (q9diff/compare/_scan.c) is not built, or built from an older source,"
+    " so diffs take numpy's passes (the same answers, slower); build it with `pip install -e .` or"
+    " `python setup.py build_ext --inplace`"
 )
 
 
@@ -376,14 +381,24 @@ def word_key(word5: np.ndarray) -> np.ndarray:
 def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None, tops=None) -> np.ndarray:
     """The rows of `view` (at `rows`, or all) whose block's word 5 is word 5 of a block of `other`: the
     only ones that can equal one. Few blocks on one side then cost one read of a word per block of the
-    other, not hashing and sorting every block; with `tops` (the top 16 bits of word_key of each row of
-    `view`, kept by the scan) a read of 2 bytes, and of the word only where the top bits match (a word
-    read a row is a cache line a row: 157 MB for a seed part's 2.4M rows, 18-20 ms)."""
+    other, not hashing and sorting every block. The wanted words' fingerprints (the top bits of their
+    word_key) are flags in an index built once; a row costs a look-up there, and the search among the
+    wanted words is only for the rows whose flag is set (a binary search for every row of a 1 GB
+    region's 8.1M took 1.2-1.4 s). Words repeated in quantized weights set one flag, not many. With
+    `tops` (the top 16 bits of word_key of each row of `view`, kept by the scan) the look-up reads 2
+    bytes a row, and the word only where its flag is set (a word read a row is a cache line a row: 157 MB
+    for a seed part's 2.4M rows, 18-20 ms)."""
     n, no = (len(view) if rows is None else len(rows)), (len(other) if orows is None else len(orows))
     if not n or not no:
         return np.zeros(0, dtype=np.int64)
     wanted = distinct(np.concatenate([_word5(other, orows, s)[1] for s in range(0, no, SCAN)]))
-    wanted_tops = distinct((word_key(wanted) >> np.uint64(48)).astype(np.uint16))
+    narrowed = tops is not None
+    # 16 bits for the tops; else enough that at most 1 in 16 flags is set, up to 4 Mi flags (4 MiB)
+    bits = 16 if narrowed else min(_INDEX_BITS, max(16, len(wanted).bit_length() + 4))
+    shift = np.uint64(64 - bits)
+    index = np.zeros(1 << bits, dtype=bool)
+    index[word_key(wanted) >> shift] = True
+    words = view.view(np.uint64)
 
     def among(k, values):  # one value (a needle left): one compare, not a search per row
         if len(values) == 1:
@@ -391,11 +406,18 @@ def could_match(view, rows: np.ndarray | None, other, orows: np.ndarray | None, 
         return values[np.minimum(np.searchsorted(values, k), len(values) - 1)] == k
 
     def step(s: int) -> np.ndarray:
-        if tops is not None and rows is not None:
-            r = rows[s : s + _MATCH_STEP]
-            r = r[among(tops[r], wanted_tops)]
-            return r[among(view.view(np.uint64)[r, 5], wanted)]
-        r, k = _word5(view, rows, s, _MATCH_STEP)
+        if narrowed:
+            if rows is None:
+                r = np.arange(s, min(n, s + _MATCH_STEP))
+                r = r[index[tops[s : s + len(r)]]]
+            else:
+                r = rows[s : s + _MATCH_STEP]
+                r = r[index[tops[r]]]
+            k = words[r, 5]
+        else:
+            r, k = _word5(view, rows, s, _MATCH_STEP)
+            flagged = index[word_key(k) >> shift]
+            r, k = r[flagged], k[flagged]
         return r[among(k, wanted)]
 
     return concat(in_parallel(step, list(range(0, n, _MATCH_STEP))), np.int64)
