@@ -75,6 +75,10 @@ def diff_sets(a: Input, b: Input, on_part=None) -> SetDiff:
 
 
 _SOC = "soc_model "  # the pairing key of a context DLC's cache
+# A context DLC's cache records, as QAIRT 2.49 (backend.metadata<n>) and 2.50-2.51 (htp.cache.<soc>.<n>)
+# name them: only such a label has the DLC's metadata read for its SoC (any other context of an EPContext
+# model is paired by its label, its model read once).
+_CACHE_NAMES = ("htp.cache.", "backend.metadata")
 
 
 def _keys(parts: list) -> dict:
@@ -86,7 +90,7 @@ def _keys(parts: list) -> dict:
     socs: dict = {}  # (file, container) -> {cache name: soc_model}, each DLC read once
     out = {}
     for p in parts:
-        if p.label is not None and p.container in (".dlc", ".onnx"):
+        if p.label is not None and p.container in (".dlc", ".onnx") and p.label.startswith(_CACHE_NAMES):
             if (p.file, p.container) not in socs:
                 socs[p.file, p.container] = _cache_socs(p.file, p.container)
             soc = socs[p.file, p.container].get(p.label)

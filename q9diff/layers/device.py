@@ -41,7 +41,7 @@ def cpu_only(
         got = CpuSide(cand).run(names, feeds)
     except LayersError as exc:
         return (), str(exc)
-    values = {t: got[sources[t].tap] for t in names if sources[t].tap in got}
+    values = {t: got[t] for t in names if t in got}  # CpuSide keys a QDQ model's values by source name
     local, problem = local_values(ref, list(values), values, feeds)
     why = {f.tensor: f.text for f in found if f.kind == "qdq_mismatch"}
     out = []
