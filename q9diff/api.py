@@ -134,18 +134,14 @@ def diff(
 def _dlcs(a: Input, b: Input) -> dict:
     """`dlc`: the record-by-record diff of two context DLCs (given whole, or through the EPContext models
     that name them): SoCs added or removed, per-SoC settings, the shared weights; {} for other files."""
-    if a.at.label is not None or b.at.label is not None:
-        return {}
-    if not {a.at.container, b.at.container} <= {".dlc", ".onnx"}:  # only these can be or name a DLC
-        return {}
-    from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
+    from q9diff.compare.sets import dlcs  # start-up: compare.sets
 
-    fa, fb = behind(a.at.file, a.at.container), behind(b.at.file, b.at.container)
-    if fa is None or fb is None:
+    pair = dlcs(a, b)
+    if pair is None:
         return {}
     from q9diff.compare.dlc import diff as dlc_diff  # start-up: compare.dlc
 
-    return {"dlc": dlc_diff(Dlc.open(fa), Dlc.open(fb))}
+    return {"dlc": dlc_diff(*pair)}
 
 
 def _bundles(a: Input, b: Input, data: dict) -> dict:

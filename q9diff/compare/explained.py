@@ -141,10 +141,11 @@ def vtcm_asked(res, a: ContextBinary, b: ContextBinary, roots: set[str]) -> set[
 
 
 def _vtcm_asked(va, vb, roots: set[str]) -> Cause | None:
-    """The option's two values as that root cause. Measured on QAIRT 2.51 (onnxruntime-qnn 2.7.0,
-    multi-SoC builds): a SoC's cache built with no vtcm_mb records 4 MiB and its option holds the SoC's
-    whole VTCM (8 MiB on SC8380XP); vtcm_mb 4 records 4 MiB and its option holds 4 MiB. None where
-    vtcm_size is already a root, or either value is not one size in bytes."""
+    """The option's two values as that root cause. Measured on QAIRT 2.49, 2.50 and 2.51 (onnxruntime-qnn
+    2.5.0-2.7.0, multi-SoC builds of magika and of the DLC fixtures' model; SC8380XP and SM8750): a SoC's
+    cache built with no vtcm_mb records 4 MiB and its option holds the SoC's whole VTCM (8 MiB on
+    SC8380XP); vtcm_mb 4 records 4 MiB and its option holds 4 MiB. None where vtcm_size is already a root,
+    or either value is not one size in bytes."""
     if "vtcm_size" in roots:
         return None
     if not all(isinstance(v, str) and v.isdigit() and int(v) > 0 for v in (va, vb)):
@@ -152,6 +153,6 @@ def _vtcm_asked(va, vb, roots: set[str]) -> Cause | None:
     why = (
         f"compiler option vtcm_size: {va} → {vb}: the VTCM the compiler was given, where the graphs "
         "record the same size (a build without vtcm_mb records 4 MiB and gives the compiler the SoC's "
-        "whole VTCM; measured on QAIRT 2.51)"
+        "whole VTCM; measured on QAIRT 2.49-2.51)"
     )
     return Cause("vtcm_size", "root", int(va), int(vb), None, (why,))

@@ -187,9 +187,9 @@ def compared(a: Input, b: Input, progress=None) -> tuple[DiffResult | SetDiff, d
     return pair, to_json(pair)
 
 
-def _soc_set(a: Input, b: Input) -> dict | None:
-    """Two multi-SoC context DLCs (given whole, or through the EPContext models naming them) whose caches
-    are for different SoCs: that set cause (q9diff.compare.dlc.soc_set); None for any other pair."""
+def dlcs(a: Input, b: Input) -> tuple | None:
+    """The two context DLCs two inputs are, given whole or through the EPContext models naming them; None
+    for any other pair."""
     if a.at.label is not None or b.at.label is not None:
         return None
     if not {a.at.container, b.at.container} <= {".dlc", ".onnx"}:  # only these can be or name a DLC
@@ -197,8 +197,15 @@ def _soc_set(a: Input, b: Input) -> dict | None:
     from q9diff.read.dlc import Dlc, behind  # start-up: read.dlc
 
     fa, fb = behind(a.at.file, a.at.container), behind(b.at.file, b.at.container)
-    if fa is None or fb is None:
+    return None if fa is None or fb is None else (Dlc.open(fa), Dlc.open(fb))
+
+
+def _soc_set(a: Input, b: Input) -> dict | None:
+    """Two multi-SoC context DLCs whose caches are for different SoCs: that set cause
+    (q9diff.compare.dlc.soc_set); None for any other pair."""
+    pair = dlcs(a, b)
+    if pair is None:
         return None
     from q9diff.compare.dlc import soc_set  # start-up: compare.dlc
 
-    return soc_set(Dlc.open(fa), Dlc.open(fb))
+    return soc_set(*pair)
