@@ -149,7 +149,8 @@ def rnd(x: float | None) -> float | str | None:
 
 def summary(scored: list[dict]) -> dict:
     out = {}
-    for half in ("fit", "held_out"):
+    # the two first halves always, then any later held-out half with variants in the corpus
+    for half in dict.fromkeys(["fit", "held_out", *sorted({x["split"] for x in scored})]):
         everything = [x for x in scored if x["split"] == half]
         s = [x for x in everything if x.get("measured")]
         errors = [x for x in everything if "error" in x and x["error"] != "not run"]

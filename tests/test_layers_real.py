@@ -78,6 +78,14 @@ def test_manifest_names_the_file_and_every_variant(corpus):
     assert disagree["htp_changes"] is False
 
 
+def test_the_halves_share_no_family_and_a_third_was_held_out(corpus):
+    # each held-out half is reported on its own; one family in two halves would be fitted and reported both
+    halves = json.loads((corpus / "manifest.json").read_text())["split"]["halves"]
+    families = [f for fs in halves.values() for f in fs]
+    assert len(families) == len(set(families)), halves
+    assert list(halves) == ["fit", "held_out", "held_out_3"]
+
+
 def test_faults_are_planted_where_the_manifest_says(corpus):
     manifest = json.loads((corpus / "manifest.json").read_text())
     by = {v["name"]: v for v in manifest["variants"]}
