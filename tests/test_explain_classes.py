@@ -140,6 +140,15 @@ def test_the_build_and_runtime_words_of_batch_4_name_their_class():
         ("E: The following operators are not supported in frontend ONNX: 'Einsum'", "op_support"),
         ("AttributeError: 'NoneType' object has no attribute 'shape'", "compiler_defect"),
         ("W onnxruntime: ScatterND does not support reduction", "op_support"),
+        ("ImportError: cannot import name 'libPyIrGraph38' from partially initialized module", "packaging"),
+        ("ImportError: cannot import name 'Constraint' from 'torch._dynamo.eval_frame'", "version_skew"),
+        ("TypeError: export() got an unexpected keyword argument 'strict'", "version_skew"),
+        ("ERROR: onnxruntime_qnn-1.20.0-cp311-cp311-win_arm64.whl is not a supported wheel on this platform.",
+         "packaging"),
+        ("executorch 0.4 requires torch==2.5, but you have torch 2.6 which is incompatible.", "version_skew"),
+        ("libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by ./qnn-net-run)", "version_skew"),
+        ("OSError: [WinError 126] The specified module could not be found", "packaging"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "resources"),
     ):  # fmt: skip
         assert explain(line + "\n").verdict.klass == klass, line
     v = explain("qcom,fastrpc 1a300000.remoteproc: Error: dsp information is incorrect err: -1\n").verdict
