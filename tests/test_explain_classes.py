@@ -51,11 +51,11 @@ def test_the_threads_the_rules_were_written_from_stay_right():
     """The training half, and the held-out half once folded in after it was scored: every thread explained
     right when the rules landed stays right (the second batch: as scored after its rules and after its
     held-out half was folded in, `after_batch2` and `folded_batch2`; the third: `after_batch3` and
-    `folded_batch3`)."""
+    `folded_batch3`; the fourth: `after_batch4`)."""
     scores = json.loads(explain_eval.SCORES.read_text(encoding="utf-8"))
     later = {
         k: v
-        for key in ("after_batch2", "folded_batch2", "after_batch3", "folded_batch3")
+        for key in ("after_batch2", "folded_batch2", "after_batch3", "folded_batch3", "after_batch4")
         for k, v in scores.get(key, {}).get("cases", {}).items()
     }
     saved = {**scores["folded"]["cases"], **later}
