@@ -149,6 +149,12 @@ def test_the_build_and_runtime_words_of_batch_4_name_their_class():
         ("libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by ./qnn-net-run)", "version_skew"),
         ("OSError: [WinError 126] The specified module could not be found", "packaging"),
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "resources"),
+        ('CANNOT LINK EXECUTABLE "./runner": cannot locate symbol "_ZN5qnn3fooEv" referenced by "libx.so"',
+         "version_skew"),
+        ("ImportError: /env/lib/_C.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2E",
+         "version_skew"),
+        ("ERROR: Didn't find op for builtin opcode 'GELU' version '2'. An older version of this builtin"
+         " might be supported. Are you using an old TFLite binary with a newer model?", "version_skew"),
     ):  # fmt: skip
         assert explain(line + "\n").verdict.klass == klass, line
     v = explain("qcom,fastrpc 1a300000.remoteproc: Error: dsp information is incorrect err: -1\n").verdict
