@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 
@@ -39,17 +40,22 @@ def test_every_cause_has_a_class_and_every_signal_is_long_enough():
         assert s.klass in classes.classes() and s.layer and s.says and s.source, s
         least = 2 if s.benign else classes.MIN_WORDS
         assert all(len(w.split()) >= least and w == w.lower() for w in s.words), s.words
+        for p in s.patterns:  # no group of its own; its literal words (fields taken out) four or more
+            literal = re.sub(r"\(\?:|\\[dswb]|\[[^\]]*\][*+?]?|\{[\d,]*\}|[()|?*+^$\\]", " ", p)
+            assert re.compile(p).groups == 0 and p == p.lower() and len(literal.split()) >= least, p
+    rows = table.get("messages", ())
+    assert rows and all(r["class"] in classes.classes() and r["libraries"] and r["says"] for r in rows)
 
 
 def test_the_threads_the_rules_were_written_from_stay_right():
     """The training half, and the held-out half once folded in after it was scored: every thread explained
     right when the rules landed stays right (the second batch: as scored after its rules and after its
     held-out half was folded in, `after_batch2` and `folded_batch2`; the third: `after_batch3` and
-    `folded_batch3`)."""
+    `folded_batch3`; the fourth: `after_batch4`)."""
     scores = json.loads(explain_eval.SCORES.read_text(encoding="utf-8"))
     later = {
         k: v
-        for key in ("after_batch2", "folded_batch2", "after_batch3", "folded_batch3")
+        for key in ("after_batch2", "folded_batch2", "after_batch3", "folded_batch3", "after_batch4")
         for k, v in scores.get(key, {}).get("cases", {}).items()
     }
     saved = {**scores["folded"]["cases"], **later}
@@ -106,6 +112,53 @@ def test_the_loader_and_platform_words_of_the_whole_stack_name_their_class():
         '[ERROR] "Could not create context from binary for context index = 0 : err 5000"\n'
     ).verdict
     assert v.benign == (1, 2) and v.decisive.line.number == 3 and v.klass == "version_skew"
+
+
+def test_the_build_and_runtime_words_of_batch_4_name_their_class():
+    """Batch 4 (issue 56): words of compilers, linkers, CMake, NuGet, Gradle, ONNX Runtime core, the HTP
+    compiler and validator, the QNN EP's op builders, transformers, CPython and the kernel's fastrpc driver,
+    from their own sources (lines written here, not a thread's)."""
+    for line, klass in (
+        ("src/app.cpp:3:10: fatal error: 'QnnInterface.h' file not found", "packaging"),
+        ("app.cpp:3:10: fatal error: HTP/QnnHtpDevice.h: No such file or directory", "packaging"),
+        ("/usr/bin/ld: main.o: undefined reference to `QnnInterface_getProviders'", "packaging"),
+        ("ld.lld: error: undefined symbol: executorch::runtime::get_backend_class", "packaging"),
+        ("/usr/bin/ld: cannot find -lQnnHtp: No such file or directory", "packaging"),
+        ('  Could not find a package configuration file provided by "ExecuTorch" with any of', "packaging"),
+        ("error NU1101: Unable to find package Microsoft.ML.OnnxRuntime.QNN.", "packaging"),
+        ("> Could not resolve all files for configuration ':app:debugRuntimeClasspath'.", "packaging"),
+        ("Fatal error: com.microsoft:QMoE(-1) is not a registered function/op", "version_skew"),
+        ("ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does "
+         "not recognize this architecture.", "version_skew"),
+        ("<E> [4294967295] has incorrect Value 0, expected >= 73.", "device_mismatch"),
+        ("<E> op_3[1] has incorrect Value 5, expected < 5.", "op_support"),
+        ('ERROR:A single op, "q::Conv" (Op ID: 1a), requires 0x900000 bytes of TCM, which is greater than'
+         " the TCM size of 0x800000!", "resources"),
+        ("graph_prepare.cc:1187:ERROR:Op 0x1028 preparation failed with err:-1", "compiler_defect"),
+        ("ggml-hex: HTP0 buffer size 1073741824 exceeds max_vmem 268435456", "resources"),
+        ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.2 GiB for an array", "resources"),
+        ("E: The following operators are not supported in frontend ONNX: 'Einsum'", "op_support"),
+        ("AttributeError: 'NoneType' object has no attribute 'shape'", "compiler_defect"),
+        ("W onnxruntime: ScatterND does not support reduction", "op_support"),
+        ("ImportError: cannot import name 'libPyIrGraph38' from partially initialized module", "packaging"),
+        ("ImportError: cannot import name 'Constraint' from 'torch._dynamo.eval_frame'", "version_skew"),
+        ("TypeError: export() got an unexpected keyword argument 'strict'", "version_skew"),
+        ("ERROR: onnxruntime_qnn-1.20.0-cp311-cp311-win_arm64.whl is not a supported wheel on this platform.",
+         "packaging"),
+        ("executorch 0.4 requires torch==2.5, but you have torch 2.6 which is incompatible.", "version_skew"),
+        ("libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by ./qnn-net-run)", "version_skew"),
+        ("OSError: [WinError 126] The specified module could not be found", "packaging"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "resources"),
+        ('CANNOT LINK EXECUTABLE "./runner": cannot locate symbol "_ZN5qnn3fooEv" referenced by "libx.so"',
+         "version_skew"),
+        ("ImportError: /env/lib/_C.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2E",
+         "version_skew"),
+        ("ERROR: Didn't find op for builtin opcode 'GELU' version '2'. An older version of this builtin"
+         " might be supported. Are you using an old TFLite binary with a newer model?", "version_skew"),
+    ):  # fmt: skip
+        assert explain(line + "\n").verdict.klass == klass, line
+    v = explain("qcom,fastrpc 1a300000.remoteproc: Error: dsp information is incorrect err: -1\n").verdict
+    assert v.benign == (1,) and not v.causes
 
 
 def _stdin(data: bytes) -> subprocess.CompletedProcess:

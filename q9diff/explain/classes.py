@@ -5,8 +5,9 @@ table of signals names a class in the words of the layer that prints them (pip, 
 NuGet, LiteRT's dispatch, Android's linker, ExecuTorch, FastRPC ...).
 
 A failure signal is four words or more (a shorter phrase never decides a verdict alone); a benign one
-says a line reports nothing wrong. Lines are matched by one search of one compiled pattern: time linear
-in the line.
+says a line reports nothing wrong. A signal is literal words, or a pattern where the layer's message has a
+field inside (a header's name, a symbol, a size) whose literal words are four or more. Lines are matched by
+one search of one compiled pattern: time linear in the line.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Signal:
     says: str
     source: str
     evidence: str
+    patterns: tuple[str, ...] = ()  # regular expressions over the normalised line, without groups
 
     @property
     def benign(self) -> bool:
@@ -60,16 +62,21 @@ def classes() -> dict[str, FailureClass]:
 @cache
 def signals() -> tuple[Signal, ...]:
     return tuple(
-        Signal(r["class"], r["layer"], tuple(r["words"]), r["says"], r["source"], r["evidence"])
+        Signal(r["class"], r["layer"], tuple(r.get("words", ())), r["says"], r["source"], r["evidence"],
+               tuple(r.get("patterns", ())))
         for r in _data()["signals"]
-    )
+    )  # fmt: skip
 
 
 @cache
-def _pattern() -> tuple[re.Pattern, dict[str, Signal]]:
+def _pattern() -> tuple[re.Pattern, dict[str, Signal], tuple[Signal, ...]]:
+    """One pattern for every signal: the literal words, the longest first, then each signal's patterns as
+    a group of its own (the group that matched names the signal)."""
     by_words = {w: s for s in signals() for w in s.words}
-    alternatives = sorted(by_words, key=len, reverse=True)
-    return re.compile("|".join(re.escape(w) for w in alternatives)), by_words
+    alternatives = [re.escape(w) for w in sorted(by_words, key=len, reverse=True)]
+    grouped = tuple((s, p) for s in signals() for p in s.patterns)
+    alternatives += [f"({p})" for _, p in grouped]
+    return re.compile("|".join(alternatives)), by_words, tuple(s for s, _ in grouped)
 
 
 def pattern_text() -> str:
@@ -79,9 +86,32 @@ def pattern_text() -> str:
 
 def signal_of(body: str) -> Signal | None:
     """The signal a line's normalised text (lower case, blanks collapsed) holds, if any."""
-    pattern, by_words = _pattern()
+    pattern, by_words, by_group = _pattern()
     m = pattern.search(body)
-    return by_words[m.group(0)] if m else None
+    if m is None:
+        return None
+    return by_group[m.lastindex - 1] if m.lastindex else by_words[m.group(0)]
+
+
+@cache
+def _messages() -> tuple[tuple[frozenset[str], re.Pattern, re.Pattern | None, Signal], ...]:
+    """classes.json `messages`: a class for the catalogued messages of one layer's libraries whose own
+    words say it (every op builder of the QNN EP that says a form is not supported is op support)."""
+    return tuple(
+        (frozenset(r["libraries"]), re.compile(r["pattern"]),
+         re.compile(r["exclude"]) if r.get("exclude") else None,
+         Signal(r["class"], r["layer"], (), r["says"], r["source"], r["evidence"], (r["pattern"],)))
+        for r in _data().get("messages", ())
+    )  # fmt: skip
+
+
+def message_signal(libraries: tuple[str, ...], text: str) -> Signal | None:
+    """The class a catalogued message's library and its own words name (its text in lower case), if
+    any; only for messages of four words or more (the caller's test)."""
+    for libs, pattern, exclude, signal in _messages():
+        if libs & set(libraries) and pattern.search(text) and not (exclude and exclude.search(text)):
+            return signal
+    return None
 
 
 @cache

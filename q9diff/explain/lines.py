@@ -308,8 +308,8 @@ def missing(line: Line) -> list[Missing]:
     precedes (dlopen's 'library "X" not found', glibc's 'X: cannot open shared object file', FastRPC's
     'dynamic loading failed for file:///X?...', 'Cannot Open QNN library X, with error: Y ...')."""
     body = line.body
-    if not _MISSING_WORDS.search(body):
-        return []
+    if not _MISSING_WORDS.search(body) or "' not found (required by " in body:
+        return []  # glibc's "version `GLIBCXX_3.4.30' not found (required by X)": found, of another version
     names = library_names(body)
     if not names:
         return []

@@ -307,6 +307,8 @@ def _find(line: Line, tokens: frozenset[str], tools: frozenset[str], whole_query
         how = ""
     note = f"ADSP_LIBRARY_PATH as written here: {colon_path}" if colon_path else ""
     sig = None if line.level in ("I", "V", "D") else classes.signal_of(line.body)  # information says none
+    if sig is None and best is not None and line.level not in ("I", "V", "D") and not _weak(best, lost, ()):
+        sig = classes.message_signal(best.entry.libraries, best.entry.text.lower())
     if sig is not None and sig.benign and not lost and not (own and codes):
         f = _finding(line, CONTEXT, f"benign ({sig.layer}): {sig.says}", best, about, (), False, (), (),
                      sig.layer, "")  # fmt: skip
