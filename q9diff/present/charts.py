@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from itertools import chain
 
 from q9diff.errors import printable
 from q9diff.present.figures import figure
@@ -315,20 +314,38 @@ def where_changed(data: dict):
     return figure(traces, layout)
 
 
-def _kinds(side: dict) -> Counter:
+def _kinds(side: dict, counted: list[tuple[list, Counter]]) -> Counter:
     """Ops per kind of one side's graphs, each kind escaped for plotly's labels: the names are counted
     first and only the distinct ones escaped (a seed-scale part has ~70,000 ops of a few dozen kinds);
-    two names that escape alike count as one, as their labels would."""
+    two names that escape alike count as one, as their labels would. A graph whose op list is one
+    counted already (`counted`: the same graph in the other build, or in another part of a set) is not
+    counted again."""
+    names: Counter = Counter()
+    for g in side["graphs"]:
+        names.update(_counted(g["ops"], counted))
     out: Counter = Counter()
-    for kind, n in Counter(chain.from_iterable(g["ops"] for g in side["graphs"])).items():
+    for kind, n in names.items():
         out[text(kind)] += n
     return out
 
 
-def ops(data: dict, most: int | None = None):
+def _counted(ops: list, counted: list[tuple[list, Counter]]) -> Counter:
+    """`ops` per name, from `counted` where the latest lists counted hold an equal one (at most 8 looked
+    at, so a page of many distinct graphs costs no more than counting each)."""
+    for other, counts in counted[-8:]:
+        if other == ops:
+            return counts
+    counts = Counter(ops)
+    counted.append((ops, counts))
+    return counts
+
+
+def ops(data: dict, most: int | None = None, counted: list[tuple[list, Counter]] | None = None):
     """Ops per kind over all graphs, horizontal bars (kernel names are long), the kinds whose count
-    differs most first. `data`: the diff's JSON as saved, not escaped (`_kinds` escapes the kinds)."""
-    ca, cb = _kinds(data["a"]), _kinds(data["b"])
+    differs most first. `data`: the diff's JSON as saved, not escaped (`_kinds` escapes the kinds);
+    `counted`: op lists counted for the page's other charts (`_kinds`)."""
+    counted = [] if counted is None else counted
+    ca, cb = _kinds(data["a"], counted), _kinds(data["b"], counted)
     kinds = sorted(set(ca) | set(cb), key=lambda k: (-abs(cb[k] - ca[k]), -(ca[k] + cb[k]), k))
     shown = kinds[:most][::-1]  # plotly draws the first category at the bottom
     traces = [

@@ -216,17 +216,18 @@ def page_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def _figures(data: dict) -> list:
+def _figures(data: dict, seen: dict[str, str] | None = None, counted: list | None = None) -> list:
     """One diff's charts, from its JSON: sizes, maps, where bytes changed, settings, ops. Of identical
-    files only the region maps (what the file holds): every other chart would be empty or all alike."""
-    safe = _escaped(data)
+    files only the region maps (what the file holds): every other chart would be empty or all alike.
+    `seen`, `counted`: the strings escaped and the op lists counted for the page's other parts."""
+    safe = _escaped(data, seen)
     if data["identical"]:
         return [charts.maps(safe)]
     changed = any(r["moved_bytes"] or r["new_bytes"] for r in data["regions"])
     figs = [charts.waterfall(safe), charts.maps(safe)] + ([charts.where_changed(safe)] if changed else [])
     if data.get("settings"):  # a result saved before settings were recorded has none
         figs.append(charts.settings(data))
-    return figs + [charts.ops(data)]  # ops escapes its kinds once counted
+    return figs + [charts.ops(data, counted=counted)]  # ops escapes its kinds once counted
 
 
 def _escaped(v, seen: dict[str, str] | None = None):
@@ -342,9 +343,11 @@ def render_set(data: dict) -> str:
         f"<th>change</th><th>root causes</th></tr>{''.join(rows)}"
     )
     draw = embed.Charts()
+    seen: dict[str, str] = {}  # the parts' strings (region names, causes) escaped once for the page
+    counted: list = []  # and their op lists counted once: each part's builds share their graphs
     effects = {"parts": [{"part": p["part"], "attribution": p.get("attribution")} for p in data["parts"]]}
     moved = any(p.get("attribution") for p in data["parts"])  # no chart of nothing across identical parts
-    across = draw([charts.set_effects(_escaped(effects))]) if moved else ""  # all it reads
+    across = draw([charts.set_effects(_escaped(effects, seen))]) if moved else ""  # all it reads
     sections = []
     for part in data["parts"]:
         pa, pb = part["part"], page_name(part["b"]["path"])
@@ -357,7 +360,7 @@ def render_set(data: dict) -> str:
             + structure_section(part)
             + _attribution(part)
             + fixes_list(part["suggestions"], data)
-            + draw(_figures(part))
+            + draw(_figures(part, seen, counted))
         )
     ra, rb = set_root(data, "a"), set_root(data, "b")
     na, nb = len(data["parts"]) + len(data["unpaired_a"]), len(data["parts"]) + len(data["unpaired_b"])

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
     """(html, markdown) of a saved result whose shape was checked (or that a command just made)."""
-    from q9diff.present import html, markdown  # start-up: present.html
+    from q9diff.present import html  # start-up: present.html
     from q9diff.present import saved as s  # start-up: present.saved
 
+    markdown = _Markdown()  # imported where a Markdown report is written, not for every HTML one
     schema = data["schema"]
     if schema == s.DIFF:
         return (lambda: html.render(data)), (lambda: markdown.render(data))
@@ -41,6 +42,15 @@ def renderers(data: dict) -> tuple[Callable[[], str], Callable[[], str]]:
 
     result = DoctorResult.from_json(data)
     return (lambda: render_doctor(result)), (lambda: markdown.render_doctor(result))
+
+
+class _Markdown:
+    """q9diff.present.markdown, imported when one of its functions is first looked up."""
+
+    def __getattr__(self, name: str):
+        from q9diff.present import markdown  # start-up: present.markdown
+
+        return getattr(markdown, name)
 
 
 def html_page(data: dict) -> str:
