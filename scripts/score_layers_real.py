@@ -46,7 +46,9 @@ def num(x) -> float | None:
 
 
 def rows(result: dict) -> list[dict]:
-    return [t for g in result.get("graphs", []) for t in g.get("tensors", [])]
+    """The measured tensors of every graph (a tap not judged, off its grid or holding its reader's output, has
+    no figures and is left out)."""
+    return [t for g in result.get("graphs", []) for t in g.get("tensors", []) if t.get("figures")]
 
 
 def own(row: dict) -> float | None:
@@ -132,8 +134,9 @@ def rejudged(result: dict, reference: str) -> dict | None:
     rule = fig.rule()
     for g in result.get("graphs", []):
         table = [
-            (t["tensor"], t["node"], fig.Figures.from_json(t["figures"]), t["resolved"]) for t in g["tensors"]
-        ]
+            (t["tensor"], t["node"], t["figures"] and fig.Figures.from_json(t["figures"]), t["resolved"])
+            for t in g["tensors"]
+        ]  # a tap not judged (off its grid, or holding its reader's output) has no figures
         table = with_elements(table, reference)
         j = fig.judge([f for _, _, f, _ in table], rule, [ok for *_, ok in table])
         if j.divergence is not None:
