@@ -29,6 +29,7 @@ from q9diff.layers.local import Span, local_values
 from q9diff.layers.result import Compile, Divergence, GraphLayers, LayersResult, Row, Untapped
 from q9diff.layers.sides import Build, CpuSide, EmulatorSide, build_diff, emulator_words
 from q9diff.layers.targets import Selected, candidate_graphs, feeds_for, reference_pairs
+from q9diff.read.labels import listed
 
 DEFAULT_MAX_TAPS = 128
 MAX_STAGES = 12  # narrowing halves nothing: each stage taps what lies between two measured tensors
@@ -114,19 +115,19 @@ def _reader(g: _Graph, t: str) -> str | None:
     return readers[0] if len(readers) == 1 and readers[0] in g.order and readers[0] in g.ref_taps else None
 
 
-def _fused(g: _Graph, t: str, got: np.ndarray, ref: dict, margin_db: float) -> str | None:
+def _fused(
+    g: _Graph, t: str, got: np.ndarray, own: fig.Figures | None, ref: dict, margin_db: float
+) -> str | None:
     """The node reading tap `t` when the tap carries that node's output rather than its own: its values are
-    at least `margin_db` closer to the float model's output of that one reader than to its own tensor (a
-    compiler that fuses a Conv with the Relu after it gives the Conv's tap the Relu's values: measured on
-    OriNet with its Relu at 8 bits, cosine 0.1496 against the Conv, 0.9977 against the Relu). None: it
-    does not, or the reader's output is not known."""
+    at least `margin_db` closer to the float model's output of that one reader than to its own tensor (`own`:
+    the tap against its own; a compiler that fuses a Conv with the Relu after it gives the Conv's tap the
+    Relu's values: measured on OriNet with its Relu at 8 bits, cosine 0.1496 against the Conv, 0.9977
+    against the Relu). None: it does not, or the reader's output is not known."""
     c = _reader(g, t)
-    if c is None or c not in ref or t not in ref:
+    if own is None or c is None or c not in ref:
         return None
-    own, theirs = fig.figures(got, ref[t]), fig.figures(got, ref[c])
-    if own is None or theirs is None:
-        return None
-    return c if theirs.sqnr_db >= own.sqnr_db + margin_db else None
+    theirs = fig.figures(got, ref[c])
+    return c if theirs is not None and theirs.sqnr_db >= own.sqnr_db + margin_db else None
 
 
 def _off_grid(value: np.ndarray, scale: float | None) -> bool:
@@ -165,13 +166,18 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         compiles.append(_compile("candidate", b, vs))
         ref = _reference_values(g, taps, stage, compiles)
         unreadable.update(t for t in taps if t in got and _off_grid(got[t], scales.get(t)))
-        fused.update({t: c for t in taps if t in got and (c := _fused(g, t, got[t], ref, rule.margin_db))})
         for t in taps:
-            if t in unreadable or t in fused:
+            if t in unreadable:
                 measured[t] = (None, stage)
             elif t in got and t in ref:
-                measured[t] = (fig.figures(got[t], ref[t], scales.get(t)), stage)
-                values[t] = got[t]
+                f = fig.figures(got[t], ref[t], scales.get(t))
+                reader = _fused(g, t, got[t], f, ref, rule.margin_db)
+                if reader is not None:
+                    fused[t] = reader
+                    measured[t] = (None, stage)
+                else:
+                    measured[t] = (f, stage)
+                    values[t] = got[t]
         ordered = sorted(measured, key=g.order.__getitem__)
         progress(f"{name}: stage {stage}, recomputing {len(ordered)} tensors from the candidate's inputs")
         local, problem = local_values(g.ref, ordered, values, g.feeds.values)
@@ -198,17 +204,14 @@ def compare_graph(g: _Graph, max_taps: int, rule: fig.Rule, progress: Progress) 
         notes.append(
             f"{len(shown)} tap(s) came back from the emulator with values outside their own encoding's range "
             f"(no DequantizeLinear can give them: a read-out fault of the tapped build, not the graph's "
-            f"computation, which goes on right after them), not judged: {', '.join(shown[:4])}"
-            + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
+            f"computation, which goes on right after them), not judged: {listed(shown, 4)}"
         )
     if fused:
         shown = sorted(fused, key=g.order.__getitem__)
         notes.append(
             f"{len(shown)} tap(s) came back holding the output of the one node that reads them, not their "
             "own (the build computes the two as one: the values in between never exist on the device), not "
-            "judged: "
-            + ", ".join(f"{t} (holds {fused[t]})" for t in shown[:4])
-            + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
+            "judged: " + listed([f"{t} (holds {fused[t]})" for t in shown], 4)
         )
     if taps:
         blocks = len(judgement.suspects)
