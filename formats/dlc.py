@@ -143,6 +143,7 @@ PARAMS = "model.params"  # NETP: each static tensor's place in model.params.bin
 PARAMS_BIN = "model.params.bin"  # raw weights
 METADATA_PREFIX = "dlc.metadata"  # dlc.metadata2.3.0 (JSON), dlc.metadata.history.2.3.0 (JSON)
 CACHE_PREFIX = "htp.cache."  # a context binary per SoC: htp.cache.<soc name>.<n>
+CACHE_PREFIX_2_49 = "backend.metadata"  # the same, as QAIRT 2.49 names it: backend.metadata<n>
 SHARED_WEIGHTS_PREFIX = "htp.shared.weights."
 SHARED_METADATA_PREFIX = "htp.metadata.shared_weights."
 

@@ -25,6 +25,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
+from q9diff.compare.cause import Cause
 from q9diff.formats import dlc as D
 from q9diff.read.dlc import Dlc, DlcGraph, DlcOp, DlcTensor, TensorAttribute
 from q9diff.read.tables import DATATYPE_NAMES, TENSOR_TYPE_NAMES
@@ -121,7 +122,7 @@ def diff(a: Dlc, b: Dlc) -> dict:
     meta = _metadata(a, b)
     if meta == "content" and not causes:  # no cause above explains it
         causes.append(_cause("metadata", "the metadata JSON differs beyond its timestamps"))
-    apart = [r["name"] for r in records if not r["same"] and not r["name"].startswith("dlc.metadata")]
+    apart = [r["name"] for r in records if not r["same"] and not r["name"].startswith(D.METADATA_PREFIX)]
     if apart and not causes:  # bytes differ that no category above says: never "only timestamps"
         causes.append(_unsaid(a, apart))
     identical = all(r["same"] for r in records)
@@ -407,17 +408,13 @@ def soc_set(a: Dlc, b: Dlc) -> dict | None:
     socs, archs = [c["soc_model"] for c in cb], [c["dsp_arch"] for c in cb]
     read = all(isinstance(v, int) for v in socs + archs)
     options = {"soc_model": ",".join(map(str, socs)), "htp_arch": ",".join(map(str, archs))} if read else None
-    return {
-        "name": "soc_set",
-        "role": "root",
-        "a": [c["soc_model"] for c in ca],
-        "b": socs,
-        "bytes": None,
-        "evidence": said
-        + ["a device whose SoC has no cache in the build has no cache to load"]
-        + ([] if read else ["a cache's metadata does not name its SoC or arch: no option line is given"]),
-        "ort_options": options,
-    }
+    evidence = [
+        *said,
+        "a device whose SoC has no cache in the build has no cache to load",
+        *([] if read else ["a cache's metadata does not name its SoC or arch: no option line is given"]),
+    ]
+    cause = Cause("soc_set", "root", [c["soc_model"] for c in ca], socs, None, tuple(evidence))
+    return {**cause.to_json(), "ort_options": options}
 
 
 def _by_soc(dlc: Dlc) -> dict:

@@ -14,6 +14,7 @@ from q9diff.compare.diff import DiffResult, diff, to_json
 from q9diff.compare.models import different_models, models_json
 from q9diff.compare.suggestions import merged_suggestions
 from q9diff.errors import FormatError, InputError
+from q9diff.formats import dlc as D
 from q9diff.read.parse import read_errors
 from q9diff.units import percent
 
@@ -78,7 +79,7 @@ _SOC = "soc_model "  # the pairing key of a context DLC's cache
 # A context DLC's cache records, as QAIRT 2.49 (backend.metadata<n>) and 2.50-2.51 (htp.cache.<soc>.<n>)
 # name them: only such a label has the DLC's metadata read for its SoC (any other context of an EPContext
 # model is paired by its label, its model read once).
-_CACHE_NAMES = ("htp.cache.", "backend.metadata")
+_CACHE_NAMES = (D.CACHE_PREFIX, D.CACHE_PREFIX_2_49)
 
 
 def _keys(parts: list) -> dict:
