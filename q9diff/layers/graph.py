@@ -61,6 +61,11 @@ class ModelGraph:
     def tapped(self) -> list[Source]:
         return [s for s in self.sources if s.tap is not None]
 
+    def by_source(self, values: dict) -> dict:
+        """`values` keyed by tap (a QDQ model's: its DequantizeLinear outputs) keyed by source name."""
+        by_tap = {s.tap: s.name for s in self.sources if s.tap is not None}
+        return {by_tap.get(k, k): v for k, v in values.items()}
+
     def consumers(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for s in self.sources:

@@ -192,8 +192,7 @@ class EmulatorSide:
             ) from None
         finally:
             session.close()
-        by_tap = {s.tap: s.name for s in self.graph.sources if s.tap is not None}
-        return {by_tap.get(k, k): v for k, v in values.items()}
+        return self.graph.by_source(values)
 
 
 class CpuSide:
@@ -234,8 +233,7 @@ class CpuSide:
             except Exception as exc:
                 why = " ".join(str(exc).split())[:200]
                 raise LayersError(f"{self.graph.path}: ONNX Runtime failed on the CPU ({why})") from None
-        by_tap = {s.tap: s.name for s in self.graph.sources if s.tap is not None}  # a QDQ model's: its DQs
-        return {by_tap.get(k, k): v for k, v in zip(names, values, strict=True)}
+        return self.graph.by_source(dict(zip(names, values, strict=True)))
 
 
 _NUMPY = {
