@@ -151,6 +151,12 @@ _HEAD = re.compile(r"^[\d:.\-/ tz\[\]]{0,48}")
 _HEAD_CHARS = "0123456789:.-/ tz[]"  # _HEAD's characters in an ASCII line
 
 
+def _again(d: Finding, line: Line) -> Finding:
+    """Finding `d` of an earlier line, for `line` of the same text (its own number, cut and shown text)."""
+    return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
+                   d.layer, d.note, d.level, d.failure, d.signal, d.weak, d.hint)  # fmt: skip
+
+
 def find(
     number: int, raw: str, tools: frozenset[str], whole_query: bool, seen: dict | None = None
 ) -> Finding:
@@ -165,9 +171,7 @@ def find(
     if done is not None:
         old = done.line
         line = Line(number, len(raw) > MAX_LINE, shown, body, old.level, old.tools, old.layer, old.context)
-        d = done
-        return Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number, d.missing, d.signals,
-                       d.layer, d.note, d.level, d.failure, d.signal, d.weak, d.hint)  # fmt: skip
+        return _again(done, line)
     if not whole_query and _plain(body, WORD.findall(body)):
         WORK["plain"] += 1
         line = Line(number, len(raw) > MAX_LINE, shown, body, "", NO_TOOLS, "", "")
@@ -212,9 +216,7 @@ def find_all(
         if d is not None:
             old = d.line
             line = Line(number, cut, shown, body, old.level, old.tools, old.layer, old.context)
-            out.append(Finding(line, d.status, d.how, d.hit, d.curated, d.codes, d.own_number,
-                               d.missing, d.signals, d.layer, d.note, d.level, d.failure, d.signal,
-                               d.weak, d.hint))  # fmt: skip
+            out.append(_again(d, line))
             continue
         if (
             not whole_query
